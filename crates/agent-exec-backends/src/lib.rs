@@ -1,0 +1,1 @@
+//! Agent backends behind the execution contract.

@@ -1,0 +1,1 @@
+//! The execution contract: types, backend trait, resolver and conformance suite.

@@ -1,0 +1,1 @@
+//! The durable execution journal: SQLite by default, PostgreSQL for a fleet.

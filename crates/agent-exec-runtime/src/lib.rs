@@ -1,0 +1,1 @@
+//! The execution runtime: attempts, deadlines, process trees, deliverables.

@@ -1,0 +1,3 @@
+//! The agent-exec command-line tool.
+
+fn main() {}

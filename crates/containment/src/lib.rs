@@ -1,0 +1,1 @@
+//! Path containment decided on canonical targets.

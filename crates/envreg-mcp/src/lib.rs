@@ -1,0 +1,1 @@
+//! The envreg tools served over MCP (stdio and streamable HTTP).

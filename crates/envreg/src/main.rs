@@ -1,0 +1,3 @@
+//! The envreg command-line tool.
+
+fn main() {}

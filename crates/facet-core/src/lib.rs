@@ -1,0 +1,1 @@
+//! The facet scope guard: tables, sentences, decisions, session state.

@@ -1,0 +1,1 @@
+//! MCP result shaping shared by every MCP server of the project.

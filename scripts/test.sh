@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The whole test suite on a fresh machine. It first installs the real peers the tests
+# talk to (scripts/setup.d/*.sh, in order: PyPI and npm packages, Debian packages, a
+# PostgreSQL server), then checks formatting and lints, then runs every test.
+# A test whose peer is missing fails loudly; nothing is skipped.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+export PEERS_DIR="${PEERS_DIR:-$root/target/peers}"
+mkdir -p "$PEERS_DIR"
+for setup in scripts/setup.d/*.sh; do
+  [ -e "$setup" ] || continue
+  echo "== setup: $setup" >&2
+  # Sourced, so a setup step can export what the tests need (a server URL, a PATH entry).
+  # shellcheck disable=SC1090
+  . "$setup"
+done
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets --locked -- -D warnings
+cargo test --workspace --locked
