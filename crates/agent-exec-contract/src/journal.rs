@@ -1,0 +1,113 @@
+//! The journal port: what the runtime reports about every execution, so that a
+//! durable journal (the `agent-exec-journal` crate: SQLite, PostgreSQL) can record it.
+//!
+//! It lives in the contract, not in the runtime, so the journal crate depends only on
+//! the contract and the runtime only on this trait (no dependency cycle, and the
+//! runtime can be tested with an in-memory recorder).
+//!
+//! Order of calls for one execution: `execution_started`, then per attempt
+//! `attempt_started`, zero or more `transition`s, `attempt_finished`; finally
+//! `execution_finished`. A process that dies in between leaves the execution
+//! non-terminal; the journal turns it into `unknown` when next opened.
+
+use async_trait::async_trait;
+use time::OffsetDateTime;
+
+use crate::types::{ContractRequest, ContractResult, Usage};
+
+/// State of an attempt as the journal records it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AttemptState {
+    /// Dispatched to the backend.
+    Running,
+    /// A cancel (caller or deadline) was sent; the tree is being terminated.
+    Canceling,
+    /// Terminal states, the same four as [`crate::Outcome`].
+    Succeeded,
+    Failed,
+    Canceled,
+    Unknown,
+}
+
+impl AttemptState {
+    /// Lower-case name, as stored.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AttemptState::Running => "running",
+            AttemptState::Canceling => "canceling",
+            AttemptState::Succeeded => "succeeded",
+            AttemptState::Failed => "failed",
+            AttemptState::Canceled => "canceled",
+            AttemptState::Unknown => "unknown",
+        }
+    }
+}
+
+/// What an execution's earlier attempts (a step retry, possibly from another
+/// process) left in the journal; the runtime continues from it so that every
+/// attempt shares one budget and one deadline (invariant 1).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PriorAttempts {
+    /// Attempts already recorded under this execution id (0 for a new one).
+    pub attempts: u32,
+    /// Usage already spent.
+    pub usage: Usage,
+    /// The deadline recorded when the execution was first started.
+    pub deadline: Option<OffsetDateTime>,
+}
+
+/// Error from a journal. The runtime fails closed when it cannot record the start of
+/// an execution or attempt, and reports (in `logs`) a failure to record the end.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("journal: {0}")]
+pub struct JournalError(pub String);
+
+/// Receives the life of every execution.
+#[async_trait]
+pub trait JournalHook: Send + Sync {
+    /// An execution starts (or a step retry of it continues). Returns what earlier
+    /// attempts under the same id left.
+    async fn execution_started(
+        &self,
+        backend: &str,
+        request: &ContractRequest,
+        at: OffsetDateTime,
+    ) -> Result<PriorAttempts, JournalError>;
+
+    /// Attempt `attempt` (1-based, continuing `PriorAttempts::attempts`) starts on
+    /// `backend` (a fallback may use another backend under the same id).
+    async fn attempt_started(
+        &self,
+        execution_id: &str,
+        attempt: u32,
+        backend: &str,
+        at: OffsetDateTime,
+    ) -> Result<(), JournalError>;
+
+    /// A non-terminal state change of an attempt, with a short human note.
+    async fn transition(
+        &self,
+        execution_id: &str,
+        attempt: u32,
+        state: AttemptState,
+        note: &str,
+        at: OffsetDateTime,
+    ) -> Result<(), JournalError>;
+
+    /// An attempt ended with `result` (outcome, error, usage).
+    async fn attempt_finished(
+        &self,
+        execution_id: &str,
+        attempt: u32,
+        result: &ContractResult,
+        at: OffsetDateTime,
+    ) -> Result<(), JournalError>;
+
+    /// The execution ended with `result` (the last attempt's, usage summed).
+    async fn execution_finished(
+        &self,
+        execution_id: &str,
+        result: &ContractResult,
+        at: OffsetDateTime,
+    ) -> Result<(), JournalError>;
+}
