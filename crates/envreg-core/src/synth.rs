@@ -1,0 +1,1 @@
+//! Synthetic registries for benchmarks and load tests (interim: lands next).

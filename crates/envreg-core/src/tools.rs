@@ -1,0 +1,1 @@
+//! (owned by another engineer; filled in by them)
