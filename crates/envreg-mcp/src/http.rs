@@ -1,0 +1,181 @@
+//! Streamable HTTP serving: many MCP sessions at once, each with its `Mcp-Session-Id`.
+//!
+//! Security decisions:
+//! - Binds to loopback unless `--allow-remote` is given, and `--allow-remote` is refused
+//!   without a bearer token read from a named environment variable (never from a flag,
+//!   which would show in `ps`). When a token is configured it is checked on *every*
+//!   request, loopback or not, in constant time.
+//! - On loopback, rmcp's `Host` allow-list (localhost / 127.0.0.1 / ::1) stays on, so a
+//!   browser tricked by DNS rebinding cannot reach the server. With `--allow-remote`
+//!   the allow-list is dropped (the bearer token is the gate).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use anyhow::{Context as _, bail};
+use axum::extract::{Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use tokio_util::sync::CancellationToken;
+
+use crate::server::{EnvregServer, SessionSource, Shared};
+
+/// The path the MCP endpoint is served on.
+pub const MCP_PATH: &str = "/mcp";
+
+/// How the HTTP endpoint is exposed.
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    pub addr: SocketAddr,
+    pub allow_remote: bool,
+    /// The bearer token, already read from its environment variable.
+    pub token: Option<String>,
+}
+
+/// Refuse a non-loopback address without `--allow-remote` and a token.
+pub fn check_exposure(options: &HttpOptions) -> anyhow::Result<()> {
+    if options.addr.ip().is_loopback() {
+        return Ok(());
+    }
+    if !options.allow_remote {
+        bail!(
+            "refusing to listen on {}: it is not a loopback address; pass --allow-remote together with a bearer token in the environment variable named by --token-env (default ENVREG_HTTP_TOKEN)",
+            options.addr
+        );
+    }
+    if options.token.as_deref().is_none_or(str::is_empty) {
+        bail!(
+            "--allow-remote needs a bearer token: set the environment variable named by --token-env (default ENVREG_HTTP_TOKEN) to a secret"
+        );
+    }
+    Ok(())
+}
+
+/// Compare without an early exit, so timing does not reveal a prefix of the token.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+async fn require_bearer(
+    State(token): State<Arc<String>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let presented = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.strip_prefix("Bearer "));
+    match presented {
+        Some(given) if constant_time_eq(given.as_bytes(), token.as_bytes()) => {
+            next.run(request).await
+        }
+        _ => (
+            StatusCode::UNAUTHORIZED,
+            [(header::WWW_AUTHENTICATE, "Bearer")],
+            "missing or wrong bearer token\n",
+        )
+            .into_response(),
+    }
+}
+
+/// The axum router: the MCP endpoint at [`MCP_PATH`], behind the bearer check if any.
+pub fn router(
+    shared: Arc<Shared>,
+    options: &HttpOptions,
+    shutdown: CancellationToken,
+) -> axum::Router {
+    let mut config = StreamableHttpServerConfig::default().with_cancellation_token(shutdown);
+    if options.allow_remote {
+        config = config.disable_allowed_hosts();
+    }
+    let factory_shared = Arc::clone(&shared);
+    // Each HTTP session gets its own handler; its session id is the Mcp-Session-Id
+    // header, which every request after `initialize` carries.
+    let service = StreamableHttpService::new(
+        move || {
+            Ok(EnvregServer::new(
+                Arc::clone(&factory_shared),
+                SessionSource::Unavailable,
+            ))
+        },
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    let router = axum::Router::new().nest_service(MCP_PATH, service);
+    match options.token.clone().filter(|t| !t.is_empty()) {
+        Some(token) => router.layer(middleware::from_fn_with_state(
+            Arc::new(token),
+            require_bearer,
+        )),
+        None => router,
+    }
+}
+
+/// Serve until `shutdown` is cancelled (or Ctrl-C).
+pub async fn serve_http(shared: Arc<Shared>, options: HttpOptions) -> anyhow::Result<()> {
+    check_exposure(&options)?;
+    let shutdown = CancellationToken::new();
+    let listener = tokio::net::TcpListener::bind(options.addr)
+        .await
+        .with_context(|| format!("cannot listen on {}", options.addr))?;
+    let local = listener.local_addr().context("no local address")?;
+    // The one line a launcher waits for (stderr: stdout stays clean).
+    eprintln!("envreg-mcp: listening on http://{local}{MCP_PATH}");
+    tracing::info!(%local, "serving MCP over streamable HTTP");
+    let app = router(shared, &options, shutdown.clone());
+    let stop = shutdown.clone();
+    axum::serve(listener, app)
+        .with_graceful_shutdown(async move {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                () = stop.cancelled() => {}
+            }
+        })
+        .await
+        .context("HTTP server failed")?;
+    shutdown.cancel();
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options(addr: &str, allow_remote: bool, token: Option<&str>) -> HttpOptions {
+        HttpOptions {
+            addr: addr.parse().expect("addr"),
+            allow_remote,
+            token: token.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn loopback_needs_nothing_else() {
+        assert!(check_exposure(&options("127.0.0.1:0", false, None)).is_ok());
+        assert!(check_exposure(&options("[::1]:0", false, None)).is_ok());
+    }
+
+    #[test]
+    fn remote_needs_flag_and_token() {
+        let err = check_exposure(&options("0.0.0.0:8080", false, Some("t"))).expect_err("no flag");
+        assert!(err.to_string().contains("--allow-remote"));
+        let err = check_exposure(&options("0.0.0.0:8080", true, None)).expect_err("no token");
+        assert!(err.to_string().contains("bearer token"));
+        assert!(check_exposure(&options("0.0.0.0:8080", true, Some(""))).is_err());
+        assert!(check_exposure(&options("0.0.0.0:8080", true, Some("s3cret"))).is_ok());
+    }
+
+    #[test]
+    fn token_comparison() {
+        assert!(constant_time_eq(b"abc", b"abc"));
+        assert!(!constant_time_eq(b"abc", b"abd"));
+        assert!(!constant_time_eq(b"abc", b"abcd"));
+    }
+}

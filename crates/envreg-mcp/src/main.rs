@@ -1,0 +1,29 @@
+//! `envreg-mcp`: the MCP server alone (the same code as `envreg serve`), for hosts that
+//! prefer a dedicated binary and for this crate's own tests and benchmarks.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser;
+
+/// Serve an environment registry's ten env_* tools over MCP (stdio or streamable HTTP).
+#[derive(Debug, Parser)]
+#[command(name = "envreg-mcp", version)]
+struct Cli {
+    /// Registry folder (else $ENVREG_REGISTRY).
+    #[arg(long, value_name = "DIR", env = "ENVREG_REGISTRY")]
+    registry: PathBuf,
+    #[command(flatten)]
+    serve: envreg_mcp::ServeArgs,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match envreg_mcp::run(cli.registry, cli.serve) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("envreg-mcp: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
