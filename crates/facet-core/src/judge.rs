@@ -1,0 +1,208 @@
+//! The decision: for one tool call in one session, no opinion, ask, or deny — with the
+//! seed's sentence.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::seed::{
+    FACET_TOOL, Mode, NO_CHANNEL_REACH, implicit_search_reason, is_widening_call, outside_reason,
+    widen_reason,
+};
+use crate::session::{Session, requested_paths};
+use crate::tools::{Location, ToolTable, locations};
+
+/// What the guard says about one call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// The call stays inside the facet (or names nothing, or the guard is off): the
+    /// host's own permissions stay in charge.
+    NoOpinion,
+    /// Put the call to the user; the reason is the approval prompt.
+    Ask(String),
+    /// Refuse the call; the reason is the model's error text.
+    Deny(String),
+}
+
+impl Decision {
+    /// The reason sentence, if there is one.
+    pub fn reason(&self) -> Option<&str> {
+        match self {
+            Decision::NoOpinion => None,
+            Decision::Ask(reason) | Decision::Deny(reason) => Some(reason),
+        }
+    }
+}
+
+/// The guard's configuration (all fields optional in a configuration file).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// The names the host calls the facet tool by: the seed's bare `facet` and the
+    /// host-qualified `mcp__facet__facet` (the server registered as `facet` in Claude
+    /// Code or DeepSeek Harness).
+    pub facet_tool_names: Vec<String>,
+    /// User-configured tools (typically MCP): the name the host calls them by → the
+    /// top-level string arguments that are paths.
+    pub tools: BTreeMap<String, Vec<String>>,
+    /// File names, besides `.git`, that mark a project's top level.
+    pub project_markers: Vec<String>,
+    /// The mode a session starts in.
+    pub default_mode: Mode,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            facet_tool_names: vec![FACET_TOOL.to_string(), "mcp__facet__facet".to_string()],
+            tools: BTreeMap::new(),
+            project_markers: Vec::new(),
+            default_mode: Mode::Ask,
+        }
+    }
+}
+
+/// The guard: tool table and facet tool names, built once from a [`Config`].
+#[derive(Debug, Clone)]
+pub struct Policy {
+    tools: ToolTable,
+    facet_tool_names: Vec<String>,
+}
+
+impl Default for Policy {
+    fn default() -> Policy {
+        Policy::new(&Config::default())
+    }
+}
+
+impl Policy {
+    /// The built-in tables plus the configured tools.
+    pub fn new(config: &Config) -> Policy {
+        Policy {
+            tools: ToolTable::builtin().with_tools(&config.tools),
+            facet_tool_names: config.facet_tool_names.clone(),
+        }
+    }
+
+    /// The tool table in use.
+    pub fn tools(&self) -> &ToolTable {
+        &self.tools
+    }
+
+    /// Whether the host calls the facet tool by `tool_name`.
+    pub fn is_facet_tool(&self, tool_name: &str) -> bool {
+        self.facet_tool_names.iter().any(|name| name == tool_name)
+    }
+
+    /// Judge one call. `cwd` is the directory the host runs the tool in (the hook
+    /// envelope's `cwd`), against which relative paths resolve — never this process's
+    /// own. `can_ask` is false when no approval request can reach the user (Claude
+    /// Code's `bypassPermissions`): then every "ask" becomes "deny".
+    ///
+    /// Never panics on any `args`: unknown shapes are skipped, as the seed skips them,
+    /// and a path that cannot be resolved (loop, NUL, unreadable) is judged outside.
+    pub fn judge(
+        &self,
+        tool_name: &str,
+        args: &Value,
+        cwd: &Path,
+        session: &Session,
+        can_ask: bool,
+    ) -> Decision {
+        if session.mode == Mode::Off || session.facet_root().is_none() {
+            return Decision::NoOpinion;
+        }
+        if is_widening_call(tool_name, args, &self.facet_tool_names) {
+            return if can_ask {
+                Decision::Ask(widen_reason(&requested_paths(args)))
+            } else {
+                Decision::Deny(NO_CHANNEL_REACH.to_string())
+            };
+        }
+        let Some(spec) = self.tools.get(tool_name) else {
+            return Decision::NoOpinion;
+        };
+        self.judge_locations(&locations(spec, args), cwd, session, can_ask)
+    }
+
+    /// Judge paths the caller extracted itself (Codex `apply_patch` file headers), as
+    /// if a file tool named them.
+    pub fn judge_paths(
+        &self,
+        raw_paths: &[String],
+        cwd: &Path,
+        session: &Session,
+        can_ask: bool,
+    ) -> Decision {
+        if session.mode == Mode::Off || session.facet_root().is_none() {
+            return Decision::NoOpinion;
+        }
+        let located: Vec<Location> = raw_paths.iter().cloned().map(Location::Named).collect();
+        self.judge_locations(&located, cwd, session, can_ask)
+    }
+
+    fn judge_locations(
+        &self,
+        located: &[Location],
+        cwd: &Path,
+        session: &Session,
+        can_ask: bool,
+    ) -> Decision {
+        let Some(root) = session.facet_root() else {
+            return Decision::NoOpinion;
+        };
+        let root = root.to_string_lossy();
+        let cwd_text = cwd.to_string_lossy();
+        let asking = session.mode == Mode::Ask && can_ask;
+        let reason_mode = if asking { Mode::Ask } else { Mode::Deny };
+        for location in located {
+            let (inside, reason) = match location {
+                Location::Named(raw) => (
+                    allowed(session, raw, cwd),
+                    outside_reason(&cwd_text, raw, &root, reason_mode),
+                ),
+                Location::SessionDefault => (
+                    allowed(session, ".", cwd),
+                    implicit_search_reason(&cwd_text, &root),
+                ),
+            };
+            if !inside {
+                return if asking {
+                    Decision::Ask(reason)
+                } else {
+                    Decision::Deny(reason)
+                };
+            }
+        }
+        Decision::NoOpinion
+    }
+}
+
+/// Whether `raw` (relative to `cwd`) resolves inside the session's facet or grants.
+/// Every failure to resolve is "not allowed": fail closed.
+fn allowed(session: &Session, raw: &str, cwd: &Path) -> bool {
+    let Some(expanded) = expand_home(raw) else {
+        return false;
+    };
+    match containment::resolve(expanded.as_ref(), cwd) {
+        Ok(resolved) => session.allows(resolved.path()),
+        Err(_) => false,
+    }
+}
+
+/// `~` and `~/…` as the user's home, because file tools expand them. `None` when the
+/// path starts with `~` but the home is unknown, or names another user's home
+/// (`~name/…`): such a path cannot be placed, so it is refused rather than guessed.
+pub fn expand_home(raw: &str) -> Option<Cow<'_, str>> {
+    let Some(rest) = raw.strip_prefix('~') else {
+        return Some(Cow::Borrowed(raw));
+    };
+    if !(rest.is_empty() || rest.starts_with('/')) {
+        return None;
+    }
+    let home = dirs::home_dir()?;
+    Some(Cow::Owned(format!("{}{rest}", home.to_string_lossy())))
+}

@@ -1,0 +1,334 @@
+//! Session state on disk: one JSON file per session id in a state folder, written
+//! atomically, updated under a per-session file lock.
+//!
+//! Layout: `<dir>/<stem>.json` (the [`Session`]) and `<dir>/<stem>.lock` (an empty file
+//! whose `flock` serializes read-modify-write), where `<stem>` is the session id encoded
+//! so that it is always one plain file name ([`SessionId`]).
+//!
+//! Readers take no lock: every write is a rename of a complete, fsynced file, so a
+//! reader sees the old state or the new one, never half of one. Writers take the lock
+//! for the whole read-modify-write, so two hook processes granting at once both land.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
+
+use crate::judge::Config;
+use crate::project::is_project_top;
+use crate::session::Session;
+
+/// The longest session id accepted, in bytes. Encoded, it stays under the 255-byte file
+/// name limit (at most three bytes per id byte, plus the extension).
+pub const MAX_SESSION_ID_BYTES: usize = 80;
+
+/// A host's session id, validated. Ids are data, not paths: the file name is an
+/// injective encoding of the id's bytes (`[A-Za-z0-9-]` kept, every other byte `_XX`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SessionId(String);
+
+impl SessionId {
+    /// Accept `raw` as a session id: non-empty, at most [`MAX_SESSION_ID_BYTES`] bytes.
+    pub fn new(raw: &str) -> Result<SessionId, StoreError> {
+        if raw.is_empty() {
+            return Err(StoreError::InvalidSessionId {
+                reason: "it is empty".to_string(),
+            });
+        }
+        if raw.len() > MAX_SESSION_ID_BYTES {
+            return Err(StoreError::InvalidSessionId {
+                reason: format!(
+                    "it is {} bytes long; at most {MAX_SESSION_ID_BYTES} are accepted",
+                    raw.len()
+                ),
+            });
+        }
+        Ok(SessionId(raw.to_string()))
+    }
+
+    /// The id as the host sent it.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The file stem: injective, never empty, never `.`/`..`, never containing `/`.
+    pub fn file_stem(&self) -> String {
+        let mut stem = String::with_capacity(self.0.len());
+        for byte in self.0.bytes() {
+            if byte.is_ascii_alphanumeric() || byte == b'-' {
+                stem.push(char::from(byte));
+            } else {
+                stem.push_str(&format!("_{byte:02x}"));
+            }
+        }
+        stem
+    }
+}
+
+impl std::fmt::Display for SessionId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Why the state folder could not do what was asked. Nothing on disk is overwritten
+/// when a file cannot be read: a corrupt file is reported, not replaced.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The session id cannot be used.
+    #[error("invalid session id: {reason}")]
+    InvalidSessionId {
+        /// Why.
+        reason: String,
+    },
+    /// No state recorded for this session.
+    #[error("no facet state for session {id}; it is recorded at the session's first hook event")]
+    UnknownSession {
+        /// The id.
+        id: String,
+    },
+    /// A file system operation failed.
+    #[error("{action} {path}: {source}")]
+    Io {
+        /// What was being done.
+        action: &'static str,
+        /// On what.
+        path: PathBuf,
+        /// What the system said.
+        #[source]
+        source: io::Error,
+    },
+    /// A state file exists but does not hold a session (left in place).
+    #[error("the state file {path} is unreadable ({reason}); it was left untouched")]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// The session's directory cannot be recorded (missing, not a directory, …).
+    #[error("cannot record the session directory {path}: {source}")]
+    Directory {
+        /// The directory as given.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: containment::Error,
+    },
+}
+
+fn io_error<'a>(action: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> StoreError + 'a {
+    move |source| StoreError::Io {
+        action,
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Every session in the folder, and the files that could not be read.
+#[derive(Debug, Default)]
+pub struct Listing {
+    /// Sessions, sorted by id.
+    pub sessions: Vec<Session>,
+    /// State files that could not be read (left untouched).
+    pub problems: Vec<StoreError>,
+}
+
+/// The state folder.
+#[derive(Debug, Clone)]
+pub struct StateStore {
+    dir: PathBuf,
+}
+
+impl StateStore {
+    /// The default folder: `$XDG_STATE_HOME/facet`, else `~/.local/state/facet`.
+    /// (`FACET_STATE_DIR` is the binary's business: it overrides this.)
+    pub fn default_dir() -> Option<PathBuf> {
+        dirs::state_dir()
+            .or_else(|| dirs::home_dir().map(|home| home.join(".local/state")))
+            .map(|state| state.join("facet"))
+    }
+
+    /// Open (creating, mode 0700) the state folder `dir`.
+    pub fn open(dir: impl Into<PathBuf>) -> Result<StateStore, StoreError> {
+        let dir = dir.into();
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&dir)
+            .map_err(io_error("cannot create the state folder", &dir))?;
+        Ok(StateStore { dir })
+    }
+
+    /// The folder.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn state_path(&self, id: &SessionId) -> PathBuf {
+        self.dir.join(format!("{}.json", id.file_stem()))
+    }
+
+    fn lock(&self, id: &SessionId) -> Result<File, StoreError> {
+        let path = self.dir.join(format!("{}.lock", id.file_stem()));
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(io_error("cannot open the lock file", &path))?;
+        file.lock()
+            .map_err(io_error("cannot lock the lock file", &path))?;
+        Ok(file)
+    }
+
+    /// The recorded state of `id`, if any.
+    pub fn load(&self, id: &SessionId) -> Result<Option<Session>, StoreError> {
+        let path = self.state_path(id);
+        let bytes = match fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(error) => return Err(io_error("cannot read", &path)(error)),
+        };
+        let session: Session =
+            serde_json::from_slice(&bytes).map_err(|error| StoreError::Corrupt {
+                path: path.clone(),
+                reason: error.to_string(),
+            })?;
+        if session.id != id.as_str() {
+            return Err(StoreError::Corrupt {
+                path,
+                reason: "it records a different session id".to_string(),
+            });
+        }
+        Ok(Some(session))
+    }
+
+    fn save(&self, session: &Session, id: &SessionId) -> Result<(), StoreError> {
+        let path = self.state_path(id);
+        let mut json = serde_json::to_vec_pretty(session).map_err(|error| StoreError::Corrupt {
+            path: path.clone(),
+            reason: error.to_string(),
+        })?;
+        json.push(b'\n');
+        let mut file = atomic_write_file::AtomicWriteFile::open(&path)
+            .map_err(io_error("cannot write", &path))?;
+        file.write_all(&json)
+            .map_err(io_error("cannot write", &path))?;
+        file.commit().map_err(io_error("cannot write", &path))
+    }
+
+    /// The state of `id`, recording it first if this is the session's first sight:
+    /// the directory `cwd` is canonicalized and kept for good, and the session is
+    /// scoped unless `cwd` is the project's top level.
+    pub fn load_or_init(
+        &self,
+        id: &SessionId,
+        cwd: &Path,
+        config: &Config,
+    ) -> Result<Session, StoreError> {
+        if let Some(session) = self.load(id)? {
+            return Ok(session);
+        }
+        let _lock = self.lock(id)?;
+        // Another process may have recorded it between the read and the lock.
+        if let Some(session) = self.load(id)? {
+            return Ok(session);
+        }
+        let session = first_sight(id, cwd, config)?;
+        self.save(&session, id)?;
+        Ok(session)
+    }
+
+    /// Read-modify-write the state of `id` under its lock. `change` sees the current
+    /// state; it is written back (atomically) only if it changed. Errors with
+    /// [`StoreError::UnknownSession`] if the session was never recorded.
+    pub fn update<T>(
+        &self,
+        id: &SessionId,
+        change: impl FnOnce(&mut Session) -> T,
+    ) -> Result<T, StoreError> {
+        let _lock = self.lock(id)?;
+        let mut session = self.load(id)?.ok_or_else(|| StoreError::UnknownSession {
+            id: id.as_str().to_string(),
+        })?;
+        let before = session.clone();
+        let out = change(&mut session);
+        if session != before {
+            // The id and the directory are never moved, whatever `change` did.
+            session.id = before.id;
+            session.directory = before.directory;
+            self.save(&session, id)?;
+        }
+        Ok(out)
+    }
+
+    /// As [`StateStore::update`], recording the session first if it is new (one lock
+    /// for both, so a first event that also changes state is one step).
+    pub fn update_or_init<T>(
+        &self,
+        id: &SessionId,
+        cwd: &Path,
+        config: &Config,
+        change: impl FnOnce(&mut Session) -> T,
+    ) -> Result<T, StoreError> {
+        let _lock = self.lock(id)?;
+        let mut session = match self.load(id)? {
+            Some(session) => session,
+            None => first_sight(id, cwd, config)?,
+        };
+        let before = session.clone();
+        let out = change(&mut session);
+        session.id = before.id.clone();
+        session.directory = before.directory.clone();
+        if session != before || !self.state_path(id).exists() {
+            self.save(&session, id)?;
+        }
+        Ok(out)
+    }
+
+    /// Every recorded session, sorted by id; unreadable files are reported, not skipped
+    /// silently and not touched.
+    pub fn list(&self) -> Result<Listing, StoreError> {
+        let entries =
+            fs::read_dir(&self.dir).map_err(io_error("cannot list the state folder", &self.dir))?;
+        let mut listing = Listing::default();
+        for entry in entries {
+            let entry = entry.map_err(io_error("cannot list the state folder", &self.dir))?;
+            let path = entry.path();
+            if path.extension().and_then(|ext| ext.to_str()) != Some("json") {
+                continue;
+            }
+            let parsed = fs::read(&path)
+                .map_err(io_error("cannot read", &path))
+                .and_then(|bytes| {
+                    serde_json::from_slice::<Session>(&bytes).map_err(|error| StoreError::Corrupt {
+                        path: path.clone(),
+                        reason: error.to_string(),
+                    })
+                });
+            match parsed {
+                Ok(session) => listing.sessions.push(session),
+                Err(problem) => listing.problems.push(problem),
+            }
+        }
+        listing.sessions.sort_by(|a, b| a.id.cmp(&b.id));
+        Ok(listing)
+    }
+}
+
+fn first_sight(id: &SessionId, cwd: &Path, config: &Config) -> Result<Session, StoreError> {
+    let root = containment::Root::new(cwd).map_err(|source| StoreError::Directory {
+        path: cwd.to_path_buf(),
+        source,
+    })?;
+    let directory = root.path().to_path_buf();
+    let scoped = !is_project_top(&directory, &config.project_markers);
+    Ok(Session::new(
+        id.as_str(),
+        directory,
+        scoped,
+        config.default_mode,
+    ))
+}

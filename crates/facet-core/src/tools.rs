@@ -1,0 +1,178 @@
+//! Which arguments of which tool name a location, per harness.
+//!
+//! One table serves every dialect: DeepSeek Harness names tools in lower case (`read`,
+//! `grep`), Claude Code capitalized (`Read`, `Grep`), and MCP tools arrive
+//! host-qualified (`mcp__server__tool`), so the names never collide and the guard need
+//! not know which harness is calling. Codex edits files through `apply_patch` bodies,
+//! whose paths the hook extracts and hands to [`crate::Policy::judge_paths`].
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use crate::seed::{IMPLICIT_SESSION_PATHS, PATH_ARGUMENTS, js_trim, string_arguments};
+
+/// How one tool names locations.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolSpec {
+    /// Top-level string arguments that are paths (relative to the session directory).
+    pub path_args: Vec<String>,
+    /// The tool searches the session directory when none of `path_args` is given.
+    pub implicit_session_path: bool,
+    /// Top-level string arguments that are glob patterns, taken relative to the first
+    /// given path argument (or the session directory). Judged by their fixed prefix when
+    /// that prefix is absolute or climbs with `..`.
+    pub pattern_args: Vec<String>,
+}
+
+impl ToolSpec {
+    fn new(path_args: &[&str], implicit: bool, pattern_args: &[&str]) -> ToolSpec {
+        ToolSpec {
+            path_args: path_args.iter().map(|name| name.to_string()).collect(),
+            implicit_session_path: implicit,
+            pattern_args: pattern_args.iter().map(|name| name.to_string()).collect(),
+        }
+    }
+}
+
+/// The tools the guard knows, by the name the host calls them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolTable {
+    tools: BTreeMap<String, ToolSpec>,
+}
+
+impl ToolTable {
+    /// DeepSeek Harness and Claude Code built-in tools.
+    ///
+    /// - DeepSeek Harness: the seed's [`PATH_ARGUMENTS`] and [`IMPLICIT_SESSION_PATHS`],
+    ///   plus `lsp` (`file_path`, and `path` where a version names it so: judging an
+    ///   argument a call does not carry costs nothing), and the `pattern` of `glob`.
+    /// - Claude Code: `Read`, `Write`, `Edit`, `MultiEdit` (`file_path`); `NotebookEdit`
+    ///   (`notebook_path`); `Grep`, `Glob`, `LS` (`path`, searching the session
+    ///   directory when it is absent); `Glob`'s `pattern` and `Grep`'s `glob` filter.
+    pub fn builtin() -> ToolTable {
+        let mut tools = BTreeMap::new();
+        for (tool, names) in PATH_ARGUMENTS {
+            let implicit = IMPLICIT_SESSION_PATHS.contains(tool);
+            tools.insert(tool.to_string(), ToolSpec::new(names, implicit, &[]));
+        }
+        tools.insert(
+            "lsp".into(),
+            ToolSpec::new(&["file_path", "path"], false, &[]),
+        );
+        if let Some(glob) = tools.get_mut("glob") {
+            glob.pattern_args = vec!["pattern".into()];
+        }
+        if let Some(grep) = tools.get_mut("grep") {
+            grep.pattern_args = vec!["glob".into()];
+        }
+        for tool in ["Read", "Write", "Edit", "MultiEdit"] {
+            tools.insert(tool.into(), ToolSpec::new(&["file_path"], false, &[]));
+        }
+        tools.insert(
+            "NotebookEdit".into(),
+            ToolSpec::new(&["notebook_path"], false, &[]),
+        );
+        tools.insert("Grep".into(), ToolSpec::new(&["path"], true, &["glob"]));
+        tools.insert("Glob".into(), ToolSpec::new(&["path"], true, &["pattern"]));
+        tools.insert("LS".into(), ToolSpec::new(&["path"], true, &[]));
+        ToolTable { tools }
+    }
+
+    /// Add (or replace) user-configured tools: name → path argument names. MCP tools
+    /// are listed by the name the host calls them (`mcp__fs__read_file`); they are
+    /// never implicit and carry no patterns.
+    pub fn with_tools(mut self, configured: &BTreeMap<String, Vec<String>>) -> ToolTable {
+        for (name, args) in configured {
+            let names: Vec<&str> = args.iter().map(String::as_str).collect();
+            self.tools
+                .insert(name.clone(), ToolSpec::new(&names, false, &[]));
+        }
+        self
+    }
+
+    /// The spec of `tool_name`, if the guard knows it.
+    pub fn get(&self, tool_name: &str) -> Option<&ToolSpec> {
+        self.tools.get(tool_name)
+    }
+
+    /// Every tool name in the table, sorted.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.tools.keys().map(String::as_str)
+    }
+}
+
+/// What one call asks the guard to judge.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    /// A path the model wrote (or the fixed prefix of a pattern), relative to the
+    /// session directory unless absolute.
+    Named(String),
+    /// The model named no path, so the tool searches the session directory.
+    SessionDefault,
+}
+
+/// The locations a call names, per its spec. Empty: the call names none (no opinion).
+pub fn locations(spec: &ToolSpec, args: &Value) -> Vec<Location> {
+    let names: Vec<&str> = spec.path_args.iter().map(String::as_str).collect();
+    let paths = string_arguments(args, &names);
+    let mut out: Vec<Location> = paths.iter().cloned().map(Location::Named).collect();
+
+    let mut patterned = false;
+    for pattern_name in &spec.pattern_args {
+        let Some(pattern) = args.get(pattern_name).and_then(Value::as_str) else {
+            continue;
+        };
+        let Some(prefix) = pattern_escape_prefix(js_trim(pattern)) else {
+            continue;
+        };
+        patterned = true;
+        let judged = match paths.first() {
+            Some(base) if !prefix.starts_with('/') => {
+                format!("{}/{prefix}", base.trim_end_matches('/'))
+            }
+            _ => prefix,
+        };
+        out.push(Location::Named(judged));
+    }
+    // A pattern with an absolute or climbing prefix is the search's real root, so the
+    // session default it would otherwise search is not what is at issue.
+    if paths.is_empty() && spec.implicit_session_path && !patterned {
+        out.push(Location::SessionDefault);
+    }
+    out
+}
+
+fn is_glob_meta(component: &str) -> bool {
+    component.contains(['*', '?', '[', ']', '{', '}', '\\'])
+}
+
+/// The fixed prefix of a glob pattern, when the pattern can reach outside the directory
+/// it is taken against: it is absolute, or it contains a `..` component.
+///
+/// The prefix is the leading run of components with no glob syntax. A `..` after the
+/// first wildcard is counted too: each wildcard component descends zero or more levels
+/// (`**` may match none) and each `..` climbs one, so appending every later `..` to the
+/// prefix gives the highest directory the pattern can reach — a sound bound, not an
+/// exact one. Returns `None` for a pattern that stays below its base (`src/**/*.rs`).
+pub fn pattern_escape_prefix(pattern: &str) -> Option<String> {
+    let absolute = pattern.starts_with('/');
+    let components: Vec<&str> = pattern.split('/').filter(|c| !c.is_empty()).collect();
+    let fixed = components
+        .iter()
+        .position(|component| is_glob_meta(component))
+        .unwrap_or(components.len());
+    let later_climbs = components[fixed..].iter().filter(|c| **c == "..").count();
+    let climbs = components.contains(&"..");
+    if !absolute && !climbs {
+        return None;
+    }
+    let mut parts: Vec<&str> = components[..fixed].to_vec();
+    parts.extend(std::iter::repeat_n("..", later_climbs));
+    let joined = parts.join("/");
+    Some(match (absolute, joined.is_empty()) {
+        (true, _) => format!("/{joined}"),
+        (false, true) => ".".to_string(),
+        (false, false) => joined,
+    })
+}
