@@ -1,0 +1,350 @@
+//! One invocation: find the registry, turn the subcommand into a tool call, run it
+//! through [`envreg_core::tools::call_tool`] (the same path MCP takes), print the result.
+//!
+//! Exit codes: 0 success, 1 an expected failure (the tool's error, printed — as
+//! `{"error": {code, message, details}}` on stdout under `--json`), 2 a usage error
+//! (clap's).
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use envreg_core::tools::{CallContext, ToolOutput, call_tool};
+use envreg_core::{EnvError, ErrorCode, Registry, SessionId};
+use serde_json::{Value, json};
+
+use crate::approve::TerminalApprover;
+use crate::cli::{Cli, Command, Kind, SchemaKind, SessionArg};
+use crate::style::Palette;
+use crate::{human, init, locate, record_file};
+
+/// A failure to print: the error, and a hint for the person (stderr only, so `--json`
+/// stdout stays exactly the error object).
+pub struct Failure {
+    pub error: EnvError,
+    pub hint: Option<String>,
+}
+
+impl From<EnvError> for Failure {
+    fn from(error: EnvError) -> Failure {
+        Failure { error, hint: None }
+    }
+}
+
+pub fn run(cli: Cli) -> ExitCode {
+    let json = cli.json;
+    match execute(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => {
+            print_failure(&failure, json);
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn print_failure(failure: &Failure, json: bool) {
+    let err = &failure.error;
+    if json {
+        let body = json!({ "error": {
+            "code": err.code.as_str(),
+            "message": err.message,
+            "details": err.details.clone().unwrap_or(Value::Null),
+        }});
+        println!("{}", pretty(&body));
+    } else {
+        let p = Palette::for_stderr();
+        eprintln!(
+            "{} {}",
+            p.red(&format!("error[{}]:", err.code.as_str())),
+            err.message
+        );
+        if let Some(details) = &err.details {
+            eprintln!("{}", p.dim(&indent(&pretty(details), "  ")));
+        }
+    }
+    if let Some(hint) = &failure.hint {
+        let p = Palette::for_stderr();
+        eprintln!("{} {hint}", p.cyan("hint:"));
+    }
+}
+
+fn indent(text: &str, prefix: &str) -> String {
+    text.lines()
+        .map(|l| format!("{prefix}{l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn pretty(value: &Value) -> String {
+    serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
+}
+
+fn cwd() -> Result<PathBuf, EnvError> {
+    std::env::current_dir().map_err(|e| {
+        EnvError::new(
+            ErrorCode::InvalidArgument,
+            format!("cannot read the current directory: {e}"),
+        )
+    })
+}
+
+fn open(cli_registry: Option<&Path>) -> Result<Registry, EnvError> {
+    let root = locate::registry_root(cli_registry, &cwd()?)?;
+    Registry::open(root)
+}
+
+fn session(arg: &SessionArg) -> Result<SessionId, EnvError> {
+    SessionId::new(arg.id())
+}
+
+fn execute(cli: Cli) -> Result<(), Failure> {
+    let registry_flag = cli.registry.as_deref();
+    let json_mode = cli.json;
+    let (tool, args, session, yes) = match cli.command {
+        Command::Init { dir } => return init::run(&dir, json_mode).map_err(Failure::from),
+        Command::Schema { kind } => {
+            println!("{}", pretty(&schema_of(kind)));
+            return Ok(());
+        }
+        Command::Serve(args) => {
+            let root = locate::registry_root(registry_flag, &cwd()?)?;
+            return crate::serve::run(root, args)
+                .map_err(|e| Failure::from(EnvError::internal(format!("serve: {e:#}"))));
+        }
+        Command::Synth { dir, scale } => return synth(&dir, scale, json_mode),
+        Command::List { kind, query } => {
+            let mut args = serde_json::Map::new();
+            if let Some(kind) = kind {
+                args.insert("kind".into(), kind.as_str().into());
+            }
+            if let Some(query) = query {
+                args.insert("query".into(), query.into());
+            }
+            ("env_list", Value::Object(args), None, false)
+        }
+        Command::Get { kind, id } => (
+            "env_get",
+            json!({ "kind": kind.as_str(), "id": id }),
+            None,
+            false,
+        ),
+        Command::Find { query } => ("env_find", json!({ "query": query }), None, false),
+        Command::Resolve {
+            service,
+            target,
+            session: s,
+        } => {
+            let mut args = json!({ "serviceId": service });
+            put_opt(&mut args, "environmentId", target.environment);
+            put_opt(&mut args, "deploymentId", target.deployment);
+            ("env_resolve", args, Some(session(&s)?), false)
+        }
+        Command::ResolveOperation {
+            operation,
+            service,
+            target,
+            session: s,
+        } => {
+            let mut args = json!({ "operation": operation });
+            put_opt(&mut args, "environmentId", target.environment);
+            put_opt(&mut args, "serviceId", service);
+            put_opt(&mut args, "deploymentId", target.deployment);
+            ("env_resolve_operation", args, Some(session(&s)?), false)
+        }
+        Command::Context {
+            set,
+            clear,
+            session: s,
+        } => {
+            let session = Some(session(&s)?);
+            match (set, clear) {
+                (Some(env), _) => (
+                    "env_set_context",
+                    json!({ "environmentId": env }),
+                    session,
+                    false,
+                ),
+                (None, true) => (
+                    "env_set_context",
+                    json!({ "environmentId": null }),
+                    session,
+                    false,
+                ),
+                (None, false) => ("env_get_context", json!({}), session, false),
+            }
+        }
+        Command::Save {
+            kind,
+            file,
+            dry_run,
+            approval,
+        } => {
+            let registry = open(registry_flag)?;
+            let record = read_record(&registry, kind, &file)?;
+            let args = json!({ "kind": kind.as_str(), "record": record, "dryRun": dry_run });
+            return call_and_print(&registry, "env_save", args, None, approval.yes, json_mode);
+        }
+        Command::Delete {
+            kind,
+            id,
+            confirm,
+            approval,
+        } => (
+            "env_delete",
+            json!({ "kind": kind.as_str(), "id": id, "confirm": confirm }),
+            None,
+            approval.yes,
+        ),
+        Command::Validate => ("env_validate", json!({}), None, false),
+    };
+    let registry = open(registry_flag)?;
+    call_and_print(&registry, tool, args, session, yes, json_mode)
+}
+
+fn put_opt(args: &mut Value, key: &str, value: Option<String>) {
+    if let (Some(v), Some(obj)) = (value, args.as_object_mut()) {
+        obj.insert(key.to_owned(), Value::String(v));
+    }
+}
+
+fn call_and_print(
+    registry: &Registry,
+    tool: &str,
+    args: Value,
+    session: Option<SessionId>,
+    yes: bool,
+    json_mode: bool,
+) -> Result<(), Failure> {
+    let approver = TerminalApprover::new(yes);
+    let ctx = CallContext {
+        session,
+        approver: &approver,
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| EnvError::internal(format!("cannot start the async runtime: {e}")))?;
+    let result = runtime.block_on(call_tool(registry, tool, args.clone(), &ctx));
+    match result {
+        Ok(ToolOutput { value, render }) => {
+            if json_mode {
+                println!("{}", pretty(&value));
+            } else {
+                let text = human::render(
+                    tool,
+                    &render,
+                    &value,
+                    registry.root(),
+                    &Palette::for_stdout(),
+                );
+                print!("{text}");
+            }
+            Ok(())
+        }
+        Err(error) => {
+            let hint = hint_for(&error, &approver, &args);
+            Err(Failure { error, hint })
+        }
+    }
+}
+
+/// What to do next, for the errors where the CLI knows better than the message.
+fn hint_for(error: &EnvError, approver: &TerminalApprover, args: &Value) -> Option<String> {
+    match error.code {
+        ErrorCode::PolicyDenied if approver.was_unavailable() => Some(
+            "there is no terminal to ask for approval on; rerun with --yes to approve this write"
+                .to_owned(),
+        ),
+        ErrorCode::DeploymentAmbiguous => {
+            Some("pick one of the candidates with --deployment ID".to_owned())
+        }
+        ErrorCode::RecordInUse => Some(format!(
+            "run `envreg delete {} {}` without --confirm to list what refers to it",
+            args["kind"].as_str().unwrap_or("KIND"),
+            args["id"].as_str().unwrap_or("ID")
+        )),
+        _ => None,
+    }
+}
+
+/// The record in FILE (`-` = stdin) as JSON, refusing a file over the registry's
+/// `maxRecordBytes` before reading it into memory.
+fn read_record(registry: &Registry, kind: Kind, file: &Path) -> Result<Value, Failure> {
+    let limit = registry.config().limits.max_record_bytes;
+    let too_large = |size: u64| {
+        EnvError::new(
+            ErrorCode::RecordTooLarge,
+            format!(
+                "{} is {size} bytes, over the registry's limit of {limit} bytes (limits.maxRecordBytes)",
+                if file == Path::new("-") { "stdin".to_owned() } else { file.display().to_string() }
+            ),
+        )
+        .with_details(json!({ "bytes": size, "limit": limit }))
+    };
+    let cannot_read = |e: std::io::Error| {
+        EnvError::invalid_argument(format!("cannot read {}: {e}", file.display()))
+    };
+    let mut bytes = Vec::new();
+    if file == Path::new("-") {
+        std::io::stdin()
+            .take(limit + 1)
+            .read_to_end(&mut bytes)
+            .map_err(cannot_read)?;
+    } else {
+        let f = std::fs::File::open(file).map_err(cannot_read)?;
+        let size = f.metadata().map_err(cannot_read)?.len();
+        if size > limit {
+            return Err(too_large(size).into());
+        }
+        f.take(limit + 1)
+            .read_to_end(&mut bytes)
+            .map_err(cannot_read)?;
+    }
+    if bytes.len() as u64 > limit {
+        return Err(too_large(bytes.len() as u64).into());
+    }
+    let text = String::from_utf8(bytes).map_err(|e| {
+        EnvError::new(
+            ErrorCode::RecordInvalid,
+            format!(
+                "{} is not UTF-8 text (invalid byte at offset {})",
+                file.display(),
+                e.utf8_error().valid_up_to()
+            ),
+        )
+    })?;
+    record_file::parse(&text).map_err(|d| {
+        let mut message = format!(
+            "{} ({}) is not a valid {} record: {}",
+            file.display(),
+            d.code,
+            kind.as_str(),
+            d.message
+        );
+        if let Some(line) = d.line {
+            message = format!(
+                "{message} [{}:{line}:{}]",
+                file.display(),
+                d.column.unwrap_or(1)
+            );
+        }
+        Failure::from(
+            EnvError::new(ErrorCode::RecordInvalid, message).with_details(json!({ "issues": [d] })),
+        )
+    })
+}
+
+pub(crate) fn schema_of(kind: SchemaKind) -> Value {
+    match kind.record() {
+        Some(kind) => envreg_core::schema::record_schema(kind.record_kind()),
+        None => schemars::schema_for!(envreg_core::Config).to_value(),
+    }
+}
+
+fn synth(dir: &Path, scale: f64, json_mode: bool) -> Result<(), Failure> {
+    let _ = (dir, scale, json_mode);
+    Err(EnvError::internal(
+        "synth: the synthetic generator (envreg_core::synth) has not landed yet",
+    )
+    .into())
+}

@@ -1,0 +1,97 @@
+//! Colour, only where a person looks at it: on when the stream is a terminal and
+//! `NO_COLOR` is unset or empty (<https://no-color.org>), off otherwise — so pipes,
+//! files and snapshot tests get plain text.
+
+use std::io::IsTerminal;
+
+use comfy_table::{ContentArrangement, Table, presets};
+use owo_colors::OwoColorize;
+
+#[derive(Debug, Clone, Copy)]
+pub struct Palette {
+    pub color: bool,
+}
+
+impl Palette {
+    pub fn for_stdout() -> Self {
+        Palette {
+            color: std::io::stdout().is_terminal() && no_color_unset(),
+        }
+    }
+
+    pub fn for_stderr() -> Self {
+        Palette {
+            color: std::io::stderr().is_terminal() && no_color_unset(),
+        }
+    }
+
+    pub fn bold(&self, s: &str) -> String {
+        if self.color {
+            s.bold().to_string()
+        } else {
+            s.to_string()
+        }
+    }
+    pub fn dim(&self, s: &str) -> String {
+        if self.color {
+            s.dimmed().to_string()
+        } else {
+            s.to_string()
+        }
+    }
+    pub fn red(&self, s: &str) -> String {
+        if self.color {
+            s.red().bold().to_string()
+        } else {
+            s.to_string()
+        }
+    }
+    pub fn yellow(&self, s: &str) -> String {
+        if self.color {
+            s.yellow().bold().to_string()
+        } else {
+            s.to_string()
+        }
+    }
+    pub fn green(&self, s: &str) -> String {
+        if self.color {
+            s.green().to_string()
+        } else {
+            s.to_string()
+        }
+    }
+    pub fn cyan(&self, s: &str) -> String {
+        if self.color {
+            s.cyan().bold().to_string()
+        } else {
+            s.to_string()
+        }
+    }
+
+    /// Colour a severity word the way compilers do.
+    pub fn severity(&self, severity: &str) -> String {
+        match severity {
+            "error" => self.red(severity),
+            "warning" => self.yellow(severity),
+            _ => self.cyan(severity),
+        }
+    }
+
+    /// A table in the CLI's one look. On a terminal it wraps to the width; elsewhere it
+    /// never wraps, so piped output and snapshots do not depend on a terminal size.
+    pub fn table(&self, header: &[&str]) -> Table {
+        let mut table = Table::new();
+        table.load_preset(presets::UTF8_HORIZONTAL_ONLY);
+        if self.color {
+            table.set_content_arrangement(ContentArrangement::Dynamic);
+        } else {
+            table.force_no_tty();
+        }
+        table.set_header(header.iter().map(|h| self.bold(h)));
+        table
+    }
+}
+
+fn no_color_unset() -> bool {
+    std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
