@@ -1,0 +1,330 @@
+//! The hook envelope: the JSON event a harness writes on the hook's stdin.
+//!
+//! Two dialects share one shape. Claude Code (and DeepSeek Harness's Claude Code
+//! hook bridge, which sends the same) and Codex both send
+//! `{session_id, transcript_path, cwd, hook_event_name, tool_name, tool_input,
+//! tool_use_id, permission_mode?}`. They differ in what `tool_input` holds —
+//! Codex's shell and `apply_patch` tools carry one `{command}` string, its MCP
+//! tools their resolved arguments — and in what an answer may say: Codex honours
+//! `deny` only (an `ask` is rejected by its output parser as unsupported), so the
+//! Codex dialect never has an approval channel.
+//!
+//! ## Invariants
+//! - Parsing never panics and never trusts a field's type: every field is read
+//!   from a `serde_json::Value` and a wrong type is a named error, not a default.
+//! - Fields the guard does not need (`transcript_path`, `tool_use_id`, `model`,
+//!   `turn_id`, …) are ignored, so a harness adding fields breaks nothing.
+//! - An event name we do not act on is [`HookEvent::Other`], not an error: a hook
+//!   registered on more events than it needs must stay silent on them.
+
+use std::fmt;
+
+use serde_json::{Map, Value};
+
+/// Which harness wrote the envelope, and therefore what an answer may contain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    /// Claude Code, and DeepSeek Harness through `@deepseek-ai/dsh-hooks-claude-code`.
+    ClaudeCode,
+    /// OpenAI Codex: `tool_input` is `{command}` for shell and `apply_patch`; only
+    /// `deny` is honoured.
+    Codex,
+}
+
+impl Dialect {
+    /// Parse the `--dialect` flag value.
+    pub fn from_flag(value: &str) -> Option<Self> {
+        match value {
+            "claude-code" | "claude" | "dsh" => Some(Self::ClaudeCode),
+            "codex" => Some(Self::Codex),
+            _ => None,
+        }
+    }
+
+    /// Whether an `ask` answer can reach a person in this dialect at all.
+    pub fn honours_ask(self) -> bool {
+        matches!(self, Self::ClaudeCode)
+    }
+}
+
+/// One hook invocation, as far as the guard cares.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Envelope {
+    /// The host's session id. Data, never a path: the state store encodes it.
+    pub session_id: String,
+    /// The session's working directory, against which relative paths resolve.
+    pub cwd: String,
+    /// `permission_mode` as sent, when sent.
+    pub permission_mode: Option<String>,
+    /// What happened.
+    pub event: HookEvent,
+}
+
+impl Envelope {
+    /// `permission_mode: bypassPermissions` means nobody is asked anything: the
+    /// session has no approval channel.
+    pub fn bypasses_permissions(&self) -> bool {
+        self.permission_mode.as_deref() == Some("bypassPermissions")
+    }
+}
+
+/// The events the guard acts on.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HookEvent {
+    /// A session starts (or resumes, or is cleared): state the rule and binding.
+    SessionStart,
+    /// The user sent a prompt: restate the binding if it changed.
+    UserPromptSubmit,
+    /// A tool is about to run: decide.
+    PreToolUse {
+        /// The host's tool name (`Read`, `read`, `apply_patch`, `mcp__facet__facet`, …).
+        tool_name: String,
+        /// The tool's arguments; an object, or `Value::Null` when absent.
+        tool_input: Value,
+    },
+    /// A tool ran: record an approved `facet` call.
+    PostToolUse {
+        /// The host's tool name.
+        tool_name: String,
+        /// The tool's arguments.
+        tool_input: Value,
+        /// The tool's result, when the host sends one (`tool_response`).
+        tool_response: Option<Value>,
+    },
+    /// Any other event (`Stop`, `Notification`, …): no opinion.
+    Other(String),
+}
+
+/// Why an envelope could not be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EnvelopeError {
+    /// stdin was empty or only whitespace.
+    Empty,
+    /// stdin was not JSON.
+    NotJson(String),
+    /// The JSON was not an object.
+    NotAnObject,
+    /// A required field is absent.
+    Missing(&'static str),
+    /// A field has the wrong type or an unusable value.
+    Invalid {
+        /// The field.
+        field: &'static str,
+        /// What was wrong with it.
+        problem: &'static str,
+    },
+}
+
+impl fmt::Display for EnvelopeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Empty => write!(f, "the hook event on stdin is empty"),
+            Self::NotJson(error) => write!(f, "the hook event on stdin is not JSON: {error}"),
+            Self::NotAnObject => write!(f, "the hook event on stdin is not a JSON object"),
+            Self::Missing(field) => write!(f, "the hook event has no `{field}` field"),
+            Self::Invalid { field, problem } => {
+                write!(f, "the hook event's `{field}` field {problem}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for EnvelopeError {}
+
+/// Read an envelope from the bytes on stdin. Never panics.
+pub fn parse(input: &[u8]) -> Result<Envelope, EnvelopeError> {
+    if input.iter().all(u8::is_ascii_whitespace) {
+        return Err(EnvelopeError::Empty);
+    }
+    let value: Value = serde_json::from_slice(input).map_err(|error| {
+        // serde_json's message names line and column, which is what a person
+        // debugging a hook configuration needs; it never echoes the input.
+        EnvelopeError::NotJson(error.to_string())
+    })?;
+    let Value::Object(object) = value else {
+        return Err(EnvelopeError::NotAnObject);
+    };
+    from_object(object)
+}
+
+fn from_object(mut object: Map<String, Value>) -> Result<Envelope, EnvelopeError> {
+    let session_id = required_string(&object, "session_id")?;
+    let cwd = required_string(&object, "cwd")?;
+    if cwd.contains('\0') {
+        return Err(EnvelopeError::Invalid {
+            field: "cwd",
+            problem: "contains a NUL byte",
+        });
+    }
+    if !cwd.starts_with('/') {
+        // Relative paths are resolved against the session directory; a relative
+        // session directory would make them relative to the hook's own cwd,
+        // which is exactly the leak the design forbids.
+        return Err(EnvelopeError::Invalid {
+            field: "cwd",
+            problem: "is not an absolute path",
+        });
+    }
+    let event_name = required_string(&object, "hook_event_name")?;
+    let permission_mode = optional_string(&object, "permission_mode")?;
+
+    let event = match event_name.as_str() {
+        "SessionStart" => HookEvent::SessionStart,
+        "UserPromptSubmit" => HookEvent::UserPromptSubmit,
+        "PreToolUse" => HookEvent::PreToolUse {
+            tool_name: required_string(&object, "tool_name")?,
+            tool_input: tool_input(&mut object)?,
+        },
+        "PostToolUse" => HookEvent::PostToolUse {
+            tool_name: required_string(&object, "tool_name")?,
+            tool_input: tool_input(&mut object)?,
+            tool_response: object.remove("tool_response"),
+        },
+        _ => HookEvent::Other(event_name),
+    };
+    Ok(Envelope {
+        session_id,
+        cwd,
+        permission_mode,
+        event,
+    })
+}
+
+fn required_string(
+    object: &Map<String, Value>,
+    field: &'static str,
+) -> Result<String, EnvelopeError> {
+    match object.get(field) {
+        None | Some(Value::Null) => Err(EnvelopeError::Missing(field)),
+        Some(Value::String(text)) if text.is_empty() => Err(EnvelopeError::Invalid {
+            field,
+            problem: "is empty",
+        }),
+        Some(Value::String(text)) => Ok(text.clone()),
+        Some(_) => Err(EnvelopeError::Invalid {
+            field,
+            problem: "is not a string",
+        }),
+    }
+}
+
+fn optional_string(
+    object: &Map<String, Value>,
+    field: &'static str,
+) -> Result<Option<String>, EnvelopeError> {
+    match object.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) => Ok(Some(text.clone())),
+        Some(_) => Err(EnvelopeError::Invalid {
+            field,
+            problem: "is not a string",
+        }),
+    }
+}
+
+/// `tool_input` must be an object when present. Absent or `null` reads as "no
+/// arguments" (a tool that names no path); anything else is a malformed event.
+fn tool_input(object: &mut Map<String, Value>) -> Result<Value, EnvelopeError> {
+    match object.remove("tool_input") {
+        None | Some(Value::Null) => Ok(Value::Object(Map::new())),
+        Some(value @ Value::Object(_)) => Ok(value),
+        Some(_) => Err(EnvelopeError::Invalid {
+            field: "tool_input",
+            problem: "is not an object",
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn bytes(value: Value) -> Vec<u8> {
+        serde_json::to_vec(&value).unwrap()
+    }
+
+    #[test]
+    fn reads_a_claude_code_pre_tool_use() {
+        let envelope = parse(&bytes(json!({
+            "session_id": "s1",
+            "transcript_path": "/t.jsonl",
+            "cwd": "/w/proj",
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Read",
+            "tool_input": {"file_path": "/etc/passwd"},
+            "tool_use_id": "toolu_1",
+            "permission_mode": "default"
+        })))
+        .unwrap();
+        assert_eq!(envelope.session_id, "s1");
+        assert_eq!(envelope.cwd, "/w/proj");
+        assert!(!envelope.bypasses_permissions());
+        assert_eq!(
+            envelope.event,
+            HookEvent::PreToolUse {
+                tool_name: "Read".into(),
+                tool_input: json!({"file_path": "/etc/passwd"}),
+            }
+        );
+    }
+
+    #[test]
+    fn reads_a_codex_apply_patch_with_extra_fields() {
+        let envelope = parse(&bytes(json!({
+            "session_id": "0199",
+            "turn_id": "t",
+            "transcript_path": null,
+            "cwd": "/w",
+            "hook_event_name": "PreToolUse",
+            "model": "gpt-5",
+            "permission_mode": "bypassPermissions",
+            "tool_name": "apply_patch",
+            "tool_input": {"command": "*** Begin Patch\n*** End Patch"},
+            "tool_use_id": "call"
+        })))
+        .unwrap();
+        assert!(envelope.bypasses_permissions());
+        assert!(
+            matches!(envelope.event, HookEvent::PreToolUse { ref tool_name, .. } if tool_name == "apply_patch")
+        );
+    }
+
+    #[test]
+    fn other_events_are_not_errors() {
+        let envelope = parse(br#"{"session_id":"s","cwd":"/w","hook_event_name":"Stop"}"#).unwrap();
+        assert_eq!(envelope.event, HookEvent::Other("Stop".into()));
+    }
+
+    #[test]
+    fn names_what_is_wrong() {
+        assert_eq!(parse(b"  \n"), Err(EnvelopeError::Empty));
+        assert!(matches!(parse(b"{nope"), Err(EnvelopeError::NotJson(_))));
+        assert_eq!(parse(b"[1]"), Err(EnvelopeError::NotAnObject));
+        assert_eq!(
+            parse(br#"{"cwd":"/w","hook_event_name":"Stop"}"#),
+            Err(EnvelopeError::Missing("session_id"))
+        );
+        assert_eq!(
+            parse(br#"{"session_id":"s","cwd":"rel","hook_event_name":"Stop"}"#),
+            Err(EnvelopeError::Invalid {
+                field: "cwd",
+                problem: "is not an absolute path"
+            })
+        );
+        assert_eq!(
+            parse(br#"{"session_id":"s","cwd":"/w","hook_event_name":"PreToolUse","tool_name":"Read","tool_input":"x"}"#),
+            Err(EnvelopeError::Invalid {
+                field: "tool_input",
+                problem: "is not an object"
+            })
+        );
+        assert_eq!(
+            parse(br#"{"session_id":7,"cwd":"/w","hook_event_name":"Stop"}"#),
+            Err(EnvelopeError::Invalid {
+                field: "session_id",
+                problem: "is not a string"
+            })
+        );
+    }
+}

@@ -1,0 +1,296 @@
+//! One hook event in, one answer out.
+//!
+//! | event | answer |
+//! | --- | --- |
+//! | `SessionStart` | rule text + context text as `additionalContext` (nothing when unscoped or off) |
+//! | `UserPromptSubmit` | the context text, only when it differs from what the session was last told |
+//! | `PreToolUse` | `ask` / `deny` with the seed's sentence, or no opinion |
+//! | `PostToolUse` of the facet tool | the change recorded for this session; the new binding as `additionalContext` |
+//! | anything else | no opinion |
+//!
+//! ## Decisions
+//! - The approval channel exists unless the dialect cannot ask (Codex), the
+//!   event says `permission_mode: bypassPermissions`, or the hook was started with
+//!   `--no-approval`. Without it every ask becomes a deny, widening included.
+//! - A `PreToolUse` of a tool the guard does not know never touches the state
+//!   folder: the common case stays one parse and one exit.
+//! - `PostToolUse` records an `add` only when an approval channel exists: with
+//!   none, nobody can have approved it, so a call that got through anyway (a
+//!   missing `PreToolUse` matcher) must not widen the facet.
+//! - The facet tool's arguments are read by the same strict reader the MCP server
+//!   uses, so the hook records exactly the calls the server accepted.
+//! - A state folder that cannot be read or written fails closed on `PreToolUse`
+//!   for calls the guard would judge (deny, with the cause), and is a
+//!   non-blocking error elsewhere.
+
+use std::path::{Path, PathBuf};
+
+use facet_core::{Decision, FacetAction, Policy, Session};
+use serde_json::Value;
+
+use crate::apply_patch;
+use crate::envelope::{self, Dialect, Envelope, HookEvent};
+use crate::facet_tool;
+use crate::output::{self, HookAnswer, Permission};
+use crate::state::{self, StateError};
+
+/// How the hook runs: dialect, names, where state lives.
+#[derive(Debug, Clone)]
+pub struct HookConfig {
+    /// Which host wrote the event.
+    pub dialect: Dialect,
+    /// The guard's configuration (tables, facet tool names, project markers, mode).
+    pub core: facet_core::Config,
+    /// `FACET_STATE_DIR`, when set.
+    pub state_dir: Option<PathBuf>,
+    /// `--no-approval`: this host has no way to put a question to the user.
+    pub no_approval: bool,
+}
+
+impl HookConfig {
+    /// The configuration for a run: the facet tool's host-qualified name is added
+    /// to the names the guard recognises, and `FACET_STATE_DIR` is read.
+    pub fn from_env(dialect: Dialect, facet_tool: String, no_approval: bool) -> Self {
+        let mut core = facet_core::Config::default();
+        if !core.facet_tool_names.contains(&facet_tool) {
+            core.facet_tool_names.push(facet_tool);
+        }
+        Self {
+            dialect,
+            core,
+            state_dir: std::env::var_os("FACET_STATE_DIR").map(PathBuf::from),
+            no_approval,
+        }
+    }
+
+    /// A configuration with an explicit state folder (tests, fuzzing).
+    pub fn for_tests(dialect: Dialect, state_dir: PathBuf) -> Self {
+        Self {
+            dialect,
+            core: facet_core::Config::default(),
+            state_dir: Some(state_dir),
+            no_approval: false,
+        }
+    }
+
+    fn can_ask(&self, envelope: &Envelope) -> bool {
+        self.dialect.honours_ask() && !self.no_approval && !envelope.bypasses_permissions()
+    }
+}
+
+/// Answer one event. Never panics, whatever `input` holds.
+pub fn answer(input: &[u8], config: &HookConfig) -> HookAnswer {
+    let envelope = match envelope::parse(input) {
+        Ok(envelope) => envelope,
+        Err(error) => {
+            return HookAnswer::non_blocking_error(format!(
+                "facet hook: {error}. The event was not judged; facet hook expects the host's \
+                 hook event as JSON on stdin (session_id, cwd, hook_event_name, …)."
+            ));
+        }
+    };
+    let policy = Policy::new(&config.core);
+    let can_ask = config.can_ask(&envelope);
+    match &envelope.event {
+        HookEvent::SessionStart => session_start(&envelope, config, can_ask),
+        HookEvent::UserPromptSubmit => user_prompt_submit(&envelope, config, can_ask),
+        HookEvent::PreToolUse {
+            tool_name,
+            tool_input,
+        } => pre_tool_use(&envelope, config, &policy, can_ask, tool_name, tool_input),
+        HookEvent::PostToolUse {
+            tool_name,
+            tool_input,
+            tool_response,
+        } => post_tool_use(
+            &envelope,
+            config,
+            &policy,
+            can_ask,
+            tool_name,
+            tool_input,
+            tool_response.as_ref(),
+        ),
+        HookEvent::Other(_) => HookAnswer::no_opinion(),
+    }
+}
+
+fn state_failure(error: &StateError) -> HookAnswer {
+    HookAnswer::non_blocking_error(format!("facet hook: {error}"))
+}
+
+fn session_start(envelope: &Envelope, config: &HookConfig, can_ask: bool) -> HookAnswer {
+    let told = state::update(config, envelope, |session| {
+        let context = session.context_text(can_ask);
+        session.context_sent = Some(context.clone());
+        context
+    });
+    match told {
+        Ok(context) if context.is_empty() => HookAnswer::no_opinion(),
+        Ok(context) => HookAnswer::json(output::additional_context(
+            "SessionStart",
+            &format!("{}\n\n{context}", facet_core::seed::facet_rule_text()),
+        )),
+        Err(error) => state_failure(&error),
+    }
+}
+
+fn user_prompt_submit(envelope: &Envelope, config: &HookConfig, can_ask: bool) -> HookAnswer {
+    let changed = state::update(config, envelope, |session| {
+        let context = session.context_text(can_ask);
+        if session.context_sent.as_deref() == Some(context.as_str()) {
+            return None;
+        }
+        session.context_sent = Some(context.clone());
+        Some(context)
+    });
+    match changed {
+        // An empty text contributes nothing, as the seed's context text intends.
+        Ok(Some(context)) if !context.is_empty() => {
+            HookAnswer::json(output::additional_context("UserPromptSubmit", &context))
+        }
+        Ok(_) => HookAnswer::no_opinion(),
+        Err(error) => state_failure(&error),
+    }
+}
+
+/// What a `PreToolUse` asks the guard to judge.
+enum Judged<'a> {
+    /// A tool call, judged by the table (or the widening rule).
+    Call(&'a str, &'a Value),
+    /// Paths pulled out of a Codex patch body.
+    Patch(Vec<String>),
+}
+
+fn pre_tool_use(
+    envelope: &Envelope,
+    config: &HookConfig,
+    policy: &Policy,
+    can_ask: bool,
+    tool_name: &str,
+    tool_input: &Value,
+) -> HookAnswer {
+    let judged = match codex_patch_body(config.dialect, tool_name, tool_input) {
+        Some(body) => Judged::Patch(apply_patch::patch_paths(body)),
+        None if policy.is_facet_tool(tool_name) || policy.tools().get(tool_name).is_some() => {
+            Judged::Call(tool_name, tool_input)
+        }
+        // Not a tool the guard reads: no opinion, without touching the state.
+        None => return HookAnswer::no_opinion(),
+    };
+    if matches!(&judged, Judged::Patch(paths) if paths.is_empty()) {
+        return HookAnswer::no_opinion();
+    }
+    let session = match state::observe(config, envelope) {
+        Ok(session) => session,
+        Err(error) => {
+            // Fail closed: a call the guard would judge is refused when the facet
+            // cannot be known, and the reason says why and what to do.
+            return HookAnswer::json(output::decision(
+                Permission::Deny,
+                &format!(
+                    "facet could not read this session's state, so the call is refused: {error}. \
+                     Ask the user to check `facet status`."
+                ),
+            ));
+        }
+    };
+    let cwd = Path::new(&envelope.cwd);
+    let decision = match judged {
+        Judged::Call(tool, input) => policy.judge(tool, input, cwd, &session, can_ask),
+        Judged::Patch(paths) => policy.judge_paths(&paths, cwd, &session, can_ask),
+    };
+    match decision {
+        Decision::NoOpinion => HookAnswer::no_opinion(),
+        Decision::Ask(reason) if config.dialect.honours_ask() => {
+            HookAnswer::json(output::decision(Permission::Ask, &reason))
+        }
+        // Unreachable with can_ask false, but a dialect that cannot ask must never
+        // be sent an ask: refuse instead.
+        Decision::Ask(reason) | Decision::Deny(reason) => {
+            HookAnswer::json(output::decision(Permission::Deny, &reason))
+        }
+    }
+}
+
+/// The patch body of a Codex `apply_patch` call, or of a shell command that Codex
+/// would apply as a patch. Claude Code has no such tool: `None` there.
+fn codex_patch_body<'a>(
+    dialect: Dialect,
+    tool_name: &str,
+    tool_input: &'a Value,
+) -> Option<&'a str> {
+    if dialect != Dialect::Codex {
+        return None;
+    }
+    let command = tool_input.get("command").and_then(Value::as_str)?;
+    match tool_name {
+        "apply_patch" => Some(command),
+        "Bash" | "shell" | "exec_command" | "local_shell"
+            if apply_patch::looks_like_patch(command) =>
+        {
+            Some(command)
+        }
+        _ => None,
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn post_tool_use(
+    envelope: &Envelope,
+    config: &HookConfig,
+    policy: &Policy,
+    can_ask: bool,
+    tool_name: &str,
+    tool_input: &Value,
+    tool_response: Option<&Value>,
+) -> HookAnswer {
+    if !policy.is_facet_tool(tool_name) || tool_response.is_some_and(is_error_response) {
+        return HookAnswer::no_opinion();
+    }
+    // The server refused anything this reader refuses, so nothing happened.
+    let Ok(action) = facet_tool::parse_arguments(tool_input) else {
+        return HookAnswer::no_opinion();
+    };
+    if matches!(action, FacetAction::Add(_)) && !can_ask {
+        return HookAnswer::json(output::additional_context(
+            "PostToolUse",
+            &format!(
+                "The grant was not recorded: this session has no approval channel, so nobody \
+                 approved it.\n{}",
+                current_context(config, envelope, can_ask)
+            ),
+        ));
+    }
+    let cwd = Path::new(&envelope.cwd);
+    let recorded = state::update(config, envelope, |session| {
+        let outcome = session.apply(&action, cwd);
+        let context = session.context_text(can_ask);
+        session.context_sent = Some(context.clone());
+        (outcome, context)
+    });
+    match recorded {
+        Ok((Ok(_), context)) if context.is_empty() => HookAnswer::no_opinion(),
+        Ok((Ok(_), context)) => {
+            HookAnswer::json(output::additional_context("PostToolUse", &context))
+        }
+        Ok((Err(error), context)) => HookAnswer::json(output::additional_context(
+            "PostToolUse",
+            &format!("The facet was not changed: {error}.\n{context}"),
+        )),
+        Err(error) => state_failure(&error),
+    }
+}
+
+fn current_context(config: &HookConfig, envelope: &Envelope, can_ask: bool) -> String {
+    state::observe(config, envelope)
+        .map(|session: Session| session.context_text(can_ask))
+        .unwrap_or_default()
+}
+
+/// Whether a `tool_response` reports a failed call: an MCP result with
+/// `isError: true` (hosts pass it through as an object).
+fn is_error_response(response: &Value) -> bool {
+    response.get("isError").and_then(Value::as_bool) == Some(true)
+        || response.get("is_error").and_then(Value::as_bool) == Some(true)
+}

@@ -1,0 +1,137 @@
+//! The seam to `facet-core`'s session store: where the state folder is, and the
+//! read-only view of a session that the panel and the MCP server show.
+//!
+//! The folder is `FACET_STATE_DIR` when set, else `facet-core`'s default
+//! (`$XDG_STATE_HOME/facet`, `~/.local/state/facet`). Locking, atomic writes and
+//! the file layout are the store's; this module adds nothing to them except the
+//! modification time of a session's file, read to find "the most recent session"
+//! for the panel.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use facet_core::{Session, SessionId, StateStore, StoreError};
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use crate::envelope::Envelope;
+use crate::hook::HookConfig;
+
+/// Why the state could not be used.
+#[derive(Debug)]
+pub enum StateError {
+    /// Neither `FACET_STATE_DIR` nor a home folder is known.
+    NoStateDir,
+    /// The store refused (unreadable file, bad id, I/O, …).
+    Store(StoreError),
+}
+
+impl fmt::Display for StateError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NoStateDir => write!(
+                f,
+                "no state folder: set FACET_STATE_DIR (or HOME, for ~/.local/state/facet)"
+            ),
+            Self::Store(error) => write!(f, "{error}"),
+        }
+    }
+}
+
+impl std::error::Error for StateError {}
+
+impl From<StoreError> for StateError {
+    fn from(error: StoreError) -> Self {
+        Self::Store(error)
+    }
+}
+
+/// The state folder: `explicit` (from `FACET_STATE_DIR`) or the default.
+pub fn state_dir(explicit: Option<&Path>) -> Result<PathBuf, StateError> {
+    match explicit {
+        Some(dir) => Ok(dir.to_path_buf()),
+        None => match std::env::var_os("FACET_STATE_DIR") {
+            Some(dir) if !dir.is_empty() => Ok(PathBuf::from(dir)),
+            _ => StateStore::default_dir().ok_or(StateError::NoStateDir),
+        },
+    }
+}
+
+/// The opened store.
+pub fn open_store(explicit: Option<&Path>) -> Result<StateStore, StateError> {
+    Ok(StateStore::open(state_dir(explicit)?)?)
+}
+
+/// The session an event belongs to, recorded at first sight.
+pub fn observe(config: &HookConfig, envelope: &Envelope) -> Result<Session, StateError> {
+    let store = open_store(config.state_dir.as_deref())?;
+    let id = SessionId::new(&envelope.session_id)?;
+    Ok(store.load_or_init(&id, Path::new(&envelope.cwd), &config.core)?)
+}
+
+/// Read-modify-write the event's session under its lock (recording it first if new).
+pub fn update<T>(
+    config: &HookConfig,
+    envelope: &Envelope,
+    change: impl FnOnce(&mut Session) -> T,
+) -> Result<T, StateError> {
+    let store = open_store(config.state_dir.as_deref())?;
+    let id = SessionId::new(&envelope.session_id)?;
+    Ok(store.update_or_init(&id, Path::new(&envelope.cwd), &config.core, change)?)
+}
+
+/// What a person (or the model, through `status`) is shown of a session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BindingView {
+    /// The host's session id.
+    pub session: String,
+    /// The session's folder, recorded at first sight (canonical).
+    pub directory: String,
+    /// The facet root, or `null` when the session is not scoped (it started at the
+    /// project's top level and was not focused).
+    pub facet: Option<String>,
+    /// Whether the user focused the session on a narrower folder.
+    pub focused: bool,
+    /// Paths granted outside the facet (canonical).
+    pub granted: Vec<String>,
+    /// `ask`, `deny` or `off`.
+    pub mode: String,
+}
+
+impl BindingView {
+    /// The view of `session`.
+    pub fn of(session: &Session) -> Self {
+        Self {
+            session: session.id.clone(),
+            directory: session.directory.display().to_string(),
+            facet: session.facet_root().map(|root| root.display().to_string()),
+            focused: session.focus.is_some(),
+            granted: session
+                .extras
+                .iter()
+                .map(|path| path.display().to_string())
+                .collect(),
+            mode: session.mode.as_str().to_owned(),
+        }
+    }
+}
+
+/// The binding of `session` in the folder `dir`, or `None` if it was never recorded.
+pub fn binding_of(dir: &Path, session: &str) -> Result<Option<BindingView>, StateError> {
+    let store = StateStore::open(dir)?;
+    let id = SessionId::new(session)?;
+    Ok(store.load(&id)?.as_ref().map(BindingView::of))
+}
+
+/// When a session's state file last changed. ADAPTER: `facet-core`'s `Listing` has
+/// no time, so this reads the file the store documents (`<dir>/<stem>.json`); a
+/// `last_changed` on the listing would make it the store's business again.
+pub fn last_changed(store: &StateStore, session: &Session) -> Option<SystemTime> {
+    let id = SessionId::new(&session.id).ok()?;
+    let path = store.dir().join(format!("{}.json", id.file_stem()));
+    std::fs::metadata(path)
+        .and_then(|meta| meta.modified())
+        .ok()
+}
