@@ -1,2 +1,473 @@
 //! The `command` backend: any program from config, driven through the execution
-//! contract. (Implementation lands with the runtime's process-tree API.)
+//! contract.
+//!
+//! * `argv` from config; the prompt goes on stdin (default) or as a last argument;
+//! * the workspace root is the working directory;
+//! * the environment carries `AGENT_EXEC_EXECUTION_ID` (the same for every attempt
+//!   of an execution), `AGENT_EXEC_ATTEMPT`, `AGENT_EXEC_WORKSPACE`, and, when set,
+//!   `AGENT_EXEC_INSTRUCTIONS` and `AGENT_EXEC_TARGETS` (one target per line);
+//! * `text` is the program's stdout (invalid UTF-8 is replaced, and logged);
+//!   stdout chunks are also sent as `text_delta` events as they arrive;
+//! * the program leads its own process group; cancel and the end of the run
+//!   terminate the whole tree ([`agent_exec_runtime::process`]).
+//!
+//! Outcomes: exit 0 is `succeeded`; another exit code is `failed`
+//! (`agent.provider_rejected`); death by a signal we did not send (a crash) is
+//! `unknown`; a cancel is `canceled` only when every process of the tree is
+//! confirmed gone, else `unknown` with `cancel_requested`. Processes left behind by a
+//! program that exited are terminated too; if they outlive SIGKILL, the outcome is
+//! `unknown`.
+//!
+//! Side effects: the runtime observes the workspace. What a program does outside it
+//! (network calls, other directories) is invisible; set `assume_external_effects`
+//! for programs known to act outside, and every failure then says `possible`.
+
+use std::collections::BTreeMap;
+use std::os::unix::process::ExitStatusExt as _;
+use std::process::Stdio;
+use std::time::Duration;
+
+use agent_exec_contract::{
+    Backend, BackendDescriptor, CANCEL_REQUESTED, Capability, ContractRequest, ContractResult,
+    Error, ErrorCode, Event, EventKind, EventSink, ExecutionContext, Outcome, SideEffects,
+    Verification,
+};
+use agent_exec_runtime::cause_code;
+use agent_exec_runtime::process::{DEFAULT_GRACE, ProcessTree, Termination};
+use serde::Deserialize;
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+/// The kind name in config (`kind = "command"`).
+pub const KIND: &str = "command";
+
+/// Environment variable holding the execution id.
+pub const EXECUTION_ID_VAR: &str = "AGENT_EXEC_EXECUTION_ID";
+
+/// How much of stderr is kept for `logs` (the tail).
+const STDERR_TAIL: usize = 16 * 1024;
+
+/// Where the prompt goes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PromptMode {
+    /// Written to stdin, which is then closed.
+    #[default]
+    Stdin,
+    /// Appended as the last argument; stdin is empty.
+    Argument,
+}
+
+/// A `command` backend's configuration (a `[backends.NAME]` table with
+/// `kind = "command"`; the table's key is the name, set by the loader).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CommandConfig {
+    /// Backend name (the config key); not part of the table.
+    #[serde(skip)]
+    pub name: String,
+    /// Program and arguments; must not be empty.
+    pub argv: Vec<String>,
+    #[serde(default)]
+    pub prompt: PromptMode,
+    /// Extra environment for the program.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Milliseconds between SIGTERM and SIGKILL on cancel.
+    #[serde(default = "default_grace_ms")]
+    pub grace_ms: u64,
+    /// The program may act outside its workspace: failures report side effects
+    /// `possible`, so no fallback replays them.
+    #[serde(default)]
+    pub assume_external_effects: bool,
+}
+
+fn default_grace_ms() -> u64 {
+    DEFAULT_GRACE.as_millis() as u64
+}
+
+impl CommandConfig {
+    /// A config with defaults for everything but the name and argv.
+    pub fn new(name: impl Into<String>, argv: Vec<String>) -> Self {
+        CommandConfig {
+            name: name.into(),
+            argv,
+            prompt: PromptMode::Stdin,
+            env: BTreeMap::new(),
+            grace_ms: default_grace_ms(),
+            assume_external_effects: false,
+        }
+    }
+}
+
+/// The backend. Holds only its configuration: nothing carries over between runs.
+#[derive(Debug, Clone)]
+pub struct CommandBackend {
+    config: CommandConfig,
+}
+
+impl CommandBackend {
+    /// A backend for `config`. Validation happens in [`Backend::verify`] and at run
+    /// time, so a bad config is reported, never a panic.
+    pub fn new(config: CommandConfig) -> Self {
+        CommandBackend { config }
+    }
+
+    fn declared() -> Vec<Capability> {
+        vec![
+            Capability::Text,
+            Capability::Files,
+            Capability::Stream,
+            Capability::Cancel,
+        ]
+    }
+
+    fn failure_effects(&self) -> SideEffects {
+        if self.config.assume_external_effects {
+            SideEffects::Possible
+        } else {
+            SideEffects::None
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl Backend for CommandBackend {
+    fn descriptor(&self) -> BackendDescriptor {
+        BackendDescriptor {
+            name: self.config.name.clone(),
+            capabilities: Self::declared(),
+            adapter_version: format!("command/{}", env!("CARGO_PKG_VERSION")),
+        }
+    }
+
+    async fn verify(&self) -> Verification {
+        let Some(program) = self.config.argv.first() else {
+            return Verification::failed(format!(
+                "backend `{}`: argv is empty; set argv = [\"program\", ...]",
+                self.config.name
+            ));
+        };
+        if let Err(problem) = find_program(program) {
+            return Verification::failed(format!("backend `{}`: {problem}", self.config.name));
+        }
+        let mut verified = vec![Capability::Text, Capability::Files, Capability::Stream];
+        let mut problems = Vec::new();
+        // Whole-tree cancellation needs /proc to find the tree.
+        if agent_exec_runtime::procfs::stat(std::process::id() as i32).is_some() {
+            verified.push(Capability::Cancel);
+        } else {
+            problems.push("cancel: /proc is not readable, process trees cannot be found".into());
+        }
+        Verification {
+            verified,
+            adapter_version: format!("command/{}", env!("CARGO_PKG_VERSION")),
+            problems,
+        }
+    }
+
+    async fn execute(&self, request: &ContractRequest, ctx: ExecutionContext) -> ContractResult {
+        let effects = self.failure_effects();
+        let Some((program, args)) = self.config.argv.split_first() else {
+            return ContractResult::failed(Error::new(
+                ErrorCode::Internal,
+                format!("backend `{}`: argv is empty", self.config.name),
+                SideEffects::None,
+            ));
+        };
+        if request.workspace.root.is_empty() {
+            return ContractResult::failed(Error::new(
+                ErrorCode::Internal,
+                "the command backend needs a workspace root to run in",
+                SideEffects::None,
+            ));
+        }
+        if let Some(cause) = ctx.cancellation.cause() {
+            return ContractResult::with_error(
+                Outcome::Canceled,
+                Error::new(
+                    cause_code(Some(cause)),
+                    "canceled before start",
+                    SideEffects::None,
+                ),
+            );
+        }
+
+        let mut command = tokio::process::Command::new(program);
+        command
+            .args(args)
+            .current_dir(&request.workspace.root)
+            .envs(&self.config.env)
+            .env(EXECUTION_ID_VAR, &request.execution_id)
+            .env("AGENT_EXEC_ATTEMPT", ctx.attempt.to_string())
+            .env("AGENT_EXEC_WORKSPACE", &request.workspace.root)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if !request.instructions.is_empty() {
+            command.env("AGENT_EXEC_INSTRUCTIONS", &request.instructions);
+        }
+        if !request.targets.is_empty() {
+            command.env("AGENT_EXEC_TARGETS", request.targets.join("\n"));
+        }
+        match self.config.prompt {
+            PromptMode::Stdin => {
+                command.stdin(Stdio::piped());
+            }
+            PromptMode::Argument => {
+                command.arg(&request.prompt).stdin(Stdio::null());
+            }
+        }
+        let mut tree = match ProcessTree::spawn(command) {
+            Ok(tree) => tree,
+            Err(e) => {
+                return ContractResult::failed(Error::new(
+                    ErrorCode::ProviderUnavailable,
+                    format!(
+                        "cannot start `{program}` for backend `{}`: {e}",
+                        self.config.name
+                    ),
+                    SideEffects::None,
+                ));
+            }
+        };
+
+        let stdin = tree.child_mut().stdin.take();
+        let prompt = request.prompt.clone().into_bytes();
+        let writer = tokio::spawn(async move {
+            if let Some(mut stdin) = stdin {
+                // A program that does not read its stdin closes the pipe: not an error.
+                let _ = stdin.write_all(&prompt).await;
+                let _ = stdin.shutdown().await;
+            }
+        });
+        let stdout = tree.child_mut().stdout.take();
+        let events = ctx.events.clone();
+        let reader = tokio::spawn(async move { read_stdout(stdout, events).await });
+        let stderr = tree.child_mut().stderr.take();
+        let err_reader = tokio::spawn(async move { read_tail(stderr).await });
+
+        let grace = Duration::from_millis(self.config.grace_ms);
+        let exited = tokio::select! {
+            status = tree.wait_leader() => Some(status),
+            _ = ctx.cancellation.cancelled() => None,
+        };
+        let termination = tree.terminate(grace).await;
+        writer.abort();
+        // With the tree gone the pipes are closed and the readers end at once; a
+        // survivor may hold them open, so the wait is bounded.
+        let (stdout_bytes, stdout_note) = join_bounded(reader).await;
+        let (stderr_tail, _) = join_bounded(err_reader).await;
+
+        let mut logs = String::from_utf8_lossy(&stderr_tail).into_owned();
+        let text = match String::from_utf8(stdout_bytes) {
+            Ok(text) => text,
+            Err(e) => {
+                push_line(
+                    &mut logs,
+                    "stdout was not valid UTF-8; invalid bytes replaced",
+                );
+                String::from_utf8_lossy(e.as_bytes()).into_owned()
+            }
+        };
+        if let Some(note) = stdout_note {
+            push_line(&mut logs, note);
+        }
+        let mut result = self.settle(
+            exited,
+            &termination,
+            ctx.cancellation.cause(),
+            effects,
+            program,
+        );
+        if result.outcome == Outcome::Succeeded {
+            result.text = text;
+            ctx.events.emit(Event::of_kind(EventKind::MessageEnd));
+        } else if !text.is_empty() {
+            push_line(
+                &mut logs,
+                &format!("stdout ({} bytes) not returned as text", text.len()),
+            );
+        }
+        result.logs = logs;
+        result
+    }
+}
+
+impl CommandBackend {
+    fn settle(
+        &self,
+        exited: Option<std::io::Result<std::process::ExitStatus>>,
+        termination: &Termination,
+        cause: Option<agent_exec_contract::CancelCause>,
+        effects: SideEffects,
+        program: &str,
+    ) -> ContractResult {
+        if !termination.survivors.is_empty() || termination.leader_status.is_none() {
+            return ContractResult::with_error(
+                Outcome::Unknown,
+                Error::new(
+                    if exited.is_none() {
+                        cause_code(cause)
+                    } else {
+                        ErrorCode::UnknownOutcome
+                    },
+                    format!(
+                        "{CANCEL_REQUESTED}: processes {:?} of `{program}` are still alive after SIGKILL",
+                        termination.survivors
+                    ),
+                    SideEffects::Possible,
+                ),
+            );
+        }
+        let Some(exited) = exited else {
+            return ContractResult::with_error(
+                Outcome::Canceled,
+                Error::new(
+                    cause_code(cause),
+                    format!(
+                        "canceled; {} process(es) of `{program}` terminated{}",
+                        termination.members_seen,
+                        if termination.killed {
+                            " (SIGKILL after the grace period)"
+                        } else {
+                            ""
+                        }
+                    ),
+                    effects,
+                ),
+            );
+        };
+        match exited {
+            Err(e) => ContractResult::with_error(
+                Outcome::Unknown,
+                Error::new(
+                    ErrorCode::UnknownOutcome,
+                    format!("lost track of `{program}`: {e}"),
+                    SideEffects::Possible,
+                ),
+            ),
+            Ok(status) if status.success() => ContractResult::succeeded(String::new()),
+            Ok(status) => match (status.code(), status.signal()) {
+                (Some(code), _) => ContractResult::failed(Error::new(
+                    ErrorCode::ProviderRejected,
+                    format!("`{program}` exited with status {code}"),
+                    effects,
+                )),
+                (None, signal) => ContractResult::with_error(
+                    Outcome::Unknown,
+                    Error::new(
+                        ErrorCode::UnknownOutcome,
+                        format!(
+                            "`{program}` was killed by signal {}",
+                            signal.unwrap_or_default()
+                        ),
+                        SideEffects::Possible,
+                    ),
+                ),
+            },
+        }
+    }
+}
+
+/// Reads stdout to the end, emitting complete UTF-8 as `text_delta` events.
+async fn read_stdout(stdout: Option<tokio::process::ChildStdout>, events: EventSink) -> Vec<u8> {
+    let mut all = Vec::new();
+    let Some(mut stdout) = stdout else {
+        return all;
+    };
+    let mut buf = vec![0u8; 16 * 1024];
+    let mut pending_from = 0usize;
+    loop {
+        let n = match stdout.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        all.extend_from_slice(buf.get(..n).unwrap_or_default());
+        let fresh = all.get(pending_from..).unwrap_or_default();
+        let complete = match std::str::from_utf8(fresh) {
+            Ok(_) => fresh.len(),
+            // An incomplete sequence at the end waits for the next read; an invalid
+            // one is emitted (replaced) rather than holding the stream back.
+            Err(e) if e.error_len().is_none() => e.valid_up_to(),
+            Err(_) => fresh.len(),
+        };
+        if complete > 0 {
+            let text = String::from_utf8_lossy(fresh.get(..complete).unwrap_or_default());
+            events.emit(Event::text_delta(text.into_owned()));
+            pending_from += complete;
+        }
+    }
+    all
+}
+
+/// Reads a stream to the end, keeping its last [`STDERR_TAIL`] bytes.
+async fn read_tail(stream: Option<tokio::process::ChildStderr>) -> Vec<u8> {
+    let mut tail = Vec::new();
+    let Some(mut stream) = stream else {
+        return tail;
+    };
+    let mut buf = vec![0u8; 8 * 1024];
+    loop {
+        match stream.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                tail.extend_from_slice(buf.get(..n).unwrap_or_default());
+                if tail.len() > 2 * STDERR_TAIL {
+                    tail.drain(..tail.len() - STDERR_TAIL);
+                }
+            }
+        }
+    }
+    if tail.len() > STDERR_TAIL {
+        tail.drain(..tail.len() - STDERR_TAIL);
+    }
+    tail
+}
+
+async fn join_bounded(task: tokio::task::JoinHandle<Vec<u8>>) -> (Vec<u8>, Option<&'static str>) {
+    let abort = task.abort_handle();
+    match tokio::time::timeout(Duration::from_secs(1), task).await {
+        Ok(Ok(bytes)) => (bytes, None),
+        Ok(Err(_)) => (Vec::new(), Some("output reader failed")),
+        Err(_) => {
+            abort.abort();
+            (
+                Vec::new(),
+                Some("output still held open by a surviving process; not read"),
+            )
+        }
+    }
+}
+
+fn push_line(logs: &mut String, line: &str) {
+    if !logs.is_empty() && !logs.ends_with('\n') {
+        logs.push('\n');
+    }
+    logs.push_str(line);
+}
+
+/// Finds `program` as the kernel's exec would: a path if it has a `/`, else on PATH.
+fn find_program(program: &str) -> Result<std::path::PathBuf, String> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let executable = |path: &std::path::Path| {
+        std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if program.contains('/') {
+        let path = std::path::PathBuf::from(program);
+        return if executable(&path) {
+            Ok(path)
+        } else {
+            Err(format!(
+                "program `{program}` does not exist or is not executable"
+            ))
+        };
+    }
+    let path_var = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path_var)
+        .map(|dir| dir.join(program))
+        .find(|candidate| executable(candidate))
+        .ok_or_else(|| {
+            format!(
+                "program `{program}` not found on PATH; install it or give its full path in argv"
+            )
+        })
+}

@@ -1,0 +1,534 @@
+//! Running an execution: attempts under one execution id, one deadline and one
+//! budget; honest outcomes; side-effect tracking; deliverables; the journal.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_exec_contract::{
+    AttemptState, CANCEL_REQUESTED, CancelCause, Cancellation, Capability, ContractRequest,
+    ContractResult, Error, ErrorCode, Event, EventKind, EventSink, ExecutionContext, JournalHook,
+    Outcome, Resolved, SideEffects, Usage,
+};
+use futures::StreamExt as _;
+use time::OffsetDateTime;
+
+use crate::deliverables;
+use crate::workspace::{Changes, Snapshot};
+
+/// How long the runtime waits for a backend to return after a cancel before it stops
+/// waiting and reports `unknown` with `cancel_requested`. Must exceed a backend's own
+/// grace + kill wait.
+pub const DEFAULT_CANCEL_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Runs executions. Cheap to clone; holds no per-execution state.
+#[derive(Clone)]
+pub struct Runtime {
+    journal: Option<Arc<dyn JournalHook>>,
+    cancel_timeout: Duration,
+}
+
+/// How one execution is to be run.
+pub struct RunOptions {
+    /// Where the caller wants events (in order; never blocks the run).
+    pub events: EventSink,
+    /// Fired by the caller to cancel; the deadline fires a child of it.
+    pub cancellation: Cancellation,
+    /// Extra attempts on the same backend after a failure with side effects `none`.
+    /// These are the *caller's* step retries (invariant 3); the runtime adds none.
+    pub step_retries: u32,
+    /// Another backend to try once, under the same id, deadline and budget — only
+    /// after a failure whose side effects are `none` (invariant 5).
+    pub fallback: Option<Resolved>,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            events: EventSink::discard(),
+            cancellation: Cancellation::new(),
+            step_retries: 0,
+            fallback: None,
+        }
+    }
+}
+
+impl Default for Runtime {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Runtime {
+    /// A runtime without a journal.
+    pub fn new() -> Self {
+        Runtime {
+            journal: None,
+            cancel_timeout: DEFAULT_CANCEL_TIMEOUT,
+        }
+    }
+
+    /// Records every execution in `journal`.
+    pub fn with_journal(mut self, journal: Arc<dyn JournalHook>) -> Self {
+        self.journal = Some(journal);
+        self
+    }
+
+    /// Changes how long a canceled backend may take to return.
+    pub fn with_cancel_timeout(mut self, timeout: Duration) -> Self {
+        self.cancel_timeout = timeout;
+        self
+    }
+
+    /// Runs `request` on `primary` (then retries / fallback per `options`) and
+    /// returns the execution's one terminal result. Never panics on backend output;
+    /// never returns without a result.
+    pub async fn run(
+        &self,
+        mut request: ContractRequest,
+        primary: &Resolved,
+        options: RunOptions,
+    ) -> ContractResult {
+        if request.execution_id.trim().is_empty() {
+            return ContractResult::failed(Error::new(
+                ErrorCode::Internal,
+                "execution_id is empty; the caller must choose one (and reuse it for retries)",
+                SideEffects::None,
+            ));
+        }
+        let prior = match &self.journal {
+            None => Default::default(),
+            Some(journal) => {
+                match journal
+                    .execution_started(&primary.name, &request, now())
+                    .await
+                {
+                    Ok(prior) => prior,
+                    Err(e) => {
+                        return ContractResult::failed(Error::new(
+                            ErrorCode::Internal,
+                            format!("not started: cannot record the execution: {e}"),
+                            SideEffects::None,
+                        ));
+                    }
+                }
+            }
+        };
+        // One deadline for all attempts, including attempts made by earlier processes.
+        request.budget.deadline = match (request.budget.deadline, prior.deadline) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let watchdog = request.budget.deadline.map(|deadline| {
+            let cancellation = options.cancellation.clone();
+            tokio::spawn(async move {
+                let wait = (deadline - now()).max(time::Duration::ZERO);
+                tokio::time::sleep(wait.unsigned_abs()).await;
+                cancellation.cancel(CancelCause::Deadline);
+            })
+        });
+
+        let mut usage = prior.usage;
+        let mut attempt = prior.attempts;
+        let mut retries_left = options.step_retries;
+        let mut backend = primary;
+        let mut fell_back = false;
+        let result = loop {
+            attempt = attempt.saturating_add(1);
+            let result = match self.preflight(&request, usage, &options.cancellation) {
+                Err(refusal) => *refusal,
+                Ok(attempt_request) => {
+                    self.attempt(&attempt_request, backend, attempt, &options)
+                        .await
+                }
+            };
+            usage = usage.plus(result.usage);
+            if !replay_allowed(&result) || options.cancellation.is_cancelled() {
+                break result;
+            }
+            if retries_left > 0 {
+                retries_left -= 1;
+                continue;
+            }
+            match &options.fallback {
+                Some(fallback) if !fell_back => {
+                    fell_back = true;
+                    backend = fallback;
+                }
+                _ => break result,
+            }
+        };
+        if let Some(watchdog) = watchdog {
+            watchdog.abort();
+        }
+        let mut result = result;
+        result.usage = usage;
+        if let Some(journal) = &self.journal
+            && let Err(e) = journal
+                .execution_finished(&request.execution_id, &result, now())
+                .await
+        {
+            append_log(&mut result, &format!("journal: end not recorded: {e}"));
+        }
+        result
+    }
+
+    /// Checks what must hold before dispatching an attempt and returns the request
+    /// the attempt sees (its token budget reduced by what earlier attempts spent).
+    fn preflight(
+        &self,
+        request: &ContractRequest,
+        spent: Usage,
+        cancellation: &Cancellation,
+    ) -> Result<ContractRequest, Box<ContractResult>> {
+        if let Some(cause) = cancellation.cause() {
+            let (outcome_code, why) = match cause {
+                CancelCause::Deadline => (ErrorCode::DeadlineExceeded, "the deadline passed"),
+                CancelCause::Caller => (ErrorCode::Canceled, "the caller canceled"),
+            };
+            return Err(Box::new(ContractResult::with_error(
+                Outcome::Canceled,
+                Error::new(
+                    outcome_code,
+                    format!("{why} before the attempt was dispatched"),
+                    SideEffects::None,
+                ),
+            )));
+        }
+        let mut attempt_request = request.clone();
+        let budget = &mut attempt_request.budget;
+        for (limit, used, what) in [
+            (&mut budget.max_prompt_tokens, spent.prompt_tokens, "prompt"),
+            (
+                &mut budget.max_completion_tokens,
+                spent.completion_tokens,
+                "completion",
+            ),
+        ] {
+            if *limit == 0 {
+                continue;
+            }
+            if used >= *limit {
+                return Err(Box::new(ContractResult::failed(Error::new(
+                    ErrorCode::BudgetExceeded,
+                    format!(
+                        "{what} tokens spent by earlier attempts ({used}) reach the budget ({limit})"
+                    ),
+                    SideEffects::None,
+                ))));
+            }
+            *limit -= used;
+        }
+        Ok(attempt_request)
+    }
+
+    async fn attempt(
+        &self,
+        request: &ContractRequest,
+        backend: &Resolved,
+        attempt: u32,
+        options: &RunOptions,
+    ) -> ContractResult {
+        let id = &request.execution_id;
+        if let Some(journal) = &self.journal {
+            if let Err(e) = journal
+                .attempt_started(id, attempt, &backend.name, now())
+                .await
+            {
+                return ContractResult::failed(Error::new(
+                    ErrorCode::Internal,
+                    format!("attempt not started: cannot record it: {e}"),
+                    SideEffects::None,
+                ));
+            }
+            self.note(id, attempt, AttemptState::Running, &backend.name)
+                .await;
+        }
+        let root = (!request.workspace.root.is_empty())
+            .then(|| std::path::PathBuf::from(&request.workspace.root));
+        let before = snapshot(root.clone()).await;
+
+        // Events: backend → our channel → consumer task → caller's sink, in order.
+        let (sink, mut receiver) = EventSink::channel();
+        let (close, mut closed) = tokio::sync::oneshot::channel::<()>();
+        let forward_to = options.events.clone();
+        let consumer = tokio::spawn(async move {
+            let mut tools = Vec::new();
+            let mut forward = |event: Event| {
+                if event.kind == EventKind::ToolExecStart {
+                    tools.push(event.tool.clone());
+                }
+                forward_to.emit(event);
+            };
+            loop {
+                tokio::select! {
+                    biased;
+                    next = receiver.next() => match next {
+                        Some(event) => forward(event),
+                        None => break,
+                    },
+                    _ = &mut closed => {
+                        // The attempt returned: take what is buffered, refuse the rest.
+                        receiver.close();
+                        while let Some(event) = receiver.next().await {
+                            forward(event);
+                        }
+                        break;
+                    }
+                }
+            }
+            tools
+        });
+
+        let cancellation = options.cancellation.child();
+        let ctx = ExecutionContext {
+            cancellation: cancellation.clone(),
+            events: sink,
+            attempt,
+        };
+        let execution = backend.backend.execute(request, ctx);
+        tokio::pin!(execution);
+        let mut result = tokio::select! {
+            result = &mut execution => result,
+            _ = cancellation.cancelled() => {
+                self.note(id, attempt, AttemptState::Canceling, cause_text(cancellation.cause())).await;
+                match tokio::time::timeout(self.cancel_timeout, &mut execution).await {
+                    Ok(result) => result,
+                    Err(_) => ContractResult::with_error(Outcome::Unknown, Error::new(
+                        cause_code(cancellation.cause()),
+                        format!("{CANCEL_REQUESTED}: backend `{}` did not return within {:?} after the cancel", backend.name, self.cancel_timeout),
+                        SideEffects::Possible,
+                    )),
+                }
+            }
+        };
+        let _ = close.send(());
+        let tools = consumer.await.unwrap_or_default();
+        let after = snapshot(root.clone()).await;
+        let changes = match (&before, &after) {
+            (Some(before), Some(after)) => Some(after.changes_since(before)),
+            _ => None,
+        };
+
+        settle(
+            &mut result,
+            request,
+            backend,
+            cancellation.cause(),
+            changes.as_ref(),
+            &tools,
+        );
+        if let Some(journal) = &self.journal
+            && let Err(e) = journal.attempt_finished(id, attempt, &result, now()).await
+        {
+            append_log(
+                &mut result,
+                &format!("journal: attempt end not recorded: {e}"),
+            );
+        }
+        result
+    }
+
+    async fn note(&self, id: &str, attempt: u32, state: AttemptState, note: &str) {
+        if let Some(journal) = &self.journal
+            && let Err(e) = journal.transition(id, attempt, state, note, now()).await
+        {
+            tracing::warn!(execution_id = id, attempt, %e, "journal transition not recorded");
+        }
+    }
+}
+
+/// Whether the result allows replaying the work (a step retry or a fallback): only
+/// a failure confirmed to have had no side effects.
+pub fn replay_allowed(result: &ContractResult) -> bool {
+    result.outcome == Outcome::Failed
+        && result
+            .err
+            .as_ref()
+            .is_some_and(|e| e.side_effects == SideEffects::None)
+}
+
+/// Turns what the backend said into what the contract allows the runtime to say.
+fn settle(
+    result: &mut ContractResult,
+    request: &ContractRequest,
+    backend: &Resolved,
+    cause: Option<CancelCause>,
+    changes: Option<&Changes>,
+    tools: &[String],
+) {
+    let mut observed = Vec::new();
+    if let Some(changes) = changes {
+        if !changes.paths.is_empty() {
+            let shown: Vec<String> = changes
+                .paths
+                .iter()
+                .take(20)
+                .map(|p| p.display().to_string())
+                .collect();
+            let more = changes.paths.len().saturating_sub(shown.len());
+            let tail = if more > 0 {
+                format!(" (+{more} more)")
+            } else {
+                String::new()
+            };
+            observed.push(format!("workspace changed: {}{tail}", shown.join(", ")));
+        }
+        if let Some(why) = &changes.inconclusive {
+            observed.push(format!("workspace changes unknown: {why}"));
+        }
+    }
+    if !tools.is_empty() {
+        observed.push(format!("tools run: {}", tools.join(", ")));
+    }
+    for line in &observed {
+        append_log(result, line);
+    }
+    let effects = if observed.is_empty() {
+        SideEffects::None
+    } else {
+        SideEffects::Possible
+    };
+
+    result.outcome = result.outcome.effective();
+    match result.outcome {
+        Outcome::Succeeded => {
+            if let Some(err) = result.err.take() {
+                result.outcome = Outcome::Unknown;
+                result.err = Some(Error::new(
+                    ErrorCode::UnknownOutcome,
+                    format!("backend reported success together with an error ({err})"),
+                    SideEffects::Possible,
+                ));
+                return;
+            }
+            if request.required.contains(&Capability::Text) && result.text.trim().is_empty() {
+                fail(
+                    result,
+                    ErrorCode::EmptyOutput,
+                    "the backend returned no text, and text is required".into(),
+                    effects,
+                );
+                return;
+            }
+            if !request.targets.is_empty() {
+                let Some(root) =
+                    (!request.workspace.root.is_empty()).then_some(&request.workspace.root)
+                else {
+                    fail(
+                        result,
+                        ErrorCode::PathOutsideWorkspace,
+                        "targets were requested but the workspace has no root".into(),
+                        effects,
+                    );
+                    return;
+                };
+                match deliverables::read_targets(
+                    std::path::Path::new(root),
+                    &request.targets,
+                    effects,
+                ) {
+                    Ok(files) => result.files = files,
+                    Err(err) => {
+                        result.files.clear();
+                        result.outcome = Outcome::Failed;
+                        result.err = Some(err);
+                    }
+                }
+            }
+        }
+        Outcome::Failed => {
+            let err = result.err.get_or_insert_with(|| {
+                Error::new(
+                    ErrorCode::Internal,
+                    format!("backend `{}` failed without saying why", backend.name),
+                    effects,
+                )
+            });
+            raise(&mut err.side_effects, effects);
+            result.files.clear();
+        }
+        Outcome::Canceled => {
+            let cancel_verified = backend.verification.verified.contains(&Capability::Cancel);
+            let err = result
+                .err
+                .get_or_insert_with(|| Error::new(cause_code(cause), "canceled", effects));
+            raise(&mut err.side_effects, effects);
+            if cause == Some(CancelCause::Deadline) && err.code == ErrorCode::Canceled {
+                err.code = ErrorCode::DeadlineExceeded;
+            }
+            if !cancel_verified {
+                // Invariant 4: without verified cancellation, "canceled" is a claim we
+                // cannot stand behind.
+                result.outcome = Outcome::Unknown;
+                err.side_effects = SideEffects::Possible;
+                err.reason = format!(
+                    "{CANCEL_REQUESTED}: backend `{}` has no verified cancel capability ({})",
+                    backend.name, err.reason
+                );
+            }
+            result.files.clear();
+        }
+        _ => {
+            // Unknown (and anything unrecognised, already mapped to unknown).
+            result.outcome = Outcome::Unknown;
+            let err = result.err.get_or_insert_with(|| {
+                Error::new(
+                    ErrorCode::UnknownOutcome,
+                    "the backend could not confirm the outcome",
+                    SideEffects::Possible,
+                )
+            });
+            err.side_effects = SideEffects::Possible;
+            if cause == Some(CancelCause::Deadline) && err.code == ErrorCode::Canceled {
+                err.code = ErrorCode::DeadlineExceeded;
+            }
+            result.files.clear();
+        }
+    }
+}
+
+fn fail(result: &mut ContractResult, code: ErrorCode, reason: String, effects: SideEffects) {
+    result.outcome = Outcome::Failed;
+    result.files.clear();
+    result.err = Some(Error::new(code, reason, effects));
+}
+
+/// Side effects only ever go up: observed effects override a backend's "none".
+fn raise(current: &mut SideEffects, observed: SideEffects) {
+    if observed == SideEffects::Possible {
+        *current = SideEffects::Possible;
+    }
+}
+
+/// The error code for a cancel with `cause`.
+pub fn cause_code(cause: Option<CancelCause>) -> ErrorCode {
+    match cause {
+        Some(CancelCause::Deadline) => ErrorCode::DeadlineExceeded,
+        _ => ErrorCode::Canceled,
+    }
+}
+
+fn cause_text(cause: Option<CancelCause>) -> &'static str {
+    match cause {
+        Some(CancelCause::Deadline) => "deadline exceeded",
+        _ => "canceled by the caller",
+    }
+}
+
+fn append_log(result: &mut ContractResult, line: &str) {
+    if !result.logs.is_empty() && !result.logs.ends_with('\n') {
+        result.logs.push('\n');
+    }
+    result.logs.push_str(line);
+}
+
+async fn snapshot(root: Option<std::path::PathBuf>) -> Option<Snapshot> {
+    let root = root?;
+    tokio::task::spawn_blocking(move || Snapshot::take(&root))
+        .await
+        .ok()
+}
+
+fn now() -> OffsetDateTime {
+    OffsetDateTime::now_utc()
+}

@@ -1,0 +1,112 @@
+//! Just enough of Linux `/proc` to find the members of a process tree.
+//!
+//! Parsing is total: a process that vanishes mid-read, or a line we cannot parse, is
+//! "not there" rather than an error, because processes come and go while we look.
+
+use std::fs;
+use std::io::Read as _;
+
+/// One process as `/proc/<pid>/stat` describes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcStat {
+    pub pid: i32,
+    /// One-letter state: `R`, `S`, `D`, `Z` (zombie), `X` (dead), ...
+    pub state: char,
+    pub ppid: i32,
+    pub pgrp: i32,
+    pub session: i32,
+    /// Start time in clock ticks after boot: with the pid, identifies a process
+    /// across pid reuse.
+    pub start_time: u64,
+}
+
+impl ProcStat {
+    /// Whether it has exited (a zombie or dead entry still in the table).
+    pub fn is_gone(&self) -> bool {
+        matches!(self.state, 'Z' | 'X' | 'x')
+    }
+}
+
+/// Parses the text of `/proc/<pid>/stat`. The command name (field 2) is in
+/// parentheses and may itself contain spaces and parentheses, so fields are counted
+/// from the *last* `)`.
+pub fn parse_stat(text: &str) -> Option<ProcStat> {
+    let open = text.find('(')?;
+    let close = text.rfind(')')?;
+    let pid: i32 = text.get(..open)?.trim().parse().ok()?;
+    let rest = text.get(close + 1..)?;
+    let fields: Vec<&str> = rest.split_ascii_whitespace().collect();
+    // fields[0] is field 3 (state); field N is fields[N - 3].
+    let state = fields.first()?.chars().next()?;
+    let ppid = fields.get(1)?.parse().ok()?;
+    let pgrp = fields.get(2)?.parse().ok()?;
+    let session = fields.get(3)?.parse().ok()?;
+    let start_time = fields.get(19)?.parse().ok()?;
+    Some(ProcStat {
+        pid,
+        state,
+        ppid,
+        pgrp,
+        session,
+        start_time,
+    })
+}
+
+/// Reads `/proc/<pid>/stat`; `None` if the process is gone.
+pub fn stat(pid: i32) -> Option<ProcStat> {
+    let text = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_stat(&text)
+}
+
+/// Every pid in `/proc`.
+pub fn pids() -> Vec<i32> {
+    let Ok(dir) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|entry| entry.ok()?.file_name().to_str()?.parse().ok())
+        .collect()
+}
+
+/// Whether the environment of `pid` holds exactly `needle` (`NAME=value`) as one of
+/// its NUL-separated entries. Unreadable (another user, gone, a kernel thread) is no.
+pub fn environ_contains(pid: i32, needle: &[u8]) -> bool {
+    let Ok(mut file) = fs::File::open(format!("/proc/{pid}/environ")) else {
+        return false;
+    };
+    let mut bytes = Vec::new();
+    if file.read_to_end(&mut bytes).is_err() {
+        return false;
+    }
+    bytes.split(|b| *b == 0).any(|entry| entry == needle)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_names_with_spaces_and_parens() {
+        let line =
+            "4242 (a) b (c) S 1 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 1000 50";
+        let stat = parse_stat(line).unwrap();
+        assert_eq!(
+            (stat.pid, stat.state, stat.ppid, stat.pgrp, stat.session),
+            (4242, 'S', 1, 4242, 4242)
+        );
+        assert_eq!(stat.start_time, 987654);
+    }
+
+    #[test]
+    fn garbage_is_none_not_a_panic() {
+        for line in ["", "(", ")", "12 (x", "x (y) S", "1 (a) S 2 3"] {
+            assert_eq!(parse_stat(line), None, "{line:?}");
+        }
+    }
+
+    #[test]
+    fn reads_our_own_process() {
+        let me = stat(std::process::id() as i32).unwrap();
+        assert!(!me.is_gone());
+        assert_eq!(me.pid, std::process::id() as i32);
+    }
+}
