@@ -60,6 +60,7 @@ pub mod session;
 pub mod snapshot;
 pub mod synth;
 pub mod validate;
+mod watch;
 pub mod write;
 
 // Owned by core-resolve.

@@ -83,3 +83,253 @@ fn is_shape_error(message: &str) -> bool {
     .iter()
     .any(|p| message.contains(p))
 }
+
+/// Why a directory entry is skipped without a diagnostic (data model §1): hidden files
+/// (which includes our own temp files and `.#*` lock files), editor leftovers (`*~`,
+/// `*.swp`, `*.swo`), and anything not ending in `.yaml`/`.yml`.
+pub fn is_ignored_file_name(name: &str) -> bool {
+    name.starts_with('.')
+        || name.ends_with('~')
+        || name.ends_with(".swp")
+        || name.ends_with(".swo")
+        || record_stem(name).is_none()
+}
+
+/// The id part of a record file name: `a.yaml` / `a.yml` → `a`.
+pub fn record_stem(name: &str) -> Option<&str> {
+    name.strip_suffix(".yaml")
+        .or_else(|| name.strip_suffix(".yml"))
+        .filter(|s| !s.is_empty())
+}
+
+/// What became of one record file.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct FileOutcome {
+    /// The record, when the file loaded.
+    pub record: Option<std::sync::Arc<crate::model::Record>>,
+    /// Per-file findings (syntax, schema, id, size, templates).
+    pub diagnostics: Vec<Diagnostic>,
+    /// The stem (the id the file claims by its name).
+    pub stem: String,
+    /// Identity of the file version that was read; `None` when it could not be stat-ed.
+    pub fingerprint: Option<Fingerprint>,
+}
+
+/// What identifies one version of a file cheaply: a rescan re-parses a file only when
+/// this changes. ctime is included because it moves on every write even when a tool
+/// restores mtime.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Fingerprint {
+    len: u64,
+    ino: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl Fingerprint {
+    #[cfg(unix)]
+    pub(crate) fn of(meta: &std::fs::Metadata) -> Fingerprint {
+        use std::os::unix::fs::MetadataExt;
+        Fingerprint {
+            len: meta.len(),
+            ino: meta.ino(),
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+            ctime: (meta.ctime(), meta.ctime_nsec()),
+        }
+    }
+
+    #[cfg(not(unix))]
+    pub(crate) fn of(meta: &std::fs::Metadata) -> Fingerprint {
+        let nanos = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map(|d| (d.as_secs() as i64, i64::from(d.subsec_nanos())))
+            .unwrap_or_default();
+        Fingerprint {
+            len: meta.len(),
+            ino: 0,
+            mtime: nanos,
+            ctime: nanos,
+        }
+    }
+}
+
+/// Load one record file. Never fails: every problem is a diagnostic.
+///
+/// Order matters for safety: the file type and size are checked from metadata before
+/// the file is opened (a FIFO would block `open`, a huge file would cost memory), and
+/// the read itself is capped at the limit + 1 byte in case the file grows meanwhile.
+pub(crate) fn load_record_file(
+    root: &std::path::Path,
+    kind: crate::kind::RecordKind,
+    file_name: &str,
+    max_bytes: u64,
+) -> FileOutcome {
+    let rel = format!("{}/{}", kind.dir_name(), file_name);
+    let stem = record_stem(file_name).unwrap_or(file_name).to_owned();
+    let mut outcome = FileOutcome {
+        record: None,
+        diagnostics: Vec::new(),
+        stem: stem.clone(),
+        fingerprint: None,
+    };
+    let path = root.join(kind.dir_name()).join(file_name);
+    match read_capped(&path, max_bytes, &mut outcome.fingerprint) {
+        Ok(bytes) => {
+            let (record, diagnostics) = parse_record_bytes(kind, &stem, &rel, bytes);
+            outcome.record = record.map(std::sync::Arc::new);
+            outcome.diagnostics = diagnostics;
+        }
+        Err(d) => outcome.diagnostics.push(d.in_file(rel)),
+    }
+    outcome
+}
+
+/// Read a file whose size must not exceed `max_bytes`, refusing non-regular files
+/// before opening them.
+pub(crate) fn read_capped(
+    path: &std::path::Path,
+    max_bytes: u64,
+    fingerprint: &mut Option<Fingerprint>,
+) -> Result<Vec<u8>, Diagnostic> {
+    use std::io::Read;
+    let meta = std::fs::metadata(path).map_err(|e| unreadable(&e.kind().to_string()))?;
+    *fingerprint = Some(Fingerprint::of(&meta));
+    if !meta.is_file() {
+        let what = if meta.is_dir() {
+            "a directory"
+        } else {
+            "not a regular file"
+        };
+        return Err(unreadable(what));
+    }
+    if meta.len() > max_bytes {
+        return Err(too_large(meta.len(), max_bytes));
+    }
+    let file = std::fs::File::open(path).map_err(|e| unreadable(&e.kind().to_string()))?;
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    file.take(max_bytes.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|e| unreadable(&e.kind().to_string()))?;
+    if bytes.len() as u64 > max_bytes {
+        return Err(too_large(bytes.len() as u64, max_bytes));
+    }
+    Ok(bytes)
+}
+
+fn unreadable(why: &str) -> Diagnostic {
+    Diagnostic::error(
+        codes::FILE_UNREADABLE,
+        format!("file cannot be read: {why}"),
+    )
+}
+
+fn too_large(len: u64, max: u64) -> Diagnostic {
+    Diagnostic::error(
+        codes::RECORD_TOO_LARGE,
+        format!("file is {len} bytes, over limits.maxRecordBytes ({max}); not parsed"),
+    )
+}
+
+/// Parse the bytes of a record file claimed by `stem` into a record plus findings.
+/// Pure (no I/O): the fuzz target drives this directly.
+pub fn parse_record_bytes(
+    kind: crate::kind::RecordKind,
+    stem: &str,
+    rel: &str,
+    bytes: Vec<u8>,
+) -> (Option<crate::model::Record>, Vec<Diagnostic>) {
+    let text = match String::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(e) => {
+            let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+            let line = valid.iter().filter(|&&b| b == b'\n').count() + 1;
+            let column = valid.iter().rev().take_while(|&&b| b != b'\n').count() + 1;
+            let d = Diagnostic::error(
+                codes::YAML_INVALID,
+                format!(
+                    "file is not valid UTF-8 (first bad byte at offset {}, line {line}, column {column})",
+                    valid.len()
+                ),
+            )
+            .in_file(rel)
+            .at_position(to_u32(line), to_u32(column));
+            return (None, vec![d]);
+        }
+    };
+    parse_record_text(kind, stem, rel, text)
+}
+
+fn to_u32(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+/// Parse the text of a record file. See [`parse_record_bytes`].
+pub fn parse_record_text(
+    kind: crate::kind::RecordKind,
+    stem: &str,
+    rel: &str,
+    text: String,
+) -> (Option<crate::model::Record>, Vec<Diagnostic>) {
+    use crate::kind::RecordKind;
+    use crate::model::RecordBody;
+    let parsed = match kind {
+        RecordKind::Environment => parse_typed(&text).map(RecordBody::Environment),
+        RecordKind::Service => parse_typed(&text).map(RecordBody::Service),
+        RecordKind::Deployment => parse_typed(&text).map(RecordBody::Deployment),
+        RecordKind::RuleProfile => parse_typed(&text).map(RecordBody::RuleProfile),
+        RecordKind::OperationBinding => parse_typed(&text).map(RecordBody::OperationBinding),
+    };
+    let body = match parsed {
+        Ok(body) => body,
+        Err(d) => return (None, vec![d.in_file(rel)]),
+    };
+    let mut diagnostics = crate::validate::check_record(&body, Some(stem));
+    for d in &mut diagnostics {
+        d.file = Some(rel.to_owned());
+    }
+    let fatal = diagnostics
+        .iter()
+        .any(|d| crate::validate::is_fatal_record_code(&d.code));
+    if fatal {
+        return (None, diagnostics);
+    }
+    let record = crate::model::Record {
+        body,
+        file: rel.to_owned(),
+        text: text.into(),
+    };
+    (Some(record), diagnostics)
+}
+
+/// Scan one kind folder: the record file names in it, sorted. A missing folder is an
+/// empty kind; a folder that cannot be listed is a diagnostic.
+pub(crate) fn list_record_files(
+    root: &std::path::Path,
+    kind: crate::kind::RecordKind,
+) -> Result<Vec<String>, Diagnostic> {
+    let dir = root.join(kind.dir_name());
+    let entries = match std::fs::read_dir(&dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => {
+            return Err(Diagnostic::error(
+                codes::FILE_UNREADABLE,
+                format!("folder {} cannot be listed: {}", kind.dir_name(), e.kind()),
+            )
+            .in_file(kind.dir_name()));
+        }
+    };
+    let mut names = Vec::new();
+    for entry in entries.flatten() {
+        // Non-UTF-8 names cannot be ids; they are ignored like any non-record file.
+        if let Ok(name) = entry.file_name().into_string()
+            && !is_ignored_file_name(&name)
+        {
+            names.push(name);
+        }
+    }
+    names.sort();
+    Ok(names)
+}

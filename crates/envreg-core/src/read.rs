@@ -82,3 +82,198 @@ pub struct FindOutput {
     /// Ranked: exact id, prefix id, name, alias, category; ties by kind then id. ≤ 25.
     pub hits: Vec<FindHit>,
 }
+
+impl crate::Registry {
+    /// `env_list`: records sorted by kind then id, optionally of one kind and matching
+    /// `query` (case-insensitive over id, name and aliases), with registry warnings.
+    pub fn list(
+        &self,
+        kind: Option<RecordKind>,
+        query: Option<&str>,
+    ) -> Result<ListOutput, crate::EnvError> {
+        let snapshot = self.snapshot();
+        let needle = query
+            .map(str::trim)
+            .filter(|q| !q.is_empty())
+            .map(str::to_lowercase);
+        let kinds: Vec<RecordKind> = match kind {
+            Some(k) => vec![k],
+            None => RecordKind::ALL.to_vec(),
+        };
+        let mut items = Vec::new();
+        for kind in kinds {
+            for rec in snapshot.records(kind) {
+                let c = rec.common();
+                let matched = needle.as_deref().is_none_or(|n| {
+                    contains_ci(c.id(), n)
+                        || contains_ci(c.name(), n)
+                        || c.aliases().iter().any(|a| contains_ci(a, n))
+                });
+                if matched {
+                    items.push(RecordSummary {
+                        kind,
+                        id: c.id().to_owned(),
+                        name: c.name().to_owned(),
+                        summary: summary_of(&rec.body),
+                    });
+                }
+            }
+        }
+        let mut warnings: Vec<Diagnostic> = snapshot
+            .diagnostics()
+            .iter()
+            .filter(|d| d.severity >= crate::Severity::Warning)
+            .cloned()
+            .collect();
+        let omitted_warnings = warnings.len().saturating_sub(MAX_LIST_WARNINGS);
+        warnings.truncate(MAX_LIST_WARNINGS);
+        Ok(ListOutput {
+            items,
+            warnings,
+            omitted_warnings,
+        })
+    }
+
+    /// `env_get`: the parsed document and the on-disk text. The id is checked before
+    /// any I/O.
+    pub fn get(&self, kind: RecordKind, id: &str) -> Result<GetOutput, crate::EnvError> {
+        crate::id::check_id("id", id)?;
+        let snapshot = self.snapshot();
+        let Some(rec) = snapshot.get(kind, id) else {
+            return Err(self.not_found_with_hint(kind, id));
+        };
+        Ok(GetOutput {
+            record: rec.document()?,
+            yaml: rec.text.to_string(),
+        })
+    }
+
+    /// Not found, with a hint when a file for that id exists but did not load.
+    pub(crate) fn not_found_with_hint(&self, kind: RecordKind, id: &str) -> crate::EnvError {
+        let mut err = crate::EnvError::not_found(kind, id);
+        let files = self.files_for_id(kind, id);
+        if let Some(file) = files.first() {
+            err.message = format!(
+                "{kind} {id} not found: {}/{file} exists but has errors (run env_validate)",
+                kind.dir_name()
+            );
+        }
+        err
+    }
+
+    /// `env_find`: ranked candidates for a fragment of an id, name, alias or category.
+    pub fn find(&self, query: &str) -> Result<FindOutput, crate::EnvError> {
+        let query = query.trim();
+        if query.chars().count() < MIN_FIND_QUERY_CHARS {
+            return Err(crate::EnvError::invalid_argument(format!(
+                "query must have at least {MIN_FIND_QUERY_CHARS} characters"
+            )));
+        }
+        let needle = query.to_lowercase();
+        let snapshot = self.snapshot();
+        let mut ranked: Vec<(u8, RecordKind, &str, &str, MatchField)> = Vec::new();
+        for kind in RecordKind::ALL {
+            for rec in snapshot.records(kind) {
+                if let Some((rank, field)) = rank_of(rec.common(), &needle) {
+                    ranked.push((rank, kind, rec.id(), rec.name(), field));
+                }
+            }
+        }
+        ranked.sort_by(|a, b| (a.0, a.1, a.2).cmp(&(b.0, b.1, b.2)));
+        ranked.truncate(MAX_FIND_HITS);
+        let hits = ranked
+            .into_iter()
+            .map(|(_, kind, id, name, field)| FindHit {
+                kind,
+                id: id.to_owned(),
+                name: name.to_owned(),
+                field,
+            })
+            .collect();
+        Ok(FindOutput { hits })
+    }
+}
+
+/// The best rank of a record for a lower-cased needle: 0 exact id, 1 id prefix, 2 name,
+/// 3 alias, 4 category, 5 id substring (contract §2.3 order, then the weakest id match).
+pub fn rank_of(c: &dyn crate::model::CommonFields, needle: &str) -> Option<(u8, MatchField)> {
+    let id = c.id();
+    if id.eq_ignore_ascii_case(needle) {
+        return Some((0, MatchField::Id));
+    }
+    if starts_with_ci(id, needle) {
+        return Some((1, MatchField::Id));
+    }
+    if contains_ci(c.name(), needle) {
+        return Some((2, MatchField::Name));
+    }
+    if c.aliases().iter().any(|a| contains_ci(a, needle)) {
+        return Some((3, MatchField::Alias));
+    }
+    if c.category().is_some_and(|cat| contains_ci(cat, needle)) {
+        return Some((4, MatchField::Category));
+    }
+    if contains_ci(id, needle) {
+        return Some((5, MatchField::Id));
+    }
+    None
+}
+
+/// Case-insensitive substring test against an already lower-cased needle. ASCII text
+/// (nearly every id and name) is compared in place without allocating.
+pub fn contains_ci(haystack: &str, needle_lower: &str) -> bool {
+    if haystack.is_ascii() && needle_lower.is_ascii() {
+        let (h, n) = (haystack.as_bytes(), needle_lower.as_bytes());
+        if n.is_empty() {
+            return true;
+        }
+        return h.len() >= n.len() && h.windows(n.len()).any(|w| w.eq_ignore_ascii_case(n));
+    }
+    haystack.to_lowercase().contains(needle_lower)
+}
+
+fn starts_with_ci(haystack: &str, needle_lower: &str) -> bool {
+    if haystack.is_ascii() && needle_lower.is_ascii() {
+        let (h, n) = (haystack.as_bytes(), needle_lower.as_bytes());
+        return h.len() >= n.len() && h[..n.len()].eq_ignore_ascii_case(n);
+    }
+    haystack.to_lowercase().starts_with(needle_lower)
+}
+
+fn plural(n: usize, one: &str, many: &str) -> String {
+    if n == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{n} {many}")
+    }
+}
+
+/// The kind-specific one-liner of `env_list`.
+pub fn summary_of(body: &crate::model::RecordBody) -> Option<String> {
+    use crate::model::RecordBody;
+    match body {
+        RecordBody::Environment(e) => Some(format!(
+            "{} · {}",
+            e.tier.as_str(),
+            plural(e.hosts.len(), "host", "hosts")
+        )),
+        RecordBody::Service(s) => {
+            let profiles = plural(s.rule_profile_refs.len(), "rule profile", "rule profiles");
+            Some(match &s.category {
+                Some(cat) => format!("{cat} · {profiles}"),
+                None => profiles,
+            })
+        }
+        RecordBody::Deployment(d) => Some(format!("{} in {}", d.service_ref, d.environment_ref)),
+        RecordBody::RuleProfile(p) => Some(format!(
+            "{} · {}",
+            plural(p.paths.len(), "path", "paths"),
+            plural(p.log_sources.len(), "log source", "log sources")
+        )),
+        RecordBody::OperationBinding(b) => {
+            let level = serde_json::to_value(b.matches.level()).ok();
+            let level = level.as_ref().and_then(|v| v.as_str()).unwrap_or("global");
+            Some(format!("{} · {level} · {}", b.operation, b.skill.name))
+        }
+    }
+}

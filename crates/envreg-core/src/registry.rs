@@ -1,122 +1,283 @@
-//! [`Registry`]: the handle every caller holds. Interim skeleton; bodies land next.
+//! [`Registry`]: the handle every caller holds, and how it stays fresh.
+//!
+//! The registry owns a table of every record file it has read (its outcome and
+//! fingerprint) and the current [`Snapshot`] built from that table. Every public read
+//! first calls [`Registry::snapshot`], which drains the change watcher ([`crate::watch`])
+//! and, only if something changed, re-reads the named files and rebuilds the snapshot.
+//! When nothing changed a read costs a mutex, one non-blocking `read(2)` and an `Arc`
+//! clone.
+//!
+//! The other operations live next to their outputs: reads in [`crate::read`], writes in
+//! [`crate::write`], session defaults in [`crate::session`]; resolution in
+//! [`crate::resolve`] and [`crate::operation`].
 
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::config::Config;
+use crate::config::{CONFIG_FILE, Config};
+use crate::diagnostic::{Diagnostic, codes};
 use crate::error::EnvError;
 use crate::kind::RecordKind;
-use crate::read::{FindOutput, GetOutput, ListOutput};
-use crate::session::{ContextOutput, SessionId};
-use crate::snapshot::Snapshot;
-use crate::validate::ValidateOutput;
-use crate::write::{DeleteOutput, DeletePlan, SaveOutput, SavePlan};
+use crate::load::{FileOutcome, Fingerprint};
+use crate::snapshot::{RecordMap, Snapshot};
+use crate::watch::{Changes, Watcher};
 
 /// An open registry. `Send + Sync`; share it behind an `Arc`.
 #[derive(Debug)]
 pub struct Registry {
     root: PathBuf,
-    current: Mutex<Arc<Snapshot>>,
+    state: Mutex<State>,
+    pub(crate) sessions: Mutex<HashMap<crate::session::SessionId, crate::session::SessionEntry>>,
+}
+
+#[derive(Debug)]
+struct State {
+    /// Per kind: file name → what loading it produced.
+    files: [BTreeMap<String, FileOutcome>; 5],
+    config: Arc<Config>,
+    config_diagnostic: Option<Diagnostic>,
+    /// Kind folders that exist but cannot be listed.
+    folder_diagnostics: Vec<Diagnostic>,
+    watcher: Option<Watcher>,
+    snapshot: Arc<Snapshot>,
+    generation: u64,
 }
 
 impl Registry {
+    /// Open the registry folder `root` and load it. Loading never fails on bad records
+    /// (they become diagnostics); only a root that is not a folder is an error.
     pub fn open(root: impl Into<PathBuf>) -> Result<Registry, EnvError> {
         let root = root.into();
+        match std::fs::metadata(&root) {
+            Ok(meta) if meta.is_dir() => {}
+            Ok(_) => {
+                return Err(EnvError::invalid_argument(format!(
+                    "registry {} is not a folder",
+                    root.display()
+                )));
+            }
+            Err(e) => {
+                return Err(EnvError::invalid_argument(format!(
+                    "registry folder {} cannot be opened: {}; create one with `envreg init DIR`",
+                    root.display(),
+                    e.kind()
+                )));
+            }
+        }
+        // Watch first, then scan: an edit during the scan shows up as an event.
+        let watcher = Watcher::new(&root);
+        let mut state = State {
+            files: Default::default(),
+            config: Arc::new(Config::default()),
+            config_diagnostic: None,
+            folder_diagnostics: Vec::new(),
+            watcher,
+            snapshot: Arc::new(Snapshot::empty()),
+            generation: 0,
+        };
+        state.apply(&root, Changes::everything());
         Ok(Registry {
             root,
-            current: Mutex::new(Arc::new(Snapshot::empty())),
+            state: Mutex::new(state),
+            sessions: Mutex::new(HashMap::new()),
         })
     }
 
+    /// The registry folder.
     pub fn root(&self) -> &Path {
         &self.root
     }
 
+    /// `envreg.yaml` with defaults applied (refreshed like every read).
     pub fn config(&self) -> Arc<Config> {
         self.snapshot().config.clone()
     }
 
+    /// The current snapshot, after picking up any file changed on disk.
     pub fn snapshot(&self) -> Arc<Snapshot> {
-        match self.current.lock() {
-            Ok(g) => g.clone(),
-            Err(p) => p.into_inner().clone(),
+        let mut state = self.lock_state();
+        let changes = match &mut state.watcher {
+            Some(w) => w.drain(&self.root),
+            None => Changes::everything(),
+        };
+        if !changes.is_empty() {
+            state.apply(&self.root, changes);
+        }
+        state.snapshot.clone()
+    }
+
+    fn lock_state(&self) -> MutexGuard<'_, State> {
+        // A panic while holding the lock cannot leave the table inconsistent (each
+        // update replaces whole entries), so a poisoned lock is still usable.
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Re-read the given files now (after our own write), then return the snapshot.
+    pub(crate) fn reload_files(&self, files: &[(RecordKind, String)]) -> Arc<Snapshot> {
+        let mut state = self.lock_state();
+        let mut changes = match &mut state.watcher {
+            Some(w) => w.drain(&self.root),
+            None => Changes::everything(),
+        };
+        changes.files.extend(files.iter().cloned());
+        state.apply(&self.root, changes);
+        state.snapshot.clone()
+    }
+
+    /// The file name currently holding `kind`/`id` (`x.yaml` or `x.yml`), if any, with
+    /// whether it loaded. Lets writes and deletes find broken files too.
+    pub(crate) fn files_for_id(&self, kind: RecordKind, id: &str) -> Vec<String> {
+        let state = self.lock_state();
+        state.files[kind.index()]
+            .iter()
+            .filter(|(_, outcome)| outcome.stem == id)
+            .map(|(name, _)| name.clone())
+            .collect()
+    }
+}
+
+impl State {
+    /// Bring the file table up to date with `changes` and rebuild the snapshot.
+    fn apply(&mut self, root: &Path, changes: Changes) {
+        let mut rescan = changes.rescan;
+        if changes.config {
+            let old_limit = self.config.limits.max_record_bytes;
+            self.reload_config(root);
+            // The size limit decides which files load at all.
+            rescan |= self.config.limits.max_record_bytes != old_limit;
+        }
+        let max_bytes = self.config.limits.max_record_bytes;
+        if rescan {
+            self.rescan(root, max_bytes);
+        }
+        for (kind, name) in changes.files {
+            let table = &mut self.files[kind.index()];
+            match std::fs::symlink_metadata(root.join(kind.dir_name()).join(&name)) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    table.remove(&name);
+                }
+                _ => {
+                    table.insert(
+                        name.clone(),
+                        crate::load::load_record_file(root, kind, &name, max_bytes),
+                    );
+                }
+            }
+        }
+        self.rebuild();
+    }
+
+    fn reload_config(&mut self, root: &Path) {
+        self.config_diagnostic = None;
+        let config = match crate::load::read_capped(&root.join(CONFIG_FILE), 1 << 20, &mut None) {
+            Ok(bytes) => match String::from_utf8(bytes) {
+                Ok(text) => Config::parse(&text).unwrap_or_else(|d| {
+                    self.config_diagnostic = Some(d);
+                    Config::default()
+                }),
+                Err(_) => {
+                    self.config_diagnostic = Some(
+                        Diagnostic::error(
+                            codes::CONFIG_INVALID,
+                            "envreg.yaml is not valid UTF-8; defaults used",
+                        )
+                        .in_file(CONFIG_FILE),
+                    );
+                    Config::default()
+                }
+            },
+            Err(_) if !root.join(CONFIG_FILE).exists() => Config::default(),
+            Err(mut d) => {
+                d.code = codes::CONFIG_INVALID.to_owned();
+                d.message = format!("{}; defaults used", d.message);
+                self.config_diagnostic = Some(d.in_file(CONFIG_FILE));
+                Config::default()
+            }
+        };
+        self.config = Arc::new(config);
+    }
+
+    /// Stat every record file; re-read the new and changed ones, drop the vanished.
+    fn rescan(&mut self, root: &Path, max_bytes: u64) {
+        self.folder_diagnostics.clear();
+        for kind in RecordKind::ALL {
+            let names = match crate::load::list_record_files(root, kind) {
+                Ok(names) => names,
+                Err(d) => {
+                    self.folder_diagnostics.push(d);
+                    Vec::new()
+                }
+            };
+            let table = &mut self.files[kind.index()];
+            table.retain(|name, _| names.binary_search(name).is_ok());
+            let dir = root.join(kind.dir_name());
+            for name in names {
+                let unchanged = table.get(&name).is_some_and(|old| {
+                    old.fingerprint.is_some()
+                        && std::fs::metadata(dir.join(&name))
+                            .ok()
+                            .map(|m| Fingerprint::of(&m))
+                            == old.fingerprint
+                });
+                if !unchanged {
+                    let outcome = crate::load::load_record_file(root, kind, &name, max_bytes);
+                    table.insert(name, outcome);
+                }
+            }
         }
     }
 
-    pub fn list(
-        &self,
-        _kind: Option<RecordKind>,
-        _query: Option<&str>,
-    ) -> Result<ListOutput, EnvError> {
-        Err(EnvError::not_implemented("list"))
-    }
-
-    pub fn get(&self, _kind: RecordKind, _id: &str) -> Result<GetOutput, EnvError> {
-        Err(EnvError::not_implemented("get"))
-    }
-
-    pub fn find(&self, _query: &str) -> Result<FindOutput, EnvError> {
-        Err(EnvError::not_implemented("find"))
-    }
-
-    pub fn validate(&self) -> ValidateOutput {
-        ValidateOutput {
-            ok: true,
-            counts: Default::default(),
-            diagnostics: Vec::new(),
+    /// Build a new snapshot from the file table: one record per id; two files claiming
+    /// one id load neither (fail closed) and report `DUPLICATE_ID` on both.
+    fn rebuild(&mut self) {
+        let mut records: [RecordMap; 5] = Default::default();
+        let mut diagnostics: Vec<Diagnostic> = Vec::new();
+        diagnostics.extend(self.config_diagnostic.iter().cloned());
+        diagnostics.extend(self.folder_diagnostics.iter().cloned());
+        for kind in RecordKind::ALL {
+            let table = &self.files[kind.index()];
+            let mut by_stem: BTreeMap<&str, Vec<(&String, &FileOutcome)>> = BTreeMap::new();
+            for (name, outcome) in table {
+                by_stem
+                    .entry(outcome.stem.as_str())
+                    .or_default()
+                    .push((name, outcome));
+            }
+            for (stem, files) in by_stem {
+                if files.len() > 1 {
+                    let names: Vec<String> = files
+                        .iter()
+                        .map(|(n, _)| format!("{}/{n}", kind.dir_name()))
+                        .collect();
+                    for name in &names {
+                        diagnostics.push(
+                            Diagnostic::error(
+                                codes::DUPLICATE_ID,
+                                format!("{kind} id {stem} is defined by more than one file: {}; neither is loaded", names.join(" and ")),
+                            )
+                            .in_file(name.clone())
+                            .at_path("id"),
+                        );
+                    }
+                    continue;
+                }
+                for (_, outcome) in files {
+                    diagnostics.extend(outcome.diagnostics.iter().cloned());
+                    if let Some(rec) = &outcome.record {
+                        records[kind.index()].insert(stem.to_owned(), rec.clone());
+                    }
+                }
+            }
         }
-    }
-
-    pub fn plan_save(
-        &self,
-        _kind: RecordKind,
-        _record: serde_json::Value,
-        _dry_run: bool,
-    ) -> Result<SavePlan, EnvError> {
-        Err(EnvError::not_implemented("save"))
-    }
-
-    pub fn commit_save(&self, _plan: SavePlan) -> Result<SaveOutput, EnvError> {
-        Err(EnvError::not_implemented("save"))
-    }
-
-    pub fn plan_delete(
-        &self,
-        _kind: RecordKind,
-        _id: &str,
-        _confirm: bool,
-    ) -> Result<DeletePlan, EnvError> {
-        Err(EnvError::not_implemented("delete"))
-    }
-
-    pub fn commit_delete(&self, _plan: DeletePlan) -> Result<DeleteOutput, EnvError> {
-        Err(EnvError::not_implemented("delete"))
-    }
-
-    pub fn get_context(&self, session: &SessionId) -> ContextOutput {
-        ContextOutput {
-            session_id: session.to_string(),
-            default_environment_id: None,
-            persisted: false,
-            warnings: Vec::new(),
-        }
-    }
-
-    pub fn set_context(
-        &self,
-        _session: &SessionId,
-        _env: Option<&str>,
-    ) -> Result<ContextOutput, EnvError> {
-        Err(EnvError::not_implemented("set_context"))
-    }
-
-    pub fn default_environment(
-        &self,
-        _session: Option<&SessionId>,
-        explicit: Option<&str>,
-    ) -> Result<String, EnvError> {
-        explicit
-            .map(str::to_owned)
-            .ok_or_else(|| EnvError::not_implemented("default_environment"))
+        self.generation += 1;
+        self.snapshot = Arc::new(Snapshot::build(
+            records,
+            diagnostics,
+            self.config.clone(),
+            self.generation,
+        ));
     }
 }

@@ -70,3 +70,165 @@ pub struct ContextOutput {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<Diagnostic>,
 }
+
+/// The folder of session files under the registry root.
+pub const SESSIONS_DIR: &str = "sessions";
+
+/// What this process knows about one session's default.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SessionEntry {
+    pub default_environment_id: Option<String>,
+    /// Whether the file on disk says the same.
+    pub persisted: bool,
+}
+
+/// The on-disk shape of `sessions/<sessionId>.json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SessionFile {
+    session_id: String,
+    default_environment_id: Option<String>,
+}
+
+/// Largest session file we read; anything bigger is not ours.
+const MAX_SESSION_FILE_BYTES: u64 = 4096;
+
+impl crate::Registry {
+    /// The session's default environment (contract §2.6). Read-only: consults the
+    /// process-local cache, then `sessions/<id>.json`; never writes.
+    pub fn get_context(&self, session: &SessionId) -> ContextOutput {
+        let entry = self.session_entry(session);
+        ContextOutput {
+            session_id: session.to_string(),
+            default_environment_id: entry.default_environment_id,
+            persisted: entry.persisted,
+            warnings: Vec::new(),
+        }
+    }
+
+    pub(crate) fn session_entry(&self, session: &SessionId) -> SessionEntry {
+        let mut cache = self
+            .sessions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(entry) = cache.get(session) {
+            return entry.clone();
+        }
+        let entry = SessionEntry {
+            default_environment_id: self.read_session_file(session),
+            persisted: true,
+        };
+        cache.insert(session.clone(), entry.clone());
+        entry
+    }
+
+    fn session_path(&self, session: &SessionId) -> std::path::PathBuf {
+        self.root()
+            .join(SESSIONS_DIR)
+            .join(format!("{}.json", session.as_str()))
+    }
+
+    /// A missing, unreadable or malformed file means "no default": the session file is
+    /// a convenience, and guessing an environment from a broken one would not be safe.
+    fn read_session_file(&self, session: &SessionId) -> Option<String> {
+        let bytes = crate::load::read_capped(
+            &self.session_path(session),
+            MAX_SESSION_FILE_BYTES,
+            &mut None,
+        )
+        .ok()?;
+        let file: SessionFile = serde_json::from_slice(&bytes).ok()?;
+        if file.session_id != session.as_str() {
+            return None;
+        }
+        file.default_environment_id
+            .filter(|id| crate::id::is_valid_id(id))
+    }
+
+    /// Set or clear the session default (contract §2.7). An unknown environment is
+    /// `ENV_NOT_FOUND`. A failed write is not an error: the choice is kept in this
+    /// process and reported as `persisted: false` with a `SESSION_CONTEXT_UNPERSISTED`
+    /// warning.
+    pub fn set_context(
+        &self,
+        session: &SessionId,
+        env: Option<&str>,
+    ) -> Result<ContextOutput, EnvError> {
+        if let Some(env) = env {
+            crate::id::check_id("environmentId", env)?;
+            if self.snapshot().environment(env).is_none() {
+                return Err(EnvError::not_found(crate::RecordKind::Environment, env));
+            }
+        }
+        let file = SessionFile {
+            session_id: session.to_string(),
+            default_environment_id: env.map(str::to_owned),
+        };
+        let mut warnings = Vec::new();
+        let persisted = match self.write_session_file(session, &file) {
+            Ok(()) => true,
+            Err(kind) => {
+                warnings.push(Diagnostic::warning(
+                    crate::diagnostic::codes::SESSION_CONTEXT_UNPERSISTED,
+                    format!(
+                        "session default could not be written to {SESSIONS_DIR}/{}.json ({kind}); it holds for this process only",
+                        session.as_str()
+                    ),
+                ));
+                false
+            }
+        };
+        let entry = SessionEntry {
+            default_environment_id: file.default_environment_id.clone(),
+            persisted,
+        };
+        self.sessions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(session.clone(), entry);
+        Ok(ContextOutput {
+            session_id: session.to_string(),
+            default_environment_id: file.default_environment_id,
+            persisted,
+            warnings,
+        })
+    }
+
+    fn write_session_file(
+        &self,
+        session: &SessionId,
+        file: &SessionFile,
+    ) -> Result<(), std::io::ErrorKind> {
+        let dir = self.root().join(SESSIONS_DIR);
+        std::fs::create_dir_all(&dir).map_err(|e| e.kind())?;
+        let body = serde_json::to_vec_pretty(file).map_err(|_| std::io::ErrorKind::InvalidData)?;
+        crate::write::write_atomically(&dir, &format!("{}.json", session.as_str()), &body)
+            .map_err(|e| e.kind())
+    }
+
+    /// The environment a session-scoped call works on (contract §1.4): the explicit
+    /// argument, else the session default, else `defaults.environmentId`, else
+    /// `INVALID_ARGUMENT` naming both ways to supply one.
+    pub fn default_environment(
+        &self,
+        session: Option<&SessionId>,
+        explicit: Option<&str>,
+    ) -> Result<String, EnvError> {
+        if let Some(env) = explicit {
+            crate::id::check_id("environmentId", env)?;
+            return Ok(env.to_owned());
+        }
+        if let Some(session) = session
+            && let Some(env) = self.session_entry(session).default_environment_id
+        {
+            return Ok(env);
+        }
+        if let Some(env) = self.config().defaults.environment_id.clone() {
+            crate::id::check_id("defaults.environmentId", &env)?;
+            return Ok(env);
+        }
+        Err(EnvError::invalid_argument(
+            "no environment given: pass environmentId, or set a session default with env_set_context (or defaults.environmentId in envreg.yaml)",
+        ))
+    }
+}

@@ -1,9 +1,25 @@
-//! Cross-record validation (data model §4) and the `env_validate` output.
+//! Validation (data model §4): per-record checks run when a file loads (and cached with
+//! it), cross-record checks run once per snapshot, lazily.
+//!
+//! Per record: id format and id = file stem (`ID_MISMATCH`), `schemaVersion`
+//! (`SCHEMA_VERSION_UNSUPPORTED`), name length (`RECORD_INVALID`), template braces
+//! (`TEMPLATE_INVALID`). Across records: every reference (`ENV_NOT_FOUND`,
+//! `SERVICE_NOT_FOUND`, `DEPLOYMENT_NOT_FOUND`, `RULE_PROFILE_NOT_FOUND`),
+//! `RULE_PROFILE_CYCLE`, `BINDING_CONFLICT`, `CREDENTIAL_MISSING` (presence only, the
+//! value is never read), `VARIABLE_SHADOWED` and `RECORD_LIMIT_EXCEEDED`.
+//!
+//! A record with a fatal per-record finding (unparseable, wrong id, unsupported schema
+//! version, invalid fields) is not loaded; one with a template error is loaded, and
+//! resolving that template later fails with `PARAMETER_RESOLUTION_FAILED`.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::diagnostic::Diagnostic;
+use crate::diagnostic::{Diagnostic, Severity, codes};
+use crate::kind::RecordKind;
+use crate::model::RecordBody;
 use crate::snapshot::Snapshot;
 
 /// Record counts per kind.
@@ -17,6 +33,18 @@ pub struct Counts {
     pub operation_binding: usize,
 }
 
+impl Counts {
+    pub fn of(snapshot: &Snapshot) -> Counts {
+        Counts {
+            environment: snapshot.count(RecordKind::Environment),
+            service: snapshot.count(RecordKind::Service),
+            deployment: snapshot.count(RecordKind::Deployment),
+            rule_profile: snapshot.count(RecordKind::RuleProfile),
+            operation_binding: snapshot.count(RecordKind::OperationBinding),
+        }
+    }
+}
+
 /// `env_validate` result: a report, never a failure.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -27,7 +55,472 @@ pub struct ValidateOutput {
     pub diagnostics: Vec<Diagnostic>,
 }
 
-/// Load diagnostics plus every cross-record check.
+impl ValidateOutput {
+    pub fn of(snapshot: &Snapshot) -> ValidateOutput {
+        let diagnostics = snapshot.diagnostics().to_vec();
+        ValidateOutput {
+            ok: !diagnostics.iter().any(|d| d.severity == Severity::Error),
+            counts: Counts::of(snapshot),
+            diagnostics,
+        }
+    }
+}
+
+impl crate::Registry {
+    /// `env_validate`: every diagnostic of the current snapshot. Always succeeds;
+    /// `ok: false` is a report. Writes nothing.
+    pub fn validate(&self) -> ValidateOutput {
+        ValidateOutput::of(&self.snapshot())
+    }
+}
+
+/// Longest `name` allowed (data model §2).
+pub const MAX_NAME_CHARS: usize = 200;
+
+/// Per-record codes that keep a record out of the snapshot.
+pub(crate) fn is_fatal_record_code(code: &str) -> bool {
+    matches!(
+        code,
+        codes::ID_MISMATCH
+            | codes::SCHEMA_VERSION_UNSUPPORTED
+            | codes::RECORD_INVALID
+            | codes::YAML_INVALID
+    )
+}
+
+/// Checks of one record on its own. `stem` is the file stem when the record came from a
+/// file; `None` when it is about to be saved (its file will be named after its id).
+pub fn check_record(body: &RecordBody, stem: Option<&str>) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    let common = body.common();
+    let id = common.id();
+    if !crate::id::is_valid_id(id) {
+        out.push(
+            Diagnostic::error(
+                codes::RECORD_INVALID,
+                format!("id {:?} is not a valid id", truncate(id)),
+            )
+            .at_path("id"),
+        );
+    }
+    if let Some(stem) = stem {
+        if !crate::id::is_valid_id(stem) {
+            out.push(Diagnostic::error(
+                codes::RECORD_INVALID,
+                format!(
+                    "file name {:?} is not a valid id (ids are lower case, 1-64 characters)",
+                    truncate(stem)
+                ),
+            ));
+        } else if stem != id {
+            out.push(
+                Diagnostic::error(
+                    codes::ID_MISMATCH,
+                    format!(
+                        "id {:?} does not match the file name {stem:?}; the file stem is the id",
+                        truncate(id)
+                    ),
+                )
+                .at_path("id"),
+            );
+        }
+    }
+    if common.schema_version() != 1 {
+        out.push(
+            Diagnostic::error(
+                codes::SCHEMA_VERSION_UNSUPPORTED,
+                format!(
+                    "schemaVersion {} is not supported; this registry reads version 1",
+                    common.schema_version()
+                ),
+            )
+            .at_path("schemaVersion"),
+        );
+    }
+    let name_chars = common.name().chars().count();
+    if name_chars == 0 || name_chars > MAX_NAME_CHARS {
+        out.push(
+            Diagnostic::error(
+                codes::RECORD_INVALID,
+                format!("name must be 1-{MAX_NAME_CHARS} characters, has {name_chars}"),
+            )
+            .at_path("name"),
+        );
+    }
+    for (path, template) in templates_of(body) {
+        if let Err(why) = check_template(template) {
+            out.push(
+                Diagnostic::error(
+                    codes::TEMPLATE_INVALID,
+                    format!("template at {path} is invalid: {why}"),
+                )
+                .at_path(path),
+            );
+        }
+    }
+    if let RecordBody::OperationBinding(b) = body
+        && !crate::id::is_valid_id(&b.operation)
+    {
+        out.push(
+            Diagnostic::error(
+                codes::RECORD_INVALID,
+                format!(
+                    "operation {:?} is not a valid operation id",
+                    truncate(&b.operation)
+                ),
+            )
+            .at_path("operation"),
+        );
+    }
+    out
+}
+
+fn truncate(s: &str) -> String {
+    if s.chars().count() <= 80 {
+        s.to_owned()
+    } else {
+        s.chars().take(80).collect::<String>() + "…"
+    }
+}
+
+/// Every template-bearing field of a record, with its field path.
+pub fn templates_of(body: &RecordBody) -> Vec<(String, &str)> {
+    let mut out = Vec::new();
+    match body {
+        RecordBody::Environment(r) => push_map(&mut out, "variables", &r.variables),
+        RecordBody::Service(r) => push_map(&mut out, "variables", &r.variables),
+        RecordBody::Deployment(r) => push_map(&mut out, "variables", &r.variables),
+        RecordBody::RuleProfile(r) => {
+            push_map(&mut out, "variables", &r.variables);
+            push_map(&mut out, "paths", &r.paths);
+            for (i, s) in r.log_sources.iter().enumerate() {
+                out.push((format!("logSources[{i}].path"), s.path.as_str()));
+            }
+            for (i, c) in r.class_locations.iter().enumerate() {
+                out.push((format!("classLocations[{i}]"), c.as_str()));
+            }
+        }
+        RecordBody::OperationBinding(r) => push_map(&mut out, "parameters", &r.parameters),
+    }
+    out
+}
+
+fn push_map<'a>(
+    out: &mut Vec<(String, &'a str)>,
+    prefix: &str,
+    map: &'a crate::model::TemplateMap,
+) {
+    for (k, v) in map {
+        out.push((format!("{prefix}.{k}"), v.as_str()));
+    }
+}
+
+/// Brace balance of a template: every `{{` is closed by a `}}` before the next `{{`,
+/// and no `}}` appears outside a reference.
+pub fn check_template(src: &str) -> Result<(), String> {
+    let bytes = src.as_bytes();
+    let mut i = 0;
+    let mut open: Option<usize> = None;
+    while i + 1 < bytes.len() {
+        match (bytes[i], bytes[i + 1], open) {
+            (b'{', b'{', None) => {
+                open = Some(i);
+                i += 2;
+            }
+            (b'{', b'{', Some(at)) => {
+                return Err(format!(
+                    "`{{{{` at byte {at} is not closed before the next `{{{{`"
+                ));
+            }
+            (b'}', b'}', Some(at)) => {
+                if src[at + 2..i].trim().is_empty() {
+                    return Err(format!("empty reference at byte {at}"));
+                }
+                open = None;
+                i += 2;
+            }
+            (b'}', b'}', None) => {
+                return Err(format!(
+                    "unbalanced braces: `}}}}` at byte {i} has no opening `{{{{`"
+                ));
+            }
+            _ => i += 1,
+        }
+    }
+    match open {
+        Some(at) => Err(format!(
+            "unbalanced braces: `{{{{` at byte {at} has no closing `}}}}`"
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Load diagnostics plus every cross-record check, sorted for a stable report.
 pub(crate) fn validate_snapshot(snapshot: &Snapshot) -> Vec<Diagnostic> {
-    snapshot.load_diagnostics.clone()
+    let mut out = snapshot.load_diagnostics.clone();
+    check_references(snapshot, &mut out);
+    check_profile_cycles(snapshot, &mut out);
+    check_binding_conflicts(snapshot, &mut out);
+    check_credentials(snapshot, &mut out);
+    check_shadowing(snapshot, &mut out);
+    let max = snapshot.config().limits.max_records;
+    let total = snapshot.total();
+    if total > max {
+        out.push(Diagnostic::error(
+            codes::RECORD_LIMIT_EXCEEDED,
+            format!("registry holds {total} records, over limits.maxRecords ({max})"),
+        ));
+    }
+    sort_diagnostics(&mut out);
+    out
+}
+
+pub(crate) fn sort_diagnostics(out: &mut [Diagnostic]) {
+    out.sort_by(|a, b| {
+        (
+            a.file.as_deref(),
+            a.line,
+            a.path.as_deref(),
+            &a.code,
+            &a.message,
+        )
+            .cmp(&(
+                b.file.as_deref(),
+                b.line,
+                b.path.as_deref(),
+                &b.code,
+                &b.message,
+            ))
+    });
+}
+
+/// One outgoing reference of a record: field path, target kind, target id.
+pub(crate) fn references_of(body: &RecordBody) -> Vec<(String, RecordKind, &str)> {
+    let mut out = Vec::new();
+    match body {
+        RecordBody::Environment(_) => {}
+        RecordBody::Service(s) => {
+            push_profile_refs(&mut out, "ruleProfileRefs", &s.rule_profile_refs)
+        }
+        RecordBody::Deployment(d) => {
+            out.push((
+                "environmentRef".to_owned(),
+                RecordKind::Environment,
+                d.environment_ref.as_str(),
+            ));
+            out.push((
+                "serviceRef".to_owned(),
+                RecordKind::Service,
+                d.service_ref.as_str(),
+            ));
+            push_profile_refs(&mut out, "ruleProfileRefs", &d.rule_profile_refs);
+        }
+        RecordBody::RuleProfile(p) => push_profile_refs(&mut out, "extends", &p.extends),
+        RecordBody::OperationBinding(b) => {
+            if let Some(e) = &b.matches.environment_ref {
+                out.push((
+                    "match.environmentRef".to_owned(),
+                    RecordKind::Environment,
+                    e.as_str(),
+                ));
+            }
+            if let Some(s) = &b.matches.service_ref {
+                out.push((
+                    "match.serviceRef".to_owned(),
+                    RecordKind::Service,
+                    s.as_str(),
+                ));
+            }
+            if let Some(d) = &b.matches.deployment_ref {
+                out.push((
+                    "match.deploymentRef".to_owned(),
+                    RecordKind::Deployment,
+                    d.as_str(),
+                ));
+            }
+        }
+    }
+    out
+}
+
+fn push_profile_refs<'a>(
+    out: &mut Vec<(String, RecordKind, &'a str)>,
+    field: &str,
+    refs: &'a [String],
+) {
+    for (i, r) in refs.iter().enumerate() {
+        out.push((format!("{field}[{i}]"), RecordKind::RuleProfile, r.as_str()));
+    }
+}
+
+/// Broken references of one record against a snapshot (also used by save for warnings).
+pub(crate) fn broken_references(
+    snapshot: &Snapshot,
+    body: &RecordBody,
+    file: &str,
+) -> Vec<Diagnostic> {
+    let kind = body.kind();
+    let id = body.common().id();
+    let mut out = Vec::new();
+    for (path, target_kind, target) in references_of(body) {
+        if snapshot.get(target_kind, target).is_none() {
+            let code = target_kind.not_found_code().as_str();
+            out.push(
+                Diagnostic::error(
+                    code,
+                    format!(
+                        "{kind} {id} references unknown {} {}",
+                        target_kind.noun().0,
+                        truncate(target)
+                    ),
+                )
+                .in_file(file)
+                .at_path(path),
+            );
+        }
+    }
+    out
+}
+
+fn check_references(snapshot: &Snapshot, out: &mut Vec<Diagnostic>) {
+    for kind in RecordKind::ALL {
+        for rec in snapshot.records(kind) {
+            out.extend(broken_references(snapshot, &rec.body, &rec.file));
+        }
+    }
+}
+
+fn check_profile_cycles(snapshot: &Snapshot, out: &mut Vec<Diagnostic>) {
+    let mut reported: HashSet<Vec<String>> = HashSet::new();
+    for rec in snapshot.records(RecordKind::RuleProfile) {
+        if let Err(cycle) = snapshot.profile_chain(rec.id()) {
+            // Report each cycle once, keyed by its member set.
+            let mut members: Vec<String> = cycle[..cycle.len().saturating_sub(1)].to_vec();
+            members.sort();
+            members.dedup();
+            if !members.iter().any(|m| m == rec.id()) || !reported.insert(members) {
+                continue;
+            }
+            out.push(
+                Diagnostic::error(
+                    codes::RULE_PROFILE_CYCLE,
+                    format!(
+                        "rule profile {} extends itself through {}",
+                        rec.id(),
+                        cycle.join(" → ")
+                    ),
+                )
+                .in_file(&rec.file)
+                .at_path("extends"),
+            );
+        }
+    }
+}
+
+fn check_binding_conflicts(snapshot: &Snapshot, out: &mut Vec<Diagnostic>) {
+    let mut groups: BTreeMap<(String, String, String, String), Vec<&str>> = BTreeMap::new();
+    let mut files: HashMap<&str, &str> = HashMap::new();
+    for rec in snapshot.records(RecordKind::OperationBinding) {
+        if let Some(b) = rec.as_operation_binding() {
+            let m = &b.matches;
+            let key = (
+                b.operation.clone(),
+                m.environment_ref.clone().unwrap_or_default(),
+                m.service_ref.clone().unwrap_or_default(),
+                m.deployment_ref.clone().unwrap_or_default(),
+            );
+            groups.entry(key).or_default().push(rec.id());
+            files.insert(rec.id(), rec.file.as_str());
+        }
+    }
+    for ((operation, ..), ids) in groups {
+        if ids.len() < 2 {
+            continue;
+        }
+        for id in &ids {
+            let others: Vec<&str> = ids.iter().copied().filter(|o| o != id).collect();
+            out.push(
+                Diagnostic::error(
+                    codes::BINDING_CONFLICT,
+                    format!(
+                        "binding {id} has the same operation ({operation}) and match as {}",
+                        others.join(", ")
+                    ),
+                )
+                .in_file(files.get(id).copied().unwrap_or_default())
+                .at_path("match"),
+            );
+        }
+    }
+}
+
+fn check_credentials(snapshot: &Snapshot, out: &mut Vec<Diagnostic>) {
+    for rec in snapshot.records(RecordKind::Environment) {
+        if let Some(env) = rec.as_environment() {
+            out.extend(credential_warnings(env, &rec.file));
+        }
+    }
+}
+
+/// `CREDENTIAL_MISSING` warnings of one environment. Only presence is checked.
+pub(crate) fn credential_warnings(env: &crate::model::Environment, file: &str) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    for (i, c) in env.credentials.iter().enumerate() {
+        if !c.is_configured() {
+            let source = match c.parsed_source() {
+                Some(crate::model::CredentialSource::Env(var)) => {
+                    format!("environment variable {var} is not set")
+                }
+                Some(crate::model::CredentialSource::File(path)) => {
+                    format!("file {path} does not exist")
+                }
+                None => "source must start with env: or file:".to_owned(),
+            };
+            out.push(
+                Diagnostic::warning(
+                    codes::CREDENTIAL_MISSING,
+                    format!(
+                        "credential {} of environment {}: {source}",
+                        c.reference, env.id
+                    ),
+                )
+                .in_file(file)
+                .at_path(format!("credentials[{i}]")),
+            );
+        }
+    }
+    out
+}
+
+/// A deployment variable that overrides the same name in its environment or service.
+fn check_shadowing(snapshot: &Snapshot, out: &mut Vec<Diagnostic>) {
+    for rec in snapshot.records(RecordKind::Deployment) {
+        let Some(d) = rec.as_deployment() else {
+            continue;
+        };
+        let env = snapshot.environment(&d.environment_ref);
+        let svc = snapshot.service(&d.service_ref);
+        for key in d.variables.keys() {
+            let layer = if svc.is_some_and(|s| s.variables.contains_key(key)) {
+                Some(("service", d.service_ref.as_str()))
+            } else if env.is_some_and(|e| e.variables.contains_key(key)) {
+                Some(("environment", d.environment_ref.as_str()))
+            } else {
+                None
+            };
+            if let Some((kind, id)) = layer {
+                out.push(
+                    Diagnostic::info(
+                        codes::VARIABLE_SHADOWED,
+                        format!(
+                            "deployment {} overrides variable {key} of {kind} {id}",
+                            d.id
+                        ),
+                    )
+                    .in_file(&rec.file)
+                    .at_path(format!("variables.{key}")),
+                );
+            }
+        }
+    }
 }

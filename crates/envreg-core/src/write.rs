@@ -51,6 +51,7 @@ pub struct SavePlan {
     pub(crate) created: bool,
     pub(crate) warnings: Vec<Diagnostic>,
     pub(crate) approval: Option<ApprovalRequest>,
+    pub(crate) document: SaveDocument,
 }
 
 impl SavePlan {
@@ -103,4 +104,524 @@ impl DeletePlan {
     pub fn blockers(&self) -> &[Blocker] {
         &self.blockers
     }
+}
+
+use std::io::Write as _;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde_json::{Map, Value};
+
+use crate::config::{ApprovalChannel, Config};
+use crate::diagnostic::Severity;
+use crate::error::{EnvError, ErrorCode};
+use crate::model::RecordBody;
+use crate::snapshot::Snapshot;
+
+/// The lock file that serializes writers across processes (hidden: never a record).
+pub const LOCK_FILE: &str = ".envreg.lock";
+/// Where old versions go before a replace or delete.
+pub const BACKUP_DIR: &str = ".backups";
+
+/// Extra fields a plan carries to its commit.
+#[derive(Debug, Clone)]
+pub(crate) struct SaveDocument {
+    /// The record as given, minus host timestamps.
+    pub map: Map<String, Value>,
+}
+
+static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// Write `bytes` to `dir/name` so that a crash at any instant leaves either the old
+/// file or the new one: temp file in the same folder (a dot-file, so the loader never
+/// reads it), `fsync`, `rename` over the target, `fsync` of the folder.
+pub fn write_atomically(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
+    let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
+    let temp = dir.join(format!(".{name}.tmp-{}-{n}", std::process::id()));
+    let result = (|| {
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&temp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        drop(file);
+        std::fs::rename(&temp, dir.join(name))?;
+        sync_dir(dir)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    result
+}
+
+/// `fsync` a folder so a rename or unlink in it is durable.
+pub fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::File::open(dir)?.sync_all()
+}
+
+/// The cross-process write lock: an exclusive `flock` on `<root>/.envreg.lock`, held
+/// until dropped. Readers never take it (they see whole files thanks to rename).
+#[derive(Debug)]
+pub struct WriteLock {
+    _file: std::fs::File,
+}
+
+impl WriteLock {
+    pub fn acquire(root: &Path) -> Result<WriteLock, EnvError> {
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(root.join(LOCK_FILE))
+            .map_err(|e| EnvError::storage("open the write lock", LOCK_FILE, &e))?;
+        file.lock()
+            .map_err(|e| EnvError::storage("take the write lock", LOCK_FILE, &e))?;
+        Ok(WriteLock { _file: file })
+    }
+}
+
+fn now_utc() -> time::OffsetDateTime {
+    let now = time::OffsetDateTime::now_utc();
+    now.replace_nanosecond(0).unwrap_or(now)
+}
+
+fn rfc3339(t: time::OffsetDateTime) -> String {
+    t.format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_else(|_| "1970-01-01T00:00:00Z".to_owned())
+}
+
+fn compact_stamp(t: time::OffsetDateTime) -> String {
+    format!(
+        "{:04}{:02}{:02}T{:02}{:02}{:02}Z",
+        t.year(),
+        u8::from(t.month()),
+        t.day(),
+        t.hour(),
+        t.minute(),
+        t.second()
+    )
+}
+
+fn record_invalid(issues: Vec<Value>) -> EnvError {
+    let first = issues
+        .first()
+        .and_then(|i| i.get("message"))
+        .and_then(Value::as_str)
+        .unwrap_or("record is invalid")
+        .to_owned();
+    let more = if issues.len() > 1 {
+        format!(" (and {} more issues)", issues.len() - 1)
+    } else {
+        String::new()
+    };
+    EnvError::new(ErrorCode::RecordInvalid, format!("{first}{more}"))
+        .with_details(serde_json::json!({ "issues": issues }))
+}
+
+fn issue(path: Option<&str>, message: impl Into<String>) -> Value {
+    let mut v = serde_json::json!({ "message": message.into() });
+    if let Some(p) = path {
+        v["path"] = Value::String(p.to_owned());
+    }
+    v
+}
+
+/// Deserialize a JSON record into the typed model of its kind.
+fn typed_body(kind: crate::RecordKind, value: Value) -> Result<RecordBody, serde_json::Error> {
+    use crate::RecordKind as K;
+    Ok(match kind {
+        K::Environment => RecordBody::Environment(typed_via_yaml_rules(value)?),
+        K::Service => RecordBody::Service(typed_via_yaml_rules(value)?),
+        K::Deployment => RecordBody::Deployment(typed_via_yaml_rules(value)?),
+        K::RuleProfile => RecordBody::RuleProfile(typed_via_yaml_rules(value)?),
+        K::OperationBinding => RecordBody::OperationBinding(typed_via_yaml_rules(value)?),
+    })
+}
+
+fn typed_via_yaml_rules<T: serde::de::DeserializeOwned>(
+    value: Value,
+) -> Result<T, serde_json::Error> {
+    serde_json::from_value(value)
+}
+
+/// Render the document that will be written: the given fields in the given order, then
+/// the host timestamps.
+fn render_yaml(
+    map: &Map<String, Value>,
+    created_at: &str,
+    updated_at: &str,
+) -> Result<(String, Value), EnvError> {
+    let mut doc = map.clone();
+    doc.insert("createdAt".to_owned(), Value::String(created_at.to_owned()));
+    doc.insert("updatedAt".to_owned(), Value::String(updated_at.to_owned()));
+    let doc = Value::Object(doc);
+    let yaml = serde_saphyr::to_string(&doc)
+        .map_err(|_| EnvError::internal("the record could not be rendered as YAML"))?;
+    Ok((yaml, doc))
+}
+
+impl crate::Registry {
+    /// Validate a save and decide whether it needs approval; writes nothing.
+    pub fn plan_save(
+        &self,
+        kind: crate::RecordKind,
+        record: Value,
+        dry_run: bool,
+    ) -> Result<SavePlan, EnvError> {
+        let Value::Object(mut map) = record else {
+            return Err(record_invalid(vec![issue(
+                None,
+                "record must be an object (a mapping of fields)",
+            )]));
+        };
+        let id = match map.get("id") {
+            Some(Value::String(id)) => id.clone(),
+            Some(_) => {
+                return Err(record_invalid(vec![issue(
+                    Some("id"),
+                    "id must be a string",
+                )]));
+            }
+            None => return Err(record_invalid(vec![issue(Some("id"), "id is required")])),
+        };
+        crate::id::check_id("record.id", &id)?;
+        // Host timestamps are ours to set; supplied values are ignored (contract §3.1).
+        map.remove("createdAt");
+        map.remove("updatedAt");
+        let body = typed_body(kind, Value::Object(map.clone()))
+            .map_err(|e| record_invalid(vec![issue(None, e.to_string())]))?;
+        let issues: Vec<Value> = crate::validate::check_record(&body, None)
+            .into_iter()
+            .filter(|d| d.severity == Severity::Error)
+            .map(|d| issue(d.path.as_deref(), d.message))
+            .collect();
+        if !issues.is_empty() {
+            return Err(record_invalid(issues));
+        }
+        let snapshot = self.snapshot();
+        let config = snapshot.config().clone();
+        let created = self.files_for_id(kind, &id).is_empty();
+        check_record_limit(&snapshot, &config, created)?;
+        // Size is checked on the exact bytes that would be written.
+        let stamp = rfc3339(now_utc());
+        let (yaml, _) = render_yaml(&map, &stamp, &stamp)?;
+        check_size(&yaml, &config)?;
+        let rel = format!("{}/{id}.yaml", kind.dir_name());
+        let warnings = save_warnings(&snapshot, &body, &rel);
+        let approval = save_approval(&config, &snapshot, &body);
+        Ok(SavePlan {
+            kind,
+            id,
+            dry_run,
+            created,
+            warnings,
+            approval,
+            document: SaveDocument { map },
+        })
+    }
+
+    /// Write a planned save (unless it is a dry run): lock, back up, atomic write,
+    /// reload. Returns the contract's `env_save` value.
+    pub fn commit_save(&self, plan: SavePlan) -> Result<SaveOutput, EnvError> {
+        if plan.dry_run {
+            return Ok(SaveOutput {
+                id: plan.id,
+                kind: plan.kind,
+                created: plan.created,
+                dry_run: true,
+                warnings: plan.warnings,
+            });
+        }
+        let kind = plan.kind;
+        let id = plan.id.as_str();
+        let _lock = WriteLock::acquire(self.root())?;
+        let snapshot = self.snapshot();
+        let config = snapshot.config().clone();
+        let dir = self.root().join(kind.dir_name());
+        let final_name = format!("{id}.yaml");
+        let rel = format!("{}/{final_name}", kind.dir_name());
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| EnvError::storage("create the folder", kind.dir_name(), &e))?;
+        let existing: Vec<String> = [format!("{id}.yaml"), format!("{id}.yml")]
+            .into_iter()
+            .filter(|name| std::fs::symlink_metadata(dir.join(name)).is_ok())
+            .collect();
+        let created = existing.is_empty();
+        check_record_limit(&snapshot, &config, created)?;
+        let now = now_utc();
+        let created_at = existing
+            .iter()
+            .find_map(|name| old_created_at(&dir.join(name)))
+            .unwrap_or_else(|| rfc3339(now));
+        let (yaml, doc) = render_yaml(&plan.document.map, &created_at, &rfc3339(now))?;
+        check_size(&yaml, &config)?;
+        // Never write what would not read back identically.
+        if crate::load::parse_document(&yaml).ok().as_ref() != Some(&doc) {
+            return Err(EnvError::internal(
+                "the record does not survive a YAML round trip; nothing was written",
+            ));
+        }
+        for name in &existing {
+            self.back_up(kind, id, name, now)?;
+        }
+        write_atomically(&dir, &final_name, yaml.as_bytes())
+            .map_err(|e| EnvError::storage("write", &rel, &e))?;
+        // A save writes `.yaml`; an old `.yml` of the same id would now be a duplicate.
+        for name in existing.iter().filter(|n| **n != final_name) {
+            std::fs::remove_file(dir.join(name)).map_err(|e| {
+                EnvError::storage("remove", &format!("{}/{name}", kind.dir_name()), &e)
+            })?;
+            sync_dir(&dir).map_err(|e| EnvError::storage("sync", kind.dir_name(), &e))?;
+        }
+        let mut touched = vec![(kind, final_name.clone())];
+        touched.extend(existing.into_iter().map(|n| (kind, n)));
+        let snapshot = self.reload_files(&touched);
+        let Some(saved) = snapshot.get(kind, id) else {
+            return Err(EnvError::internal(format!(
+                "{rel} was written but did not load; see env_validate"
+            )));
+        };
+        let warnings = save_warnings(&snapshot, &saved.body, &rel);
+        Ok(SaveOutput {
+            id: plan.id.clone(),
+            kind,
+            created,
+            dry_run: false,
+            warnings,
+        })
+    }
+
+    fn back_up(
+        &self,
+        kind: crate::RecordKind,
+        id: &str,
+        name: &str,
+        now: time::OffsetDateTime,
+    ) -> Result<(), EnvError> {
+        let src = self.root().join(kind.dir_name()).join(name);
+        let rel_src = format!("{}/{name}", kind.dir_name());
+        let bytes = std::fs::read(&src).map_err(|e| EnvError::storage("back up", &rel_src, &e))?;
+        let backup_dir = self.root().join(BACKUP_DIR).join(kind.dir_name());
+        let rel_dir = format!("{BACKUP_DIR}/{}", kind.dir_name());
+        std::fs::create_dir_all(&backup_dir)
+            .map_err(|e| EnvError::storage("create", &rel_dir, &e))?;
+        let stamp = compact_stamp(now);
+        let mut backup_name = format!("{id}.{stamp}.yaml");
+        let mut n = 1;
+        while backup_dir.join(&backup_name).exists() {
+            backup_name = format!("{id}.{stamp}-{n}.yaml");
+            n += 1;
+        }
+        write_atomically(&backup_dir, &backup_name, &bytes)
+            .map_err(|e| EnvError::storage("write", &format!("{rel_dir}/{backup_name}"), &e))
+    }
+
+    /// Check a delete: the record must exist; `blockers` lists what refers to it.
+    pub fn plan_delete(
+        &self,
+        kind: crate::RecordKind,
+        id: &str,
+        confirm: bool,
+    ) -> Result<DeletePlan, EnvError> {
+        crate::id::check_id("id", id)?;
+        let snapshot = self.snapshot();
+        if snapshot.get(kind, id).is_none() && self.files_for_id(kind, id).is_empty() {
+            return Err(EnvError::not_found(kind, id));
+        }
+        let blockers = blockers_of(&snapshot, kind, id);
+        let policy = &snapshot.config().write_policy;
+        let approval = (confirm
+            && policy.require_approval_for_delete
+            && policy.approval_channel != ApprovalChannel::Host)
+            .then(|| ApprovalRequest {
+                tool: "env_delete",
+                reason: format!(
+                    "env_delete removes {kind} {id} ({}/{id}.yaml); a backup is kept",
+                    kind.dir_name()
+                ),
+                display_reason: format!(
+                    "Delete {} {id}? A backup copy is kept in .backups/.",
+                    kind.noun().0
+                ),
+            });
+        Ok(DeletePlan {
+            kind,
+            id: id.to_owned(),
+            confirm,
+            blockers,
+            approval,
+        })
+    }
+
+    /// Carry out a planned delete. `confirm: false` only reports blockers; `confirm:
+    /// true` refuses with `RECORD_IN_USE` while anything refers to the record, else
+    /// backs up and unlinks.
+    pub fn commit_delete(&self, plan: DeletePlan) -> Result<DeleteOutput, EnvError> {
+        let (kind, id) = (plan.kind, plan.id.as_str());
+        if !plan.confirm {
+            return Ok(DeleteOutput {
+                id: plan.id.clone(),
+                kind,
+                deleted: false,
+                blockers: plan.blockers,
+            });
+        }
+        let _lock = WriteLock::acquire(self.root())?;
+        let snapshot = self.snapshot();
+        let blockers = blockers_of(&snapshot, kind, id);
+        if !blockers.is_empty() {
+            let list: Vec<String> = blockers
+                .iter()
+                .map(|b| format!("{} {} ({})", b.kind, b.id, b.path))
+                .collect();
+            return Err(EnvError::new(
+                ErrorCode::RecordInUse,
+                format!(
+                    "{kind} {id} is still referenced by {}; change those first",
+                    list.join(", ")
+                ),
+            )
+            .with_details(serde_json::json!({ "blockers": blockers })));
+        }
+        let dir = self.root().join(kind.dir_name());
+        let names: Vec<String> = [format!("{id}.yaml"), format!("{id}.yml")]
+            .into_iter()
+            .filter(|name| std::fs::symlink_metadata(dir.join(name)).is_ok())
+            .collect();
+        if names.is_empty() {
+            return Err(EnvError::not_found(kind, id));
+        }
+        let now = now_utc();
+        for name in &names {
+            self.back_up(kind, id, name, now)?;
+        }
+        for name in &names {
+            std::fs::remove_file(dir.join(name)).map_err(|e| {
+                EnvError::storage("remove", &format!("{}/{name}", kind.dir_name()), &e)
+            })?;
+        }
+        sync_dir(&dir).map_err(|e| EnvError::storage("sync", kind.dir_name(), &e))?;
+        let touched: Vec<(crate::RecordKind, String)> =
+            names.into_iter().map(|n| (kind, n)).collect();
+        self.reload_files(&touched);
+        Ok(DeleteOutput {
+            id: plan.id.clone(),
+            kind,
+            deleted: true,
+            blockers: Vec::new(),
+        })
+    }
+}
+
+fn check_record_limit(snapshot: &Snapshot, config: &Config, created: bool) -> Result<(), EnvError> {
+    let max = config.limits.max_records;
+    if created && snapshot.total() >= max {
+        return Err(EnvError::new(
+            ErrorCode::RecordLimitExceeded,
+            format!(
+                "the registry already holds {} records; limits.maxRecords is {max}",
+                snapshot.total()
+            ),
+        )
+        .with_details(serde_json::json!({ "maxRecords": max })));
+    }
+    Ok(())
+}
+
+fn check_size(yaml: &str, config: &Config) -> Result<(), EnvError> {
+    let max = config.limits.max_record_bytes;
+    if yaml.len() as u64 > max {
+        return Err(EnvError::new(
+            ErrorCode::RecordTooLarge,
+            format!(
+                "the record is {} bytes as YAML; limits.maxRecordBytes is {max}",
+                yaml.len()
+            ),
+        )
+        .with_details(serde_json::json!({ "bytes": yaml.len(), "maxRecordBytes": max })));
+    }
+    Ok(())
+}
+
+fn old_created_at(path: &Path) -> Option<String> {
+    let bytes = crate::load::read_capped(path, 16 << 20, &mut None).ok()?;
+    let text = String::from_utf8(bytes).ok()?;
+    let doc = crate::load::parse_document(&text).ok()?;
+    let at = doc.get("createdAt")?.as_str()?;
+    time::OffsetDateTime::parse(at, &time::format_description::well_known::Rfc3339).ok()?;
+    Some(at.to_owned())
+}
+
+/// Findings about a record being saved, all reported as warnings: the write is not
+/// rolled back for them (contract §3.1).
+fn save_warnings(snapshot: &Snapshot, body: &RecordBody, rel: &str) -> Vec<crate::Diagnostic> {
+    let mut out = crate::validate::broken_references(snapshot, body, rel);
+    if let RecordBody::Environment(env) = body {
+        out.extend(crate::validate::credential_warnings(env, rel));
+    }
+    for d in &mut out {
+        d.severity = Severity::Warning;
+    }
+    out
+}
+
+/// Contract §1.3: a production environment, or a deployment in one, needs approval
+/// unless the config disables it or the host gates calls itself. A record that is
+/// production before *or* after the save counts.
+fn save_approval(
+    config: &Config,
+    snapshot: &Snapshot,
+    body: &RecordBody,
+) -> Option<ApprovalRequest> {
+    let policy = &config.write_policy;
+    if !policy.require_approval_for_production_save
+        || policy.approval_channel == ApprovalChannel::Host
+    {
+        return None;
+    }
+    let (kind, id, production) = match body {
+        RecordBody::Environment(e) => (
+            "environment",
+            e.id.as_str(),
+            e.tier == crate::model::Tier::Production || snapshot.is_production(&e.id),
+        ),
+        RecordBody::Deployment(d) => {
+            let was = snapshot
+                .deployment(&d.id)
+                .is_some_and(|old| snapshot.is_production(&old.environment_ref));
+            (
+                "deployment",
+                d.id.as_str(),
+                was || snapshot.is_production(&d.environment_ref),
+            )
+        }
+        _ => return None,
+    };
+    production.then(|| ApprovalRequest {
+        tool: "env_save",
+        reason: format!("env_save writes production {kind} {id}"),
+        display_reason: format!("Save production {kind} {id}?"),
+    })
+}
+
+/// Every record field that refers to `kind`/`id`.
+pub(crate) fn blockers_of(snapshot: &Snapshot, kind: crate::RecordKind, id: &str) -> Vec<Blocker> {
+    let mut out = Vec::new();
+    for from_kind in crate::RecordKind::ALL {
+        for rec in snapshot.records(from_kind) {
+            for (path, target_kind, target) in crate::validate::references_of(&rec.body) {
+                if target_kind == kind && target == id && !(from_kind == kind && rec.id() == id) {
+                    out.push(Blocker {
+                        kind: from_kind,
+                        id: rec.id().to_owned(),
+                        message: format!("{from_kind} {} refers to it in {path}", rec.id()),
+                        path,
+                    });
+                }
+            }
+        }
+    }
+    out
 }
