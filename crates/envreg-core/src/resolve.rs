@@ -1,1 +1,1579 @@
-//! (owned by another engineer; filled in by them)
+//! `env_resolve`: the Service Context of a service in an environment (data model §5,
+//! §6; contract §2.4).
+//!
+//! # Pipeline
+//! 1. **Target selection** ([`select_target`]): environment (explicit argument, else the
+//!    chosen deployment's environment, else the session / config default of contract
+//!    §1.4), service, deployment (the argument; else the single deployment of the
+//!    service in the environment; none → `DEPLOYMENT_NOT_FOUND`; several →
+//!    `DEPLOYMENT_AMBIGUOUS` with `details.candidates`).
+//! 2. **Merge** ([`Merged::build`]): rule profiles in `ruleProfileRefs` order (the
+//!    service's, then the deployment's), each after its `extends` parents (depth-first,
+//!    each profile once); then the variable layers of §5 — built-ins, profiles,
+//!    environment, service, deployment — later layers winning, each override noted as a
+//!    `VARIABLE_SHADOWED` info. Maps merge by key, `logSources` by `id`,
+//!    `classLocations` concatenate without duplicates.
+//! 3. **Resolve**: every path, log source field, class location and variable goes
+//!    through [`crate::template::Resolver`] (recursive, memoised, cycle- and
+//!    depth-bounded). A failure is `PARAMETER_RESOLUTION_FAILED` naming the template,
+//!    the field path, the missing name (or the cycle) and the layers searched.
+//!
+//! # Decisions
+//! - A `deploymentId` implies its environment: when `environmentId` is not given, the
+//!   deployment's environment is used rather than the session default (which could
+//!   only produce a mismatch). An explicit environment or service that contradicts the
+//!   deployment is `INVALID_ARGUMENT`, never silently corrected.
+//! - Provenance covers *every* resolved value, literal ones included, keyed by output
+//!   field path (`paths.logs`, `logSources[0].path`, `classLocations[1]`,
+//!   `variables.appName`). `from` lists the records of the variables the template
+//!   references directly (data model §6 example); `definedBy` says which record and
+//!   field the template itself came from (an addition: without it a literal path has
+//!   no provenance at all).
+//! - Credentials are reported as `{ref, configured, source}`; `configured` is presence
+//!   only ([`crate::model::CredentialRef::is_configured`]). The value is never read into
+//!   this module's memory, output, warnings or errors. An unconfigured credential adds a
+//!   `CREDENTIAL_MISSING` warning naming the reference and where it should be.
+//! - Profiles are applied once each, at their first position, even when reached twice
+//!   (a diamond of `extends`, or the same profile on service and deployment). Applying
+//!   it again would re-override whatever came between, which nobody writing the second
+//!   reference means.
+//!
+//! # Invariants
+//! - Nothing here writes a file or reads anything but the snapshot and credential
+//!   presence; the snapshot is borrowed, never cloned.
+//! - Output order is deterministic: profile order, then layer order, then key order.
+
+use std::borrow::Cow;
+use std::collections::HashSet;
+use std::fmt::Write as _;
+
+use indexmap::IndexMap;
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::json;
+
+use crate::diagnostic::{Diagnostic, codes};
+use crate::error::{EnvError, ErrorCode};
+use crate::kind::RecordKind;
+use crate::model::{
+    Deployment, Environment, Host, LogSource, Platform, Record, RuleProfile, Service, Tier,
+};
+use crate::snapshot::Snapshot;
+use crate::template::{self, ResolveError, Resolver, Variable, Variables};
+
+// ---------------------------------------------------------------------------------
+// Output types (contract §2.4, data model §6)
+// ---------------------------------------------------------------------------------
+
+/// The Service Context: the authoritative answer to "where is what for this service in
+/// this environment".
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ServiceContext {
+    pub environment: EnvironmentSummary,
+    pub service: RecordRef,
+    pub deployment: RecordRef,
+    pub hosts: Vec<Host>,
+    /// Resolved `paths` of the merged rule profiles.
+    pub paths: IndexMap<String, String>,
+    pub log_sources: Vec<ResolvedLogSource>,
+    pub class_locations: Vec<String>,
+    /// Every merged variable of layers 2–5 (built-ins excluded), resolved.
+    pub variables: IndexMap<String, String>,
+    pub credentials: Vec<CredentialStatus>,
+    /// Keyed by output field path, e.g. `paths.logs`.
+    pub provenance: IndexMap<String, Provenance>,
+    /// `VARIABLE_SHADOWED` infos and `CREDENTIAL_MISSING` warnings.
+    pub warnings: Vec<Diagnostic>,
+}
+
+impl ServiceContext {
+    /// What the render line counts as "paths": paths + log sources + class locations.
+    pub fn path_count(&self) -> usize {
+        self.paths.len() + self.log_sources.len() + self.class_locations.len()
+    }
+
+    /// The contract's render line:
+    /// `Resolved aicoservice in test-a (kubernetes): 7 paths, 2 variables, 1 warning.`
+    pub fn render(&self) -> String {
+        format!(
+            "Resolved {} in {} ({}): {}, {}, {}.",
+            self.service.id,
+            self.environment.id,
+            self.environment.platform.as_str(),
+            plural(self.path_count(), "path", "paths"),
+            plural(self.variables.len(), "variable", "variables"),
+            plural(self.warnings.len(), "warning", "warnings"),
+        )
+    }
+}
+
+pub(crate) fn plural(n: usize, one: &str, many: &str) -> String {
+    if n == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{n} {many}")
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EnvironmentSummary {
+    pub id: String,
+    pub name: String,
+    pub tier: Tier,
+    pub platform: Platform,
+}
+
+/// `{ id, name }` of a service or deployment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RecordRef {
+    pub id: String,
+    pub name: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ResolvedLogSource {
+    pub id: String,
+    pub path: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format: Option<String>,
+}
+
+/// Whether a credential is configured, never its value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CredentialStatus {
+    #[serde(rename = "ref")]
+    pub reference: String,
+    /// The env var is set and non-empty, or the file exists.
+    pub configured: bool,
+    pub source: CredentialSourceKind,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum CredentialSourceKind {
+    Env,
+    File,
+    /// Neither `env:` nor `file:` (schema validation reports it too).
+    Unknown,
+}
+
+/// Where a resolved value came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Provenance {
+    /// The template as written, before resolution.
+    pub template: String,
+    /// The records of the variables the template references directly, in order of
+    /// first reference.
+    pub from: Vec<ValueOrigin>,
+    /// The record and field that supplied the template itself.
+    pub defined_by: ValueOrigin,
+}
+
+/// A record field: kind, id, registry-relative file and field path.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ValueOrigin {
+    pub kind: RecordKind,
+    pub id: String,
+    pub file: String,
+    pub path: String,
+}
+
+// ---------------------------------------------------------------------------------
+// Target selection
+// ---------------------------------------------------------------------------------
+
+/// The records a resolution is about.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Target<'s> {
+    pub env_record: &'s Record,
+    pub environment: &'s Environment,
+    pub service_record: &'s Record,
+    pub service: &'s Service,
+    pub deployment: Option<(&'s Record, &'s Deployment)>,
+}
+
+/// What to do when the service has no deployment in the environment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WithoutDeployment {
+    /// `env_resolve`: `DEPLOYMENT_NOT_FOUND`.
+    Refuse,
+    /// `env_resolve_operation`: resolve against environment + service only (a `deploy`
+    /// is asked about before any deployment record exists; `deployment.id` is then
+    /// simply not defined).
+    Allow,
+}
+
+/// Picks environment, service and deployment. `default_environment` implements contract
+/// §1.4 (explicit → session → config → `INVALID_ARGUMENT`); it is called only when the
+/// environment is neither given nor implied by the deployment.
+pub(crate) fn select_target<'s>(
+    snapshot: &'s Snapshot,
+    environment: Option<&str>,
+    service: Option<&str>,
+    deployment: Option<&str>,
+    without_deployment: WithoutDeployment,
+    default_environment: impl FnOnce() -> Result<String, EnvError>,
+) -> Result<Target<'s>, EnvError> {
+    for (what, value) in [
+        ("environmentId", environment),
+        ("serviceId", service),
+        ("deploymentId", deployment),
+    ] {
+        if let Some(value) = value {
+            crate::id::check_id(what, value)?;
+        }
+    }
+
+    let chosen_deployment = match deployment {
+        Some(id) => Some(lookup_deployment(snapshot, id)?),
+        None => None,
+    };
+
+    // Environment: explicit, else implied by the deployment, else the default chain.
+    let env_id: Cow<'_, str> = match (environment, chosen_deployment) {
+        (Some(env), Some((_, d))) if env != d.environment_ref => {
+            return Err(EnvError::invalid_argument(format!(
+                "deployment {} is in environment {}, not {env}; omit environmentId or pick a deployment of {env}",
+                d.id, d.environment_ref
+            ))
+            .with_details(json!({
+                "deploymentId": d.id,
+                "deploymentEnvironmentId": d.environment_ref,
+                "environmentId": env,
+            })));
+        }
+        (Some(env), _) => Cow::Borrowed(env),
+        (None, Some((_, d))) => Cow::Borrowed(d.environment_ref.as_str()),
+        (None, None) => Cow::Owned(default_environment()?),
+    };
+    let env_record = snapshot
+        .get(RecordKind::Environment, &env_id)
+        .ok_or_else(|| EnvError::not_found(RecordKind::Environment, &env_id))?;
+    let environment = env_record
+        .as_environment()
+        .ok_or_else(|| EnvError::internal("environment record has another kind's body"))?;
+
+    let service_id: &str = match (service, chosen_deployment) {
+        (Some(svc), Some((_, d))) if svc != d.service_ref => {
+            return Err(EnvError::invalid_argument(format!(
+                "deployment {} places service {}, not {svc}; omit serviceId or pick a deployment of {svc}",
+                d.id, d.service_ref
+            ))
+            .with_details(json!({
+                "deploymentId": d.id,
+                "deploymentServiceId": d.service_ref,
+                "serviceId": svc,
+            })));
+        }
+        (Some(svc), _) => svc,
+        (None, Some((_, d))) => d.service_ref.as_str(),
+        (None, None) => {
+            return Err(EnvError::invalid_argument(
+                "give serviceId or deploymentId: an operation is resolved for a service or a deployment",
+            ));
+        }
+    };
+    let service_record = snapshot
+        .get(RecordKind::Service, service_id)
+        .ok_or_else(|| EnvError::not_found(RecordKind::Service, service_id))?;
+    let service = service_record
+        .as_service()
+        .ok_or_else(|| EnvError::internal("service record has another kind's body"))?;
+
+    let deployment = match chosen_deployment {
+        Some(found) => Some(found),
+        None => {
+            let candidates = snapshot.deployments_of(&environment.id, &service.id);
+            match candidates {
+                [] => match without_deployment {
+                    WithoutDeployment::Allow => None,
+                    WithoutDeployment::Refuse => {
+                        return Err(EnvError::new(
+                            ErrorCode::DeploymentNotFound,
+                            format!(
+                                "service {} has no deployment in environment {}",
+                                service.id, environment.id
+                            ),
+                        )
+                        .with_details(json!({
+                            "environmentId": environment.id,
+                            "serviceId": service.id,
+                            "candidates": [],
+                        })));
+                    }
+                },
+                [only] => Some(lookup_deployment(snapshot, only)?),
+                several => {
+                    return Err(EnvError::new(
+                        ErrorCode::DeploymentAmbiguous,
+                        format!(
+                            "service {} has {} deployments in environment {}: {}; pass deploymentId",
+                            service.id,
+                            several.len(),
+                            environment.id,
+                            several.join(", ")
+                        ),
+                    )
+                    .with_details(json!({
+                        "environmentId": environment.id,
+                        "serviceId": service.id,
+                        "candidates": several,
+                    })));
+                }
+            }
+        }
+    };
+
+    Ok(Target {
+        env_record,
+        environment,
+        service_record,
+        service,
+        deployment,
+    })
+}
+
+fn lookup_deployment<'s>(
+    snapshot: &'s Snapshot,
+    id: &str,
+) -> Result<(&'s Record, &'s Deployment), EnvError> {
+    let record = snapshot
+        .get(RecordKind::Deployment, id)
+        .ok_or_else(|| EnvError::not_found(RecordKind::Deployment, id))?;
+    let deployment = record
+        .as_deployment()
+        .ok_or_else(|| EnvError::internal("deployment record has another kind's body"))?;
+    Ok((record, deployment))
+}
+
+// ---------------------------------------------------------------------------------
+// Merging (data model §5)
+// ---------------------------------------------------------------------------------
+
+/// Where one value (a variable, a path, a log source, a class location) was defined.
+/// Borrowed and `Copy`, so the resolver can carry it without allocating; turned into
+/// an owned [`ValueOrigin`] only for the output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Origin<'s> {
+    pub kind: RecordKind,
+    pub id: &'s str,
+    pub file: &'s str,
+    pub field: Field<'s>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Field<'s> {
+    /// A top-level field (`id`, `name`, `tier`, `platform`).
+    Plain(&'static str),
+    /// `<map>.<key>`, e.g. `variables.appName`, `paths.logs`, `parameters.cluster`.
+    Key(&'static str, &'s str),
+    /// `logSources[i].<field>`.
+    LogSource(usize, &'static str),
+    /// `classLocations[i]`.
+    ClassLocation(usize),
+}
+
+impl Origin<'_> {
+    pub(crate) fn to_output(self) -> ValueOrigin {
+        ValueOrigin {
+            kind: self.kind,
+            id: self.id.to_owned(),
+            file: self.file.to_owned(),
+            path: self.field.to_string(),
+        }
+    }
+
+    fn describe(self) -> String {
+        format!("{} {} ({})", self.kind, self.id, self.field)
+    }
+}
+
+impl std::fmt::Display for Field<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Field::Plain(name) => f.write_str(name),
+            Field::Key(map, key) => write!(f, "{map}.{key}"),
+            Field::LogSource(i, field) => write!(f, "logSources[{i}].{field}"),
+            Field::ClassLocation(i) => write!(f, "classLocations[{i}]"),
+        }
+    }
+}
+
+/// One variable layer of §5, for the "layers searched" of an error.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Layer<'s> {
+    pub kind: Option<RecordKind>,
+    pub id: &'s str,
+    pub file: &'s str,
+}
+
+impl Layer<'_> {
+    fn describe(&self) -> String {
+        match self.kind {
+            None => "built-ins".to_owned(),
+            Some(kind) => format!("{kind} {} ({})", self.id, self.file),
+        }
+    }
+}
+
+/// The merged view of a target: variables and profile fields, all still templates.
+pub(crate) struct Merged<'s> {
+    pub variables: Variables<'s, Origin<'s>>,
+    /// Variables of layers 2–5 in first-definition order (built-ins excluded).
+    pub variable_order: Vec<&'s str>,
+    pub paths: IndexMap<&'s str, (&'s str, Origin<'s>)>,
+    pub log_sources: Vec<(&'s LogSource, &'s Record, usize)>,
+    pub class_locations: Vec<(&'s str, Origin<'s>)>,
+    pub layers: Vec<Layer<'s>>,
+    pub shadowed: Vec<Diagnostic>,
+}
+
+impl<'s> Merged<'s> {
+    pub(crate) fn build(
+        snapshot: &'s Snapshot,
+        target: &Target<'s>,
+    ) -> Result<Merged<'s>, EnvError> {
+        let profiles = applied_profiles(snapshot, target)?;
+        let mut merged = Merged {
+            variables: Variables::with_capacity(32),
+            variable_order: Vec::new(),
+            paths: IndexMap::new(),
+            log_sources: Vec::new(),
+            class_locations: Vec::new(),
+            layers: Vec::with_capacity(profiles.len() + 4),
+            shadowed: Vec::new(),
+        };
+
+        // Layer 1: built-ins.
+        merged.layers.push(Layer {
+            kind: None,
+            id: "",
+            file: "",
+        });
+        let env = target.environment;
+        let env_file = target.env_record.file.as_str();
+        let svc = target.service;
+        let svc_file = target.service_record.file.as_str();
+        let builtin = |kind, id, file, field| Origin {
+            kind,
+            id,
+            file,
+            field: Field::Plain(field),
+        };
+        let env_origin = |field| builtin(RecordKind::Environment, env.id.as_str(), env_file, field);
+        let svc_origin = |field| builtin(RecordKind::Service, svc.id.as_str(), svc_file, field);
+        let builtins: [(&'static str, &'s str, Origin<'s>); 6] = [
+            ("env.id", env.id.as_str(), env_origin("id")),
+            ("env.name", env.name.as_str(), env_origin("name")),
+            ("env.tier", env.tier.as_str(), env_origin("tier")),
+            (
+                "env.platform",
+                env.platform.as_str(),
+                env_origin("platform"),
+            ),
+            ("service.id", svc.id.as_str(), svc_origin("id")),
+            ("service.name", svc.name.as_str(), svc_origin("name")),
+        ];
+        for (name, value, origin) in builtins {
+            merged.variables.insert(
+                name,
+                Variable {
+                    value: Cow::Borrowed(value),
+                    origin,
+                },
+            );
+        }
+        if let Some((record, deployment)) = target.deployment {
+            merged.variables.insert(
+                "deployment.id",
+                Variable {
+                    value: Cow::Borrowed(deployment.id.as_str()),
+                    origin: builtin(
+                        RecordKind::Deployment,
+                        deployment.id.as_str(),
+                        record.file.as_str(),
+                        "id",
+                    ),
+                },
+            );
+        }
+
+        // Layer 2: rule profiles, in application order; their paths, log sources and
+        // class locations merge in the same order.
+        for (record, profile) in &profiles {
+            let file = record.file.as_str();
+            merged.layers.push(Layer {
+                kind: Some(RecordKind::RuleProfile),
+                id: &profile.id,
+                file,
+            });
+            let origin = |field| Origin {
+                kind: RecordKind::RuleProfile,
+                id: profile.id.as_str(),
+                file,
+                field,
+            };
+            merged.define_all(&profile.variables, |key| {
+                origin(Field::Key("variables", key))
+            });
+            for (key, value) in &profile.paths {
+                merged.paths.insert(
+                    key.as_str(),
+                    (value.as_str(), origin(Field::Key("paths", key))),
+                );
+            }
+            for (i, source) in profile.log_sources.iter().enumerate() {
+                match merged
+                    .log_sources
+                    .iter_mut()
+                    .find(|(existing, _, _)| existing.id == source.id)
+                {
+                    Some(slot) => *slot = (source, record, i),
+                    None => merged.log_sources.push((source, record, i)),
+                }
+            }
+            for (i, location) in profile.class_locations.iter().enumerate() {
+                if !merged
+                    .class_locations
+                    .iter()
+                    .any(|(existing, _)| *existing == location.as_str())
+                {
+                    merged
+                        .class_locations
+                        .push((location.as_str(), origin(Field::ClassLocation(i))));
+                }
+            }
+        }
+
+        // Layers 3–5: environment, service, deployment.
+        merged.layers.push(Layer {
+            kind: Some(RecordKind::Environment),
+            id: &env.id,
+            file: env_file,
+        });
+        merged.define_all(&env.variables, |key| Origin {
+            kind: RecordKind::Environment,
+            id: env.id.as_str(),
+            file: env_file,
+            field: Field::Key("variables", key),
+        });
+        merged.layers.push(Layer {
+            kind: Some(RecordKind::Service),
+            id: &svc.id,
+            file: svc_file,
+        });
+        merged.define_all(&svc.variables, |key| Origin {
+            kind: RecordKind::Service,
+            id: svc.id.as_str(),
+            file: svc_file,
+            field: Field::Key("variables", key),
+        });
+        if let Some((record, deployment)) = target.deployment {
+            let file = record.file.as_str();
+            merged.layers.push(Layer {
+                kind: Some(RecordKind::Deployment),
+                id: &deployment.id,
+                file,
+            });
+            merged.define_all(&deployment.variables, |key| Origin {
+                kind: RecordKind::Deployment,
+                id: deployment.id.as_str(),
+                file,
+                field: Field::Key("variables", key),
+            });
+        }
+        Ok(merged)
+    }
+
+    fn define_all(
+        &mut self,
+        map: &'s IndexMap<String, String>,
+        origin: impl Fn(&'s str) -> Origin<'s>,
+    ) {
+        for (key, value) in map {
+            let key = key.as_str();
+            let new = Variable {
+                value: Cow::Borrowed(value.as_str()),
+                origin: origin(key),
+            };
+            match self.variables.insert(key, new) {
+                None => self.variable_order.push(key),
+                Some(old) => {
+                    let winner = origin(key);
+                    // A built-in overridden by a variable was not in the output order yet.
+                    if matches!(old.origin.field, Field::Plain(_))
+                        && !self.variable_order.contains(&key)
+                    {
+                        self.variable_order.push(key);
+                    }
+                    self.shadowed.push(
+                        Diagnostic::info(
+                            codes::VARIABLE_SHADOWED,
+                            format!(
+                                "variable {key} from {} overrides {}",
+                                winner.describe(),
+                                old.origin.describe()
+                            ),
+                        )
+                        .in_file(winner.file)
+                        .at_path(winner.field.to_string()),
+                    );
+                }
+            }
+        }
+    }
+
+    pub(crate) fn layers_searched(&self) -> Vec<String> {
+        self.layers.iter().map(Layer::describe).collect()
+    }
+
+    /// Resolves one template for an output field, mapping failure to
+    /// `PARAMETER_RESOLUTION_FAILED`.
+    pub(crate) fn resolve_field(
+        &self,
+        resolver: &mut Resolver<'_, 's, Origin<'s>>,
+        field: &str,
+        template: &str,
+    ) -> Result<template::Resolved<Origin<'s>>, EnvError> {
+        resolver
+            .resolve(template)
+            .map_err(|e| self.resolution_failed(field, template, &e))
+    }
+
+    pub(crate) fn resolution_failed(
+        &self,
+        field: &str,
+        template: &str,
+        err: &ResolveError,
+    ) -> EnvError {
+        let layers = self.layers_searched();
+        let mut message = format!("cannot resolve {field} = {template:?}: {err}");
+        let mut details = json!({
+            "field": field,
+            "template": template,
+            "layers": layers,
+        });
+        match err {
+            ResolveError::Unknown { name, via } => {
+                let _ = write!(message, "; searched {}", layers.join(", "));
+                details["missing"] = json!(name);
+                details["via"] = json!(via);
+                details["reason"] = json!("unknown-variable");
+            }
+            ResolveError::Cycle { cycle } => {
+                details["cycle"] = json!(cycle);
+                details["reason"] = json!("cycle");
+            }
+            ResolveError::Syntax {
+                variable,
+                error,
+                via,
+            } => {
+                details["reason"] = json!(codes::TEMPLATE_INVALID);
+                details["variable"] = json!(variable);
+                details["offset"] = json!(error.offset);
+                details["via"] = json!(via);
+            }
+            ResolveError::TooDeep { via } => {
+                details["reason"] = json!("too-deep");
+                details["via"] = json!(via);
+            }
+            ResolveError::TooLong { via } => {
+                details["reason"] = json!("too-long");
+                details["via"] = json!(via);
+            }
+        }
+        EnvError::new(ErrorCode::ParameterResolutionFailed, message).with_details(details)
+    }
+}
+
+/// The rule profiles of a target in application order: the service's `ruleProfileRefs`
+/// then the deployment's, each preceded by its `extends` ancestors (depth-first,
+/// parents first), each profile once.
+fn applied_profiles<'s>(
+    snapshot: &'s Snapshot,
+    target: &Target<'s>,
+) -> Result<Vec<(&'s Record, &'s RuleProfile)>, EnvError> {
+    let mut refs: Vec<(&'s str, &'s Record, &'static str, usize)> = Vec::new();
+    for (i, r) in target.service.rule_profile_refs.iter().enumerate() {
+        refs.push((r, target.service_record, "ruleProfileRefs", i));
+    }
+    if let Some((record, deployment)) = target.deployment {
+        for (i, r) in deployment.rule_profile_refs.iter().enumerate() {
+            refs.push((r, record, "ruleProfileRefs", i));
+        }
+    }
+    let mut out: Vec<(&'s Record, &'s RuleProfile)> = Vec::new();
+    if refs.is_empty() {
+        return Ok(out);
+    }
+    let mut applied: HashSet<&'s str> = HashSet::new();
+    for (profile_id, referrer, field, index) in refs {
+        if snapshot.rule_profile(profile_id).is_none() {
+            return Err(EnvError::new(
+                ErrorCode::RuleProfileNotFound,
+                format!(
+                    "{} {} references unknown rule profile {profile_id} ({field}[{index}])",
+                    referrer.kind(),
+                    referrer.id()
+                ),
+            )
+            .with_details(json!({
+                "id": profile_id,
+                "referencedBy": { "kind": referrer.kind(), "id": referrer.id(), "file": referrer.file, "path": format!("{field}[{index}]") },
+            })));
+        }
+        let chain = snapshot.profile_chain(profile_id).map_err(|cycle| {
+            EnvError::new(
+                ErrorCode::RuleProfileCycle,
+                format!(
+                    "rule profiles extend each other in a cycle: {}",
+                    cycle.join(" → ")
+                ),
+            )
+            .with_details(json!({ "cycle": cycle }))
+        })?;
+        for profile in chain {
+            // `profile_chain` skips unknown parents (validation reports them); a resolve
+            // must not silently drop a layer, so it fails here.
+            for (i, parent) in profile.extends.iter().enumerate() {
+                if snapshot.rule_profile(parent).is_none() {
+                    return Err(EnvError::new(
+                        ErrorCode::RuleProfileNotFound,
+                        format!(
+                            "rule profile {} extends unknown rule profile {parent} (extends[{i}])",
+                            profile.id
+                        ),
+                    )
+                    .with_details(json!({
+                        "id": parent,
+                        "referencedBy": { "kind": RecordKind::RuleProfile, "id": profile.id, "path": format!("extends[{i}]") },
+                    })));
+                }
+            }
+            if applied.insert(profile.id.as_str()) {
+                let record = snapshot
+                    .get(RecordKind::RuleProfile, &profile.id)
+                    .ok_or_else(|| EnvError::internal("rule profile vanished from its snapshot"))?;
+                out.push((record, profile));
+            }
+        }
+    }
+    Ok(out)
+}
+
+// ---------------------------------------------------------------------------------
+// The Service Context
+// ---------------------------------------------------------------------------------
+
+/// Builds the Service Context of a selected target.
+pub(crate) fn service_context(
+    snapshot: &Snapshot,
+    target: &Target<'_>,
+) -> Result<ServiceContext, EnvError> {
+    let merged = Merged::build(snapshot, target)?;
+    let mut resolver = Resolver::new(&merged.variables);
+    let mut provenance: IndexMap<String, Provenance> = IndexMap::new();
+    let mut record = |key: String,
+                      template: &str,
+                      resolved: &template::Resolved<Origin<'_>>,
+                      defined_by: Origin<'_>| {
+        provenance.insert(
+            key,
+            Provenance {
+                template: template.to_owned(),
+                from: resolved.from.iter().map(|o| o.to_output()).collect(),
+                defined_by: defined_by.to_output(),
+            },
+        );
+    };
+
+    let mut paths = IndexMap::with_capacity(merged.paths.len());
+    for (key, (template, origin)) in &merged.paths {
+        let field = format!("paths.{key}");
+        let resolved = merged.resolve_field(&mut resolver, &field, template)?;
+        record(field, template, &resolved, *origin);
+        paths.insert((*key).to_owned(), resolved.value);
+    }
+
+    let mut log_sources = Vec::with_capacity(merged.log_sources.len());
+    for (source, profile_record, index_in_profile) in &merged.log_sources {
+        let out_index = log_sources.len();
+        let origin_of = |field| Origin {
+            kind: RecordKind::RuleProfile,
+            id: profile_record.id(),
+            file: profile_record.file.as_str(),
+            field: Field::LogSource(*index_in_profile, field),
+        };
+        let field = format!("logSources[{out_index}].path");
+        let path = merged.resolve_field(&mut resolver, &field, &source.path)?;
+        record(field, &source.path, &path, origin_of("path"));
+        let format = match &source.format {
+            Some(template) => {
+                let field = format!("logSources[{out_index}].format");
+                let resolved = merged.resolve_field(&mut resolver, &field, template)?;
+                record(field, template, &resolved, origin_of("format"));
+                Some(resolved.value)
+            }
+            None => None,
+        };
+        log_sources.push(ResolvedLogSource {
+            id: source.id.clone(),
+            path: path.value,
+            format,
+        });
+    }
+
+    let mut class_locations: Vec<String> = Vec::with_capacity(merged.class_locations.len());
+    for (template, origin) in &merged.class_locations {
+        let field = format!("classLocations[{}]", class_locations.len());
+        let resolved = merged.resolve_field(&mut resolver, &field, template)?;
+        // Two templates may resolve to one location; keep the first.
+        if class_locations.contains(&resolved.value) {
+            continue;
+        }
+        record(field, template, &resolved, *origin);
+        class_locations.push(resolved.value);
+    }
+
+    let mut variables = IndexMap::with_capacity(merged.variable_order.len());
+    for name in &merged.variable_order {
+        let Some(var) = merged.variables.get(name) else {
+            continue;
+        };
+        let field = format!("variables.{name}");
+        let resolved = resolver
+            .resolve_variable(name)
+            .map_err(|e| merged.resolution_failed(&field, &var.value, &e))?;
+        record(field, &var.value, &resolved, var.origin);
+        variables.insert((*name).to_owned(), resolved.value);
+    }
+
+    let mut warnings = merged.shadowed.clone();
+    let env = target.environment;
+    let credentials = env
+        .credentials
+        .iter()
+        .enumerate()
+        .map(|(i, credential)| {
+            let status = credential_status(credential);
+            if !status.configured {
+                warnings.push(credential_missing(credential, &target.env_record.file, i));
+            }
+            status
+        })
+        .collect();
+
+    let (deployment_record, deployment) = target
+        .deployment
+        .ok_or_else(|| EnvError::internal("a Service Context needs a deployment"))?;
+    let _ = deployment_record;
+    Ok(ServiceContext {
+        environment: EnvironmentSummary {
+            id: env.id.clone(),
+            name: env.name.clone(),
+            tier: env.tier,
+            platform: env.platform,
+        },
+        service: RecordRef {
+            id: target.service.id.clone(),
+            name: target.service.name.clone(),
+        },
+        deployment: RecordRef {
+            id: deployment.id.clone(),
+            name: deployment.name.clone(),
+        },
+        hosts: env.hosts.clone(),
+        paths,
+        log_sources,
+        class_locations,
+        variables,
+        credentials,
+        provenance,
+        warnings,
+    })
+}
+
+/// `{ref, configured, source}`: presence only, the value is never read.
+pub fn credential_status(credential: &crate::model::CredentialRef) -> CredentialStatus {
+    let source = match credential.source_kind() {
+        "env" => CredentialSourceKind::Env,
+        "file" => CredentialSourceKind::File,
+        _ => CredentialSourceKind::Unknown,
+    };
+    CredentialStatus {
+        reference: credential.reference.clone(),
+        configured: credential.is_configured(),
+        source,
+    }
+}
+
+fn credential_missing(
+    credential: &crate::model::CredentialRef,
+    file: &str,
+    index: usize,
+) -> Diagnostic {
+    use crate::model::CredentialSource;
+    let where_ = match credential.parsed_source() {
+        Some(CredentialSource::Env(var)) => format!("environment variable {var} is unset or empty"),
+        Some(CredentialSource::File(path)) => format!("file {path} does not exist"),
+        None => "its source is neither env: nor file:".to_owned(),
+    };
+    Diagnostic::warning(
+        codes::CREDENTIAL_MISSING,
+        format!(
+            "credential {} is not configured: {where_}",
+            credential.reference
+        ),
+    )
+    .in_file(file)
+    .at_path(format!("credentials[{index}]"))
+}
+
+// ---------------------------------------------------------------------------------
+// The Registry entry point
+// ---------------------------------------------------------------------------------
+
+impl crate::registry::Registry {
+    /// `env_resolve` (contract §2.4): the Service Context of `service` in the
+    /// environment (explicit, else the deployment's, else the session / config default).
+    pub fn resolve(
+        &self,
+        session: Option<&crate::session::SessionId>,
+        environment: Option<&str>,
+        service: &str,
+        deployment: Option<&str>,
+    ) -> Result<ServiceContext, EnvError> {
+        let snapshot = self.snapshot();
+        resolve_in_snapshot(&snapshot, environment, service, deployment, || {
+            self.default_environment(session, None)
+        })
+    }
+}
+
+/// Resolves a service against one snapshot. `default_environment` is contract §1.4's
+/// chain, consulted only when neither `environment` nor a deployment names one.
+pub fn resolve_in_snapshot(
+    snapshot: &Snapshot,
+    environment: Option<&str>,
+    service: &str,
+    deployment: Option<&str>,
+    default_environment: impl FnOnce() -> Result<String, EnvError>,
+) -> Result<ServiceContext, EnvError> {
+    let target = select_target(
+        snapshot,
+        environment,
+        Some(service),
+        deployment,
+        WithoutDeployment::Refuse,
+        default_environment,
+    )?;
+    service_context(snapshot, &target)
+}
+
+/// Builds in-memory snapshots from YAML text for the tests of this module and of
+/// [`crate::operation`], so resolution is tested independently of the loader.
+#[cfg(test)]
+pub(crate) mod fixture {
+    use std::sync::Arc;
+
+    use crate::config::Config;
+    use crate::kind::RecordKind;
+    use crate::model::{Record, RecordBody};
+    use crate::snapshot::{RecordMap, Snapshot};
+
+    /// `(kind, yaml)` pairs → a snapshot. The file is `<kind dir>/<id>.yaml`.
+    pub(crate) fn snapshot(records: &[(RecordKind, &str)]) -> Snapshot {
+        let mut maps: [RecordMap; 5] = Default::default();
+        for (kind, yaml) in records {
+            fn parse<T: serde::de::DeserializeOwned>(yaml: &str) -> T {
+                crate::load::parse_typed(yaml)
+                    .unwrap_or_else(|e| panic!("fixture does not parse: {}\n{yaml}", e.message))
+            }
+            let body = match kind {
+                RecordKind::Environment => RecordBody::Environment(parse(yaml)),
+                RecordKind::Service => RecordBody::Service(parse(yaml)),
+                RecordKind::Deployment => RecordBody::Deployment(parse(yaml)),
+                RecordKind::RuleProfile => RecordBody::RuleProfile(parse(yaml)),
+                RecordKind::OperationBinding => RecordBody::OperationBinding(parse(yaml)),
+            };
+            let id = body.common().id().to_owned();
+            let record = Record {
+                file: format!("{}/{id}.yaml", kind.dir_name()),
+                body,
+                text: Arc::from(*yaml),
+            };
+            maps[kind.index()].insert(id, Arc::new(record));
+        }
+        Snapshot::build(maps, Vec::new(), Arc::new(Config::default()), 1)
+    }
+
+    pub(crate) const TEST_A: &str = "
+id: test-a
+schemaVersion: 1
+name: Test A
+tier: test
+platform: kubernetes
+hosts:
+  - { id: node-1, address: 10.20.0.11, roles: [worker] }
+  - { id: node-2, address: 10.20.0.12, roles: [worker] }
+variables: { logRoot: /data/logs, cluster: k8s-01 }
+credentials:
+  - { ref: kube-test-a, source: \"env:ENVREG_FIXTURE_SURELY_UNSET_VARIABLE\" }
+";
+
+    pub(crate) const PROD: &str = "
+id: prod
+schemaVersion: 1
+name: Production
+tier: production
+platform: vm
+variables: { logRoot: /var/log, cluster: k8s-prod }
+";
+
+    pub(crate) const AICO: &str = "
+id: aicoservice
+schemaVersion: 1
+name: Aico Service
+aliases: [aico]
+ruleProfileRefs: [java-common]
+variables: { appName: aicoservice, mainClass: com.example.aico.Application }
+";
+
+    pub(crate) const TWIN: &str = "
+id: twin
+schemaVersion: 1
+name: Twin
+ruleProfileRefs: [java-common]
+variables: { appName: twin }
+";
+
+    pub(crate) const LONELY: &str = "
+id: lonely
+schemaVersion: 1
+name: Lonely
+variables: { appName: lonely }
+";
+
+    pub(crate) const DEPLOY_001: &str = "
+id: deploy-001
+schemaVersion: 1
+name: aicoservice on test-a
+environmentRef: test-a
+serviceRef: aicoservice
+variables: { namespace: dv-sop, workload: aicoservice }
+";
+
+    pub(crate) const AICO_PROD: &str = "
+id: aico-prod
+schemaVersion: 1
+name: aicoservice on prod
+environmentRef: prod
+serviceRef: aicoservice
+variables: { namespace: prod-ns, workload: aicoservice }
+";
+
+    pub(crate) const TWIN_A: &str = "
+id: twin-a
+schemaVersion: 1
+name: twin a
+environmentRef: test-a
+serviceRef: twin
+";
+
+    pub(crate) const TWIN_B: &str = "
+id: twin-b
+schemaVersion: 1
+name: twin b
+environmentRef: test-a
+serviceRef: twin
+";
+
+    pub(crate) const BASE: &str = "
+id: base
+schemaVersion: 1
+name: Base layout
+variables: { logDir: \"{{logRoot}}/{{appName}}\", tmp: /tmp }
+paths:
+  home: /opt/{{appName}}
+  logs: /old/logs
+logSources:
+  - { id: app, path: /old/app.log, format: text }
+  - { id: audit, path: \"{{logDir}}/audit.log\" }
+classLocations:
+  - /opt/{{appName}}/lib/*.jar
+";
+
+    pub(crate) const JAVA_COMMON: &str = "
+id: java-common
+schemaVersion: 1
+name: Java service layout
+extends: [base]
+paths:
+  config: /opt/{{ appName }}/conf
+  logs: \"{{logDir}}\"
+logSources:
+  - { id: app, path: \"{{logDir}}/app.log\", format: logback }
+  - { id: gc, path: \"{{logDir}}/gc.log\", format: text }
+classLocations:
+  - /opt/{{appName}}/lib/*.jar
+  - /opt/aicoservice/lib/*.jar
+  - /opt/{{appName}}/ext/*.jar
+";
+
+    /// The standard fixture registry.
+    pub(crate) fn standard() -> Vec<(RecordKind, &'static str)> {
+        use RecordKind::*;
+        vec![
+            (Environment, TEST_A),
+            (Environment, PROD),
+            (Service, AICO),
+            (Service, TWIN),
+            (Service, LONELY),
+            (Deployment, DEPLOY_001),
+            (Deployment, AICO_PROD),
+            (Deployment, TWIN_A),
+            (Deployment, TWIN_B),
+            (RuleProfile, BASE),
+            (RuleProfile, JAVA_COMMON),
+        ]
+    }
+
+    pub(crate) fn no_default() -> Result<String, crate::EnvError> {
+        Err(crate::EnvError::invalid_argument(
+            "no environment: pass environmentId or set a session default",
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fixture::{self, no_default};
+    use super::*;
+    use crate::diagnostic::Severity;
+    use RecordKind::*;
+
+    fn resolve(
+        records: &[(RecordKind, &str)],
+        env: Option<&str>,
+        service: &str,
+        deployment: Option<&str>,
+    ) -> Result<ServiceContext, EnvError> {
+        let snap = fixture::snapshot(records);
+        resolve_in_snapshot(&snap, env, service, deployment, no_default)
+    }
+
+    fn standard_context() -> ServiceContext {
+        resolve(&fixture::standard(), Some("test-a"), "aicoservice", None).unwrap()
+    }
+
+    #[test]
+    fn resolves_the_data_model_example() {
+        let ctx = standard_context();
+        assert_eq!(ctx.environment.id, "test-a");
+        assert_eq!(ctx.environment.platform, Platform::Kubernetes);
+        assert_eq!(ctx.deployment.id, "deploy-001");
+        assert_eq!(ctx.hosts.len(), 2);
+        assert_eq!(ctx.paths["home"], "/opt/aicoservice");
+        assert_eq!(ctx.paths["config"], "/opt/aicoservice/conf");
+        assert_eq!(ctx.paths["logs"], "/data/logs/aicoservice");
+        assert_eq!(ctx.variables["namespace"], "dv-sop");
+        assert_eq!(ctx.variables["logDir"], "/data/logs/aicoservice");
+        assert!(
+            !ctx.variables.contains_key("env.id"),
+            "built-ins are not output"
+        );
+        let logs = &ctx.provenance["paths.logs"];
+        assert_eq!(logs.template, "{{logDir}}");
+        assert_eq!(
+            logs.from,
+            vec![ValueOrigin {
+                kind: RuleProfile,
+                id: "base".into(),
+                file: "rule-profiles/base.yaml".into(),
+                path: "variables.logDir".into(),
+            }]
+        );
+        assert_eq!(logs.defined_by.id, "java-common");
+        assert_eq!(logs.defined_by.path, "paths.logs");
+        assert_eq!(
+            ctx.render(),
+            "Resolved aicoservice in test-a (kubernetes): 8 paths, 8 variables, 1 warning."
+        );
+    }
+
+    #[test]
+    fn profiles_merge_parents_first_by_key_by_id_and_without_duplicates() {
+        let ctx = standard_context();
+        // paths: child overrides the parent's `logs`, keeps the parent's key order.
+        assert_eq!(
+            ctx.paths.keys().collect::<Vec<_>>(),
+            vec!["home", "logs", "config"]
+        );
+        // logSources: `app` replaced in place, `audit` kept, `gc` appended.
+        let ids: Vec<(&str, &str, Option<&str>)> = ctx
+            .log_sources
+            .iter()
+            .map(|s| (s.id.as_str(), s.path.as_str(), s.format.as_deref()))
+            .collect();
+        assert_eq!(
+            ids,
+            vec![
+                ("app", "/data/logs/aicoservice/app.log", Some("logback")),
+                ("audit", "/data/logs/aicoservice/audit.log", None),
+                ("gc", "/data/logs/aicoservice/gc.log", Some("text")),
+            ]
+        );
+        assert_eq!(
+            ctx.provenance["logSources[0].path"].defined_by.id,
+            "java-common"
+        );
+        assert_eq!(
+            ctx.provenance["logSources[0].path"].defined_by.path,
+            "logSources[0].path"
+        );
+        // classLocations: the repeated template dropped, and a literal equal to an
+        // earlier resolved value dropped too.
+        assert_eq!(
+            ctx.class_locations,
+            vec!["/opt/aicoservice/lib/*.jar", "/opt/aicoservice/ext/*.jar"]
+        );
+        assert_eq!(
+            ctx.provenance["classLocations[1]"].template,
+            "/opt/{{appName}}/ext/*.jar"
+        );
+    }
+
+    #[test]
+    fn every_resolved_value_has_provenance() {
+        let ctx = standard_context();
+        for key in ctx.paths.keys() {
+            assert!(
+                ctx.provenance.contains_key(&format!("paths.{key}")),
+                "{key}"
+            );
+        }
+        for key in ctx.variables.keys() {
+            assert!(
+                ctx.provenance.contains_key(&format!("variables.{key}")),
+                "{key}"
+            );
+        }
+        for i in 0..ctx.log_sources.len() {
+            assert!(
+                ctx.provenance
+                    .contains_key(&format!("logSources[{i}].path"))
+            );
+        }
+        for i in 0..ctx.class_locations.len() {
+            assert!(ctx.provenance.contains_key(&format!("classLocations[{i}]")));
+        }
+        let literal = &ctx.provenance["variables.namespace"];
+        assert!(literal.from.is_empty());
+        assert_eq!(literal.defined_by.kind, Deployment);
+        assert_eq!(literal.defined_by.file, "deployments/deploy-001.yaml");
+    }
+
+    #[test]
+    fn later_layers_win_and_overrides_are_reported() {
+        let mut records = fixture::standard();
+        let svc = "
+id: aicoservice
+schemaVersion: 1
+name: Aico Service
+ruleProfileRefs: [java-common]
+variables: { appName: aicoservice, logRoot: /svc/logs, namespace: svc-ns }
+";
+        records.retain(|(k, y)| !(*k == Service && y.contains("id: aicoservice")));
+        records.push((Service, svc));
+        let ctx = resolve(&records, Some("test-a"), "aicoservice", None).unwrap();
+        // service beats environment, deployment beats service.
+        assert_eq!(ctx.variables["logRoot"], "/svc/logs");
+        assert_eq!(ctx.paths["logs"], "/svc/logs/aicoservice");
+        assert_eq!(ctx.variables["namespace"], "dv-sop");
+        let shadowed: Vec<&Diagnostic> = ctx
+            .warnings
+            .iter()
+            .filter(|d| d.code == codes::VARIABLE_SHADOWED)
+            .collect();
+        assert_eq!(shadowed.len(), 2, "{shadowed:#?}");
+        assert!(shadowed.iter().all(|d| d.severity == Severity::Info));
+        assert_eq!(
+            shadowed[0].file.as_deref(),
+            Some("services/aicoservice.yaml")
+        );
+        assert_eq!(shadowed[0].path.as_deref(), Some("variables.logRoot"));
+        assert!(
+            shadowed[0].message.contains("environment test-a"),
+            "{}",
+            shadowed[0].message
+        );
+        assert_eq!(
+            shadowed[1].file.as_deref(),
+            Some("deployments/deploy-001.yaml")
+        );
+    }
+
+    #[test]
+    fn builtins_are_the_lowest_layer() {
+        let mut records = fixture::standard();
+        let dep = "
+id: deploy-001
+schemaVersion: 1
+name: aicoservice on test-a
+environmentRef: test-a
+serviceRef: aicoservice
+variables: { where: \"{{env.id}}/{{ env.tier }}/{{service.name}}/{{deployment.id}}/{{env.platform}}\" }
+";
+        records.retain(|(k, _)| *k != Deployment);
+        records.push((Deployment, dep));
+        let ctx = resolve(&records, Some("test-a"), "aicoservice", None).unwrap();
+        assert_eq!(
+            ctx.variables["where"],
+            "test-a/test/Aico Service/deploy-001/kubernetes"
+        );
+        let from = &ctx.provenance["variables.where"].from;
+        assert_eq!(from[0].kind, Environment);
+        assert_eq!(from[0].path, "id");
+        assert_eq!(from[3].kind, Deployment);
+    }
+
+    #[test]
+    fn deployment_selection() {
+        let records = fixture::standard();
+        // Explicit.
+        let ctx = resolve(&records, None, "aicoservice", Some("aico-prod")).unwrap();
+        assert_eq!(
+            ctx.environment.id, "prod",
+            "the deployment implies its environment"
+        );
+        assert_eq!(ctx.paths["logs"], "/var/log/aicoservice");
+        // Ambiguous.
+        let err = resolve(&records, Some("test-a"), "twin", None).unwrap_err();
+        assert_eq!(err.code, ErrorCode::DeploymentAmbiguous);
+        assert_eq!(
+            err.details.unwrap()["candidates"],
+            json!(["twin-a", "twin-b"])
+        );
+        // Disambiguated.
+        assert_eq!(
+            resolve(&records, Some("test-a"), "twin", Some("twin-b"))
+                .unwrap()
+                .deployment
+                .id,
+            "twin-b"
+        );
+        // None.
+        let err = resolve(&records, Some("test-a"), "lonely", None).unwrap_err();
+        assert_eq!(err.code, ErrorCode::DeploymentNotFound);
+        // Unknown id.
+        let err = resolve(&records, Some("test-a"), "aicoservice", Some("nope")).unwrap_err();
+        assert_eq!(err.code, ErrorCode::DeploymentNotFound);
+        // Contradictions are refused, not corrected.
+        let err = resolve(&records, Some("test-a"), "aicoservice", Some("aico-prod")).unwrap_err();
+        assert_eq!(err.code, ErrorCode::InvalidArgument);
+        let err = resolve(&records, Some("test-a"), "twin", Some("deploy-001")).unwrap_err();
+        assert_eq!(err.code, ErrorCode::InvalidArgument);
+    }
+
+    #[test]
+    fn environment_defaults_and_not_found() {
+        let snap = fixture::snapshot(&fixture::standard());
+        let ctx =
+            resolve_in_snapshot(&snap, None, "aicoservice", None, || Ok("prod".into())).unwrap();
+        assert_eq!(ctx.deployment.id, "aico-prod");
+        let err = resolve_in_snapshot(&snap, None, "aicoservice", None, no_default).unwrap_err();
+        assert_eq!(err.code, ErrorCode::InvalidArgument);
+        let err = resolve_in_snapshot(&snap, Some("test-z"), "aicoservice", None, no_default)
+            .unwrap_err();
+        assert_eq!(err.code, ErrorCode::EnvNotFound);
+        let err =
+            resolve_in_snapshot(&snap, Some("test-a"), "nosuch", None, no_default).unwrap_err();
+        assert_eq!(err.code, ErrorCode::ServiceNotFound);
+        for bad in ["../etc", "Test-A", "a/b"] {
+            let err =
+                resolve_in_snapshot(&snap, Some(bad), "aicoservice", None, no_default).unwrap_err();
+            assert_eq!(err.code, ErrorCode::InvalidArgument, "{bad}");
+        }
+    }
+
+    #[test]
+    fn rule_profile_cycle_is_an_error() {
+        let mut records = fixture::standard();
+        records.retain(|(k, _)| *k != RuleProfile);
+        records.push((
+            RuleProfile,
+            "id: java-common\nschemaVersion: 1\nname: J\nextends: [base]\n",
+        ));
+        records.push((
+            RuleProfile,
+            "id: base\nschemaVersion: 1\nname: B\nextends: [java-common]\n",
+        ));
+        let err = resolve(&records, Some("test-a"), "aicoservice", None).unwrap_err();
+        assert_eq!(err.code, ErrorCode::RuleProfileCycle);
+        let cycle = err.details.unwrap()["cycle"].clone();
+        assert_eq!(cycle, json!(["java-common", "base", "java-common"]));
+    }
+
+    #[test]
+    fn missing_profiles_fail_instead_of_dropping_a_layer() {
+        let mut records = fixture::standard();
+        records.retain(|(k, _)| *k != RuleProfile);
+        let err = resolve(&records, Some("test-a"), "aicoservice", None).unwrap_err();
+        assert_eq!(err.code, ErrorCode::RuleProfileNotFound);
+        assert!(
+            err.message.contains("ruleProfileRefs[0]"),
+            "{}",
+            err.message
+        );
+
+        records.push((RuleProfile, fixture::JAVA_COMMON));
+        let err = resolve(&records, Some("test-a"), "aicoservice", None).unwrap_err();
+        assert_eq!(err.code, ErrorCode::RuleProfileNotFound);
+        assert!(err.message.contains("extends[0]"), "{}", err.message);
+    }
+
+    #[test]
+    fn diamond_profiles_apply_once() {
+        let mut records = fixture::standard();
+        records.retain(|(k, y)| !(*k == Deployment && y.contains("id: deploy-001")));
+        // The deployment adds `base` again after java-common: it must not re-override
+        // java-common's `logs` with base's `/old/logs`.
+        records.push((
+            Deployment,
+            "id: deploy-001\nschemaVersion: 1\nname: d\nenvironmentRef: test-a\nserviceRef: aicoservice\nruleProfileRefs: [base]\n",
+        ));
+        let ctx = resolve(&records, Some("test-a"), "aicoservice", None).unwrap();
+        assert_eq!(ctx.paths["logs"], "/data/logs/aicoservice");
+    }
+
+    #[test]
+    fn unknown_variable_names_template_field_name_and_layers() {
+        let mut records = fixture::standard();
+        records.retain(|(k, y)| !(*k == Environment && y.contains("id: test-a")));
+        records.push((
+            Environment,
+            "id: test-a\nschemaVersion: 1\nname: A\ntier: test\nplatform: vm\n",
+        ));
+        let err = resolve(&records, Some("test-a"), "aicoservice", None).unwrap_err();
+        assert_eq!(err.code, ErrorCode::ParameterResolutionFailed);
+        let d = err.details.clone().unwrap();
+        assert_eq!(d["missing"], "logRoot");
+        assert_eq!(d["field"], "paths.logs");
+        assert_eq!(d["template"], "{{logDir}}");
+        assert_eq!(d["via"], json!(["logDir"]));
+        let layers: Vec<String> = serde_json::from_value(d["layers"].clone()).unwrap();
+        assert_eq!(
+            layers,
+            vec![
+                "built-ins",
+                "ruleProfile base (rule-profiles/base.yaml)",
+                "ruleProfile java-common (rule-profiles/java-common.yaml)",
+                "environment test-a (environments/test-a.yaml)",
+                "service aicoservice (services/aicoservice.yaml)",
+                "deployment deploy-001 (deployments/deploy-001.yaml)",
+            ]
+        );
+        assert!(err.message.contains("paths.logs"), "{}", err.message);
+        assert!(
+            err.message.contains("unknown variable logRoot"),
+            "{}",
+            err.message
+        );
+        assert!(err.message.contains("built-ins"), "{}", err.message);
+    }
+
+    #[test]
+    fn variable_cycle_is_parameter_resolution_failed() {
+        let mut records = fixture::standard();
+        records.retain(|(k, y)| !(*k == Deployment && y.contains("id: deploy-001")));
+        records.push((
+            Deployment,
+            "id: deploy-001\nschemaVersion: 1\nname: d\nenvironmentRef: test-a\nserviceRef: aicoservice\nvariables: { appName: \"{{x}}\", x: \"{{appName}}-x\" }\n",
+        ));
+        let err = resolve(&records, Some("test-a"), "aicoservice", None).unwrap_err();
+        assert_eq!(err.code, ErrorCode::ParameterResolutionFailed);
+        let d = err.details.unwrap();
+        assert_eq!(d["reason"], "cycle");
+        assert_eq!(d["cycle"], json!(["appName", "x", "appName"]));
+    }
+
+    #[test]
+    fn malformed_template_is_parameter_resolution_failed_with_template_invalid_reason() {
+        let mut records = fixture::standard();
+        records.retain(|(k, y)| !(*k == Service && y.contains("id: aicoservice")));
+        records.push((
+            Service,
+            "id: aicoservice\nschemaVersion: 1\nname: A\nruleProfileRefs: [java-common]\nvariables: { appName: \"{{oops\" }\n",
+        ));
+        let err = resolve(&records, Some("test-a"), "aicoservice", None).unwrap_err();
+        assert_eq!(err.code, ErrorCode::ParameterResolutionFailed);
+        let d = err.details.unwrap();
+        assert_eq!(d["reason"], "TEMPLATE_INVALID");
+        assert_eq!(d["variable"], "appName");
+    }
+
+    #[test]
+    fn credentials_report_presence_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("kubeconfig");
+        std::fs::write(&file, "not-read").unwrap();
+        let env = format!(
+            "id: test-a\nschemaVersion: 1\nname: A\ntier: test\nplatform: vm\nvariables: {{ logRoot: /l }}\ncredentials:\n  - {{ ref: present-file, source: \"file:{}\" }}\n  - {{ ref: absent-file, source: \"file:{}/nope\" }}\n  - {{ ref: unset-env, source: \"env:ENVREG_FIXTURE_SURELY_UNSET_VARIABLE\" }}\n  - {{ ref: path-env, source: \"env:PATH\" }}\n",
+            file.display(),
+            dir.path().display()
+        );
+        let mut records = fixture::standard();
+        records.retain(|(k, y)| !(*k == Environment && y.contains("id: test-a")));
+        let env: &'static str = Box::leak(env.into_boxed_str());
+        records.push((Environment, env));
+        let ctx = resolve(&records, Some("test-a"), "aicoservice", None).unwrap();
+        let got: Vec<(&str, bool, CredentialSourceKind)> = ctx
+            .credentials
+            .iter()
+            .map(|c| (c.reference.as_str(), c.configured, c.source))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("present-file", true, CredentialSourceKind::File),
+                ("absent-file", false, CredentialSourceKind::File),
+                ("unset-env", false, CredentialSourceKind::Env),
+                ("path-env", true, CredentialSourceKind::Env),
+            ]
+        );
+        let missing: Vec<&str> = ctx
+            .warnings
+            .iter()
+            .filter(|d| d.code == codes::CREDENTIAL_MISSING)
+            .map(|d| d.path.as_deref().unwrap_or(""))
+            .collect();
+        assert_eq!(missing, vec!["credentials[1]", "credentials[2]"]);
+        let json = serde_json::to_string(&ctx).unwrap();
+        assert!(
+            !json.contains("not-read"),
+            "a credential file is never read"
+        );
+        let path_value = std::env::var("PATH").unwrap();
+        assert!(
+            !json.contains(&path_value),
+            "an env credential value is never output"
+        );
+        assert_eq!(
+            serde_json::to_value(&ctx.credentials[0]).unwrap(),
+            json!({ "ref": "present-file", "configured": true, "source": "file" })
+        );
+    }
+
+    #[test]
+    fn output_shape_snapshot() {
+        insta::assert_json_snapshot!("service_context", standard_context());
+    }
+}
