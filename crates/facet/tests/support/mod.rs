@@ -28,9 +28,11 @@ impl Run {
         if text.is_empty() {
             None
         } else {
-            Some(serde_json::from_str(text).unwrap_or_else(|error| {
-                panic!("stdout is not JSON ({error}): {:?}", self.stdout)
-            }))
+            Some(
+                serde_json::from_str(text).unwrap_or_else(|error| {
+                    panic!("stdout is not JSON ({error}): {:?}", self.stdout)
+                }),
+            )
         }
     }
 
@@ -41,7 +43,10 @@ impl Run {
         assert_eq!(output["hookEventName"], "PreToolUse", "{value}");
         Some((
             output["permissionDecision"].as_str().unwrap().to_owned(),
-            output["permissionDecisionReason"].as_str().unwrap().to_owned(),
+            output["permissionDecisionReason"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
         ))
     }
 
@@ -197,7 +202,13 @@ pub fn pre_tool_use(session: &str, cwd: &Path, tool: &str, input: Value) -> Valu
 }
 
 /// A Claude Code PostToolUse event.
-pub fn post_tool_use(session: &str, cwd: &Path, tool: &str, input: Value, response: Value) -> Value {
+pub fn post_tool_use(
+    session: &str,
+    cwd: &Path,
+    tool: &str,
+    input: Value,
+    response: Value,
+) -> Value {
     json!({
         "session_id": session,
         "transcript_path": "/dev/null",

@@ -1,0 +1,464 @@
+//! Whole-session flows through the real `facet hook` binary: what the model is
+//! told and when, grants recorded on PostToolUse, the approval channel, the Codex
+//! dialect, concurrency, and envelopes that cannot be read.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use serde_json::{Value, json};
+use support::{Tree, post_tool_use, pre_tool_use, session_event};
+
+const FACET_TOOL: &str = "mcp__facet__facet";
+
+fn status(tree: &Tree, session: &str) -> Value {
+    let run = tree.panel(&["status", "--session", session, "--json"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    serde_json::from_str(&run.stdout).unwrap()
+}
+
+#[test]
+fn the_model_is_told_the_rule_at_start_and_the_binding_only_when_it_changed() {
+    let tree = Tree::new();
+    let room = tree.room();
+    let start = tree.hook(&[], &session_event("flow", &room, "SessionStart"));
+    let (event, context) = start.context().expect("SessionStart context");
+    assert_eq!(event, "SessionStart");
+    assert!(context.starts_with("# Facet scope\n"), "{context}");
+    assert!(
+        context.ends_with(&format!(
+            "facet: {}\noutside the facet: put to the user as a question — say in one line what you need and why, then record it with `facet action=add` so the rest of the session does not have to ask again",
+            room.display()
+        )),
+        "{context}"
+    );
+
+    // Nothing changed since the session was told: no output.
+    tree.hook(&[], &session_event("flow", &room, "UserPromptSubmit"))
+        .assert_no_opinion("unchanged binding");
+
+    // The user grants from the panel: the next prompt carries the new binding, once.
+    let grant = tree.panel(&["grant", "../../shared", "--session", "flow"]);
+    assert_eq!(grant.code, 0, "{}", grant.stderr);
+    let (event, context) = tree
+        .hook(&[], &session_event("flow", &room, "UserPromptSubmit"))
+        .context()
+        .expect("changed binding is restated");
+    assert_eq!(event, "UserPromptSubmit");
+    assert!(context.contains("granted outside it: "), "{context}");
+    assert!(context.contains(&tree.path("project/shared").display().to_string()));
+    tree.hook(&[], &session_event("flow", &room, "UserPromptSubmit"))
+        .assert_no_opinion("told once");
+
+    // A change of approval channel changes the binding's last line, so it is restated.
+    let mut bypass = session_event("flow", &room, "UserPromptSubmit");
+    bypass["permission_mode"] = json!("bypassPermissions");
+    let (_, context) = tree.hook(&[], &bypass).context().expect("restated");
+    assert!(
+        context.contains("this session has no approval channel"),
+        "{context}"
+    );
+}
+
+#[test]
+fn an_approved_facet_add_is_recorded_by_the_hook_for_that_session() {
+    let tree = Tree::new();
+    let room = tree.room();
+    let shared = tree.path("project/shared");
+    let add = json!({"action": "add", "paths": ["../../shared"]});
+
+    // PreToolUse: the widening is put to the user with the seed's sentence.
+    let (decision, reason) = tree
+        .hook(&[], &pre_tool_use("grant", &room, FACET_TOOL, add.clone()))
+        .decision()
+        .unwrap();
+    assert_eq!(decision, "ask");
+    assert_eq!(
+        reason,
+        "Grant ../../shared to this session — outside its facet — for the rest of the conversation?"
+    );
+    // Before approval nothing is granted.
+    assert_eq!(status(&tree, "grant")["binding"]["granted"], json!([]));
+
+    // PostToolUse (the user said yes, the tool ran): recorded, canonical, and the
+    // new binding goes back to the model.
+    let (event, context) = tree
+        .hook(
+            &[],
+            &post_tool_use("grant", &room, FACET_TOOL, add, json!({"isError": false})),
+        )
+        .context()
+        .expect("new binding");
+    assert_eq!(event, "PostToolUse");
+    assert!(
+        context.contains(&format!("granted outside it: {}", shared.display())),
+        "{context}"
+    );
+    assert_eq!(
+        status(&tree, "grant")["binding"]["granted"],
+        json!([shared.display().to_string()])
+    );
+
+    // Now inside the grant: no opinion.
+    tree.hook(
+        &[],
+        &pre_tool_use(
+            "grant",
+            &room,
+            "Read",
+            json!({"file_path": "../../shared/types.rs"}),
+        ),
+    )
+    .assert_no_opinion("granted path");
+
+    // Another session is not affected.
+    let (decision, _) = tree
+        .hook(
+            &[],
+            &pre_tool_use(
+                "other",
+                &room,
+                "Read",
+                json!({"file_path": "../../shared/types.rs"}),
+            ),
+        )
+        .decision()
+        .unwrap();
+    assert_eq!(decision, "ask");
+
+    // remove and reset are recorded too; status changes nothing.
+    let remove = json!({"action": "remove", "paths": [shared.display().to_string()]});
+    tree.hook(
+        &[],
+        &pre_tool_use("grant", &room, FACET_TOOL, remove.clone()),
+    )
+    .assert_no_opinion("remove narrows: no question");
+    tree.hook(
+        &[],
+        &post_tool_use("grant", &room, FACET_TOOL, remove, json!({})),
+    );
+    assert_eq!(status(&tree, "grant")["binding"]["granted"], json!([]));
+}
+
+#[test]
+fn grants_are_stored_canonical() {
+    let tree = Tree::new();
+    let room = tree.room();
+    tree.symlink(tree.path("project/shared"), "project/src/room/shared_link");
+    let add = json!({"action": "add", "paths": ["shared_link"]});
+    tree.hook(
+        &[],
+        &post_tool_use("canon", &room, FACET_TOOL, add, json!({})),
+    );
+    assert_eq!(
+        status(&tree, "canon")["binding"]["granted"],
+        json!([tree.path("project/shared").display().to_string()])
+    );
+    // Reached by its real path, the grant holds.
+    let real = tree.path("project/shared/types.rs").display().to_string();
+    tree.hook(
+        &[],
+        &pre_tool_use("canon", &room, "Write", json!({"file_path": real})),
+    )
+    .assert_no_opinion("granted by its canonical path");
+}
+
+#[test]
+fn a_failed_or_rejected_facet_call_records_nothing() {
+    let tree = Tree::new();
+    let room = tree.room();
+    for (input, response) in [
+        (
+            json!({"action": "add", "paths": ["../../shared"]}),
+            json!({"isError": true}),
+        ),
+        (
+            json!({"action": "add", "paths": ["../../shared"], "bogus": 1}),
+            json!({}),
+        ),
+        (
+            json!({"action": "grow", "paths": ["../../shared"]}),
+            json!({}),
+        ),
+    ] {
+        tree.hook(
+            &[],
+            &post_tool_use("failed", &room, FACET_TOOL, input.clone(), response),
+        )
+        .assert_no_opinion(&input.to_string());
+    }
+    tree.hook(&[], &session_event("failed", &room, "SessionStart"));
+    assert_eq!(status(&tree, "failed")["binding"]["granted"], json!([]));
+}
+
+#[test]
+fn bypass_permissions_has_no_approval_channel() {
+    let tree = Tree::new();
+    let room = tree.room();
+    let bypass = |mut event: Value| {
+        event["permission_mode"] = json!("bypassPermissions");
+        event
+    };
+    let (decision, reason) = tree
+        .hook(
+            &[],
+            &bypass(pre_tool_use(
+                "bypass",
+                &room,
+                "Edit",
+                json!({"file_path": "/etc/hosts"}),
+            )),
+        )
+        .decision()
+        .unwrap();
+    assert_eq!(decision, "deny");
+    assert_eq!(
+        reason,
+        format!(
+            "/etc/hosts is refused — this session's facet is {}. Ask the user to grant it (`facet action=add`), or work within the facet.",
+            room.display()
+        )
+    );
+    let add = json!({"action": "add", "paths": ["/etc"]});
+    let (decision, reason) = tree
+        .hook(
+            &[],
+            &bypass(pre_tool_use("bypass", &room, FACET_TOOL, add.clone())),
+        )
+        .decision()
+        .unwrap();
+    assert_eq!(decision, "deny");
+    assert!(reason.contains("no approval channel"), "{reason}");
+    // Even if the call got through (no PreToolUse matcher), nothing is recorded.
+    let (_, context) = tree
+        .hook(
+            &[],
+            &bypass(post_tool_use("bypass", &room, FACET_TOOL, add, json!({}))),
+        )
+        .context()
+        .unwrap();
+    assert!(
+        context.starts_with("The grant was not recorded"),
+        "{context}"
+    );
+    assert_eq!(status(&tree, "bypass")["binding"]["granted"], json!([]));
+    // Inside the facet, still no opinion.
+    tree.hook(
+        &[],
+        &bypass(pre_tool_use(
+            "bypass",
+            &room,
+            "Edit",
+            json!({"file_path": "inside.txt"}),
+        )),
+    )
+    .assert_no_opinion("inside under bypass");
+}
+
+#[test]
+fn no_approval_flag_refuses_instead_of_asking() {
+    let tree = Tree::new();
+    let room = tree.room();
+    let (decision, _) = tree
+        .hook(
+            &["--no-approval"],
+            &pre_tool_use("noapp", &room, "read", json!({"file_path": "/etc/hosts"})),
+        )
+        .decision()
+        .unwrap();
+    assert_eq!(decision, "deny");
+}
+
+fn codex_event(session: &str, cwd: &std::path::Path, tool: &str, command: &str) -> Value {
+    json!({
+        "session_id": session,
+        "turn_id": "turn-1",
+        "transcript_path": null,
+        "cwd": cwd,
+        "hook_event_name": "PreToolUse",
+        "model": "gpt-5-codex",
+        "permission_mode": "default",
+        "tool_name": tool,
+        "tool_input": {"command": command},
+        "tool_use_id": "call-1",
+    })
+}
+
+#[test]
+fn codex_apply_patch_paths_are_judged_and_only_deny_is_said() {
+    let tree = Tree::new();
+    let room = tree.room();
+    let codex = ["--dialect", "codex"];
+    let deny_for = |command: &str, tool: &str| {
+        let run = tree.hook(&codex, &codex_event("codex", &room, tool, command));
+        run.decision()
+    };
+    let inside = "*** Begin Patch\n*** Add File: notes.md\n+hi\n*** Update File: inside.txt\n@@\n-in\n+out\n*** End Patch\n";
+    assert_eq!(deny_for(inside, "apply_patch"), None);
+
+    for (patch, judged) in [
+        (
+            "*** Begin Patch\n*** Add File: ../../shared/new.rs\n+x\n*** End Patch",
+            "../../shared/new.rs",
+        ),
+        (
+            "*** Begin Patch\n*** Delete File: /etc/hosts\n*** End Patch",
+            "/etc/hosts",
+        ),
+        (
+            "*** Begin Patch\n*** Update File: inside.txt\n*** Move to: ../other/moved.txt\n@@\n-in\n+in\n*** End Patch",
+            "../other/moved.txt",
+        ),
+    ] {
+        let (decision, reason) =
+            deny_for(patch, "apply_patch").unwrap_or_else(|| panic!("{patch}"));
+        assert_eq!(decision, "deny", "Codex is never asked");
+        assert!(
+            reason.starts_with(&format!("{judged} is refused — ")),
+            "{reason}"
+        );
+    }
+    // A shell heredoc that Codex applies as a patch is judged the same way…
+    let heredoc = "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: /tmp/escape.txt\n+x\n*** End Patch\nEOF";
+    assert_eq!(deny_for(heredoc, "Bash").unwrap().0, "deny");
+    // … any other shell command is not judged.
+    assert_eq!(deny_for("cat /etc/passwd", "Bash"), None);
+    // Widening cannot be asked in Codex: refused.
+    let mut add = codex_event("codex", &room, FACET_TOOL, "");
+    add["tool_input"] = json!({"action": "add", "paths": ["/etc"]});
+    let (decision, _) = tree.hook(&codex, &add).decision().unwrap();
+    assert_eq!(decision, "deny");
+    // The same Claude Code envelope with apply_patch is not Codex's: no opinion.
+    tree.hook(
+        &[],
+        &codex_event("cc", &room, "apply_patch", "*** Add File: /etc/x\n"),
+    )
+    .assert_no_opinion("apply_patch outside the codex dialect");
+}
+
+#[test]
+fn two_hooks_granting_at_once_both_land() {
+    let tree = Tree::new();
+    let room = tree.room();
+    let rounds = 8;
+    for round in 0..rounds {
+        for side in ["a", "b"] {
+            std::fs::create_dir_all(tree.path(&format!("outside/{side}{round}"))).unwrap();
+        }
+    }
+    tree.hook(&[], &session_event("race", &room, "SessionStart"));
+    for round in 0..rounds {
+        let events: Vec<Value> = ["a", "b"]
+            .iter()
+            .map(|side| {
+                let path = tree
+                    .path(&format!("outside/{side}{round}"))
+                    .display()
+                    .to_string();
+                post_tool_use(
+                    "race",
+                    &room,
+                    FACET_TOOL,
+                    json!({"action": "add", "paths": [path]}),
+                    json!({}),
+                )
+            })
+            .collect();
+        // Both processes are started before either is waited for.
+        let children: Vec<_> = events
+            .into_iter()
+            .map(|event| {
+                let tree_state = tree.state();
+                let elsewhere = tree.path("elsewhere");
+                std::thread::spawn(move || {
+                    support::run_facet(
+                        &["hook"],
+                        &serde_json::to_vec(&event).unwrap(),
+                        &tree_state,
+                        &elsewhere,
+                    )
+                })
+            })
+            .collect();
+        for child in children {
+            let run = child.join().unwrap();
+            assert_eq!(run.code, 0, "{}", run.stderr);
+        }
+    }
+    let granted = status(&tree, "race")["binding"]["granted"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert_eq!(granted, 2 * rounds, "every grant survived");
+}
+
+#[test]
+fn unreadable_envelopes_never_panic_and_never_block() {
+    let tree = Tree::new();
+    let garbage: Vec<Vec<u8>> = vec![
+        b"".to_vec(),
+        b"   \n".to_vec(),
+        b"not json".to_vec(),
+        b"[1,2,3]".to_vec(),
+        b"\"PreToolUse\"".to_vec(),
+        b"{}".to_vec(),
+        br#"{"session_id":"s","hook_event_name":"PreToolUse"}"#.to_vec(),
+        br#"{"session_id":"s","cwd":"relative/dir","hook_event_name":"PreToolUse"}"#.to_vec(),
+        br#"{"session_id":"","cwd":"/tmp","hook_event_name":"PreToolUse"}"#.to_vec(),
+        br#"{"session_id":{"x":1},"cwd":"/tmp","hook_event_name":"SessionStart"}"#.to_vec(),
+        br#"{"session_id":"s","cwd":"/tmp","hook_event_name":"PreToolUse","tool_name":"Read","tool_input":[1]}"#.to_vec(),
+        br#"{"session_id":"s","cwd":"/tmp","hook_event_name":"PreToolUse","tool_input":{}}"#.to_vec(),
+        vec![0xff, 0xfe, 0x00, 0x7b],
+        b"{\"session_id\":\"s\",\"cwd\":\"/tmp".to_vec(),
+        "{\"session_id\":\"s\",\"cwd\":\"/tmp/\u{0}x\",\"hook_event_name\":\"SessionStart\"}".as_bytes().to_vec(),
+    ];
+    for input in garbage {
+        for dialect in ["claude-code", "codex"] {
+            let run = support::run_facet(
+                &["hook", "--dialect", dialect],
+                &input,
+                &tree.state(),
+                &tree.path("elsewhere"),
+            );
+            let shown = String::from_utf8_lossy(&input);
+            assert_eq!(
+                run.code, 1,
+                "{shown:?}: non-blocking exit; stderr {}",
+                run.stderr
+            );
+            assert!(run.stdout.is_empty(), "{shown:?}: stdout {}", run.stdout);
+            assert!(
+                run.stderr.starts_with("facet hook: "),
+                "{shown:?}: {}",
+                run.stderr
+            );
+            assert!(
+                !run.stderr.contains("panicked"),
+                "{shown:?}: {}",
+                run.stderr
+            );
+        }
+    }
+}
+
+#[test]
+fn a_session_id_is_data_not_a_path() {
+    let tree = Tree::new();
+    let room = tree.room();
+    for id in ["../../escape", "/etc/passwd", "a/b", ".", ".."] {
+        let run = tree.hook(&[], &session_event(id, &room, "SessionStart"));
+        assert_eq!(run.code, 0, "{id}: {}", run.stderr);
+        assert!(run.context().is_some(), "{id}");
+    }
+    // Every state file stayed inside the state folder.
+    let parent_entries: Vec<_> = std::fs::read_dir(tree.base.clone())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        !parent_entries.iter().any(|name| name.contains("escape")),
+        "{parent_entries:?}"
+    );
+    let sessions = tree.panel(&["sessions", "--json"]);
+    let listed: Vec<Value> = serde_json::from_str(&sessions.stdout).unwrap();
+    assert_eq!(listed.len(), 5);
+}
