@@ -1572,6 +1572,109 @@ variables: { where: \"{{env.id}}/{{ env.tier }}/{{service.name}}/{{deployment.id
         );
     }
 
+    /// The canary secret: set in a child process's environment as the value of a
+    /// credential's env var, it must appear in no output and no error.
+    const CANARY: &str = "canary-7Qx2-envreg-secret-value-0f3a9c";
+    const CANARY_VAR: &str = "ENVREG_CANARY_SECRET_FOR_TEST";
+
+    #[test]
+    fn canary_secret_appears_in_no_output_or_error() {
+        // Rust 2024 makes `set_var` unsafe (and this workspace denies unsafe), so the
+        // test re-runs itself in a child process whose environment holds the canary.
+        if std::env::var_os(CANARY_VAR).is_none() {
+            let exe = std::env::current_exe().unwrap();
+            let out = std::process::Command::new(exe)
+                .args([
+                    "--exact",
+                    "resolve::tests::canary_secret_appears_in_no_output_or_error",
+                    "--nocapture",
+                    "--test-threads=1",
+                ])
+                .env(CANARY_VAR, CANARY)
+                .output()
+                .unwrap();
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success(), "child failed:\n{stdout}\n{stderr}");
+            assert!(
+                stdout.contains("1 passed"),
+                "the child did not run the test:\n{stdout}"
+            );
+            assert!(!stdout.contains(CANARY) && !stderr.contains(CANARY));
+            return;
+        }
+
+        let mut outputs: Vec<String> = Vec::new();
+        let env = "id: test-a\nschemaVersion: 1\nname: A\ntier: test\nplatform: kubernetes\nvariables: { logRoot: /data/logs, cluster: k8s-01 }\ncredentials:\n  - { ref: kube-test-a, source: \"env:ENVREG_CANARY_SECRET_FOR_TEST\" }\n";
+        let mut records = fixture::standard();
+        records.retain(|(k, y)| !(*k == Environment && y.contains("id: test-a")));
+        records.push((Environment, env));
+        records.push((
+            OperationBinding,
+            "id: b\nschemaVersion: 1\nname: b\noperation: restart\nmatch: {}\nskill: { name: nope }\nparameters: { kube: \"{{cluster}}\" }\npolicy: { allowProduction: true }\n",
+        ));
+        let snap = fixture::snapshot(&records);
+
+        let ctx =
+            resolve_in_snapshot(&snap, Some("test-a"), "aicoservice", None, no_default).unwrap();
+        assert!(ctx.credentials[0].configured, "the child sees the variable");
+        outputs.push(serde_json::to_string(&ctx).unwrap());
+        outputs.push(format!("{ctx:?}"));
+        outputs.push(ctx.render());
+
+        // Errors on the same registry: every code this module raises.
+        let errors = [
+            resolve_in_snapshot(&snap, Some("test-a"), "twin", None, no_default),
+            resolve_in_snapshot(&snap, Some("test-a"), "lonely", None, no_default),
+            resolve_in_snapshot(&snap, Some("nope"), "aicoservice", None, no_default),
+            resolve_in_snapshot(&snap, None, "aicoservice", None, no_default),
+        ];
+        for err in errors {
+            let err = err.unwrap_err();
+            outputs.push(err.to_string());
+            outputs.push(serde_json::to_string(&err).unwrap());
+        }
+        let skills = tempfile::tempdir().unwrap();
+        let catalog =
+            crate::skills::SkillCatalog::from_locations(vec![crate::skills::SkillLocation {
+                source: crate::skills::SkillSource::Custom,
+                dir: skills.path().to_path_buf(),
+                configured: true,
+            }]);
+        for result in [
+            crate::operation::resolve_operation_in_snapshot(
+                &snap,
+                &catalog,
+                "restart",
+                Some("test-a"),
+                Some("aicoservice"),
+                None,
+                no_default,
+            ),
+            crate::operation::resolve_operation_in_snapshot(
+                &snap,
+                &catalog,
+                "restart",
+                Some("test-a"),
+                Some("twin"),
+                None,
+                no_default,
+            ),
+        ] {
+            match result {
+                Ok(v) => outputs.push(serde_json::to_string(&v).unwrap()),
+                Err(e) => {
+                    outputs.push(e.to_string());
+                    outputs.push(serde_json::to_string(&e).unwrap());
+                }
+            }
+        }
+        assert!(outputs.len() >= 12);
+        for output in &outputs {
+            assert!(!output.contains(CANARY), "canary leaked into: {output}");
+        }
+    }
+
     #[test]
     fn output_shape_snapshot() {
         insta::assert_json_snapshot!("service_context", standard_context());
