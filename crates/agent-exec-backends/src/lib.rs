@@ -1,1 +1,2 @@
 //! Agent backends behind the execution contract.
+pub mod command;

@@ -180,6 +180,11 @@ impl Runtime {
         spent: Usage,
         cancellation: &Cancellation,
     ) -> Result<ContractRequest, Box<ContractResult>> {
+        // The watchdog task may not have run yet: a deadline already past is checked
+        // here, so nothing is dispatched after it.
+        if request.budget.deadline.is_some_and(|d| d <= now()) {
+            cancellation.cancel(CancelCause::Deadline);
+        }
         if let Some(cause) = cancellation.cause() {
             let (outcome_code, why) = match cause {
                 CancelCause::Deadline => (ErrorCode::DeadlineExceeded, "the deadline passed"),

@@ -312,12 +312,22 @@ impl ProcessTree {
     fn scan(&mut self) {
         let me = std::process::id() as i32;
         let group_is_ours = self.group_is_ours();
-        let all: Vec<ProcStat> = procfs::pids()
+        let (all, zombies): (Vec<ProcStat>, Vec<ProcStat>) = procfs::pids()
             .into_iter()
             .filter(|&pid| pid != me)
             .filter_map(procfs::stat)
-            .filter(|s| !s.is_gone())
-            .collect();
+            .partition(|s| !s.is_gone());
+        // Zombies of our group re-parented to us (we are the subreaper) that exited
+        // before we ever saw them alive: reap them, or they would linger until we exit.
+        for zombie in zombies {
+            if group_is_ours
+                && zombie.pgrp == self.leader
+                && zombie.ppid == me
+                && zombie.pid != self.leader
+            {
+                let _ = waitpid(Pid::from_raw(zombie.pid), Some(WaitPidFlag::WNOHANG));
+            }
+        }
         let mut found: HashMap<i32, u64> = HashMap::new();
         for stat in &all {
             let known = self.members.get(&stat.pid) == Some(&stat.start_time);
