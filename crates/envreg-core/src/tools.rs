@@ -44,19 +44,13 @@ use serde_json::{Map, Value, json};
 pub use crate::approval::{ApprovalDecision, ApprovalRequest, Approver};
 use crate::error::{EnvError, ErrorCode};
 use crate::kind::RecordKind;
+use crate::operation::OperationResolution;
+use crate::resolve::ServiceContext;
 use crate::session::SessionId;
 use crate::{
     ContextOutput, DeleteOutput, FindOutput, GetOutput, ListOutput, Registry, SaveOutput,
     ValidateOutput,
 };
-
-// INTERIM (tools+mcp): `resolve::ServiceContext`, `operation::OperationResolution` and
-// `Registry::resolve` / `Registry::resolve_operation` (core-resolve) have not landed
-// yet. Until they do, env_resolve and env_resolve_operation answer INTERNAL_ERROR
-// "not implemented yet" and declare an open object as their output schema.
-fn interim_open_object_schema() -> Value {
-    json!({ "type": "object" })
-}
 
 /// Arguments larger than this (as compact JSON) are refused with `INVALID_ARGUMENT`
 /// before any check or dispatch. A record is capped far lower (`maxRecordBytes`).
@@ -141,7 +135,46 @@ fn output_schema_of<T: JsonSchema>() -> Value {
         object.remove("$schema");
         object.remove("title");
     }
+    strip_rust_formats(&mut value);
     value
+}
+
+/// schemars marks integers with Rust formats (`uint32`, `int64`, …) that are not JSON
+/// Schema formats; validators warn about them (the Inspector's ajv does). The range is
+/// already stated by `minimum`, so the format adds nothing a host can use.
+fn strip_rust_formats(value: &mut Value) {
+    match value {
+        Value::Object(object) => {
+            let rust_format = object
+                .get("format")
+                .and_then(Value::as_str)
+                .is_some_and(|f| {
+                    matches!(
+                        f,
+                        "uint"
+                            | "uint8"
+                            | "uint16"
+                            | "uint32"
+                            | "uint64"
+                            | "uint128"
+                            | "int"
+                            | "int8"
+                            | "int16"
+                            | "int32"
+                            | "int64"
+                            | "int128"
+                            | "float"
+                            | "double"
+                    )
+                });
+            if rust_format {
+                object.remove("format");
+            }
+            object.values_mut().for_each(strip_rust_formats);
+        }
+        Value::Array(items) => items.iter_mut().for_each(strip_rust_formats),
+        _ => {}
+    }
 }
 
 /// The ten tools, in contract order.
@@ -202,7 +235,7 @@ pub fn tool_specs() -> Vec<ToolSpec> {
                 }),
                 &["serviceId"],
             ),
-            output_schema: interim_open_object_schema(),
+            output_schema: output_schema_of::<ServiceContext>(),
             read_only: true,
             destructive: false,
             idempotent: true,
@@ -219,7 +252,7 @@ pub fn tool_specs() -> Vec<ToolSpec> {
                 }),
                 &["operation"],
             ),
-            output_schema: interim_open_object_schema(),
+            output_schema: output_schema_of::<OperationResolution>(),
             read_only: true,
             destructive: false,
             idempotent: true,
@@ -575,10 +608,12 @@ pub async fn call_tool(
         }
         "env_get" => to_value(&registry.get(kind_arg(&args)?, required_str(&args, "id")?)?)?,
         "env_find" => to_value(&registry.find(required_str(&args, "query")?)?)?,
-        "env_resolve" => {
-            let _ = (ctx.session.as_ref(), required_str(&args, "serviceId")?);
-            return Err(EnvError::not_implemented("env_resolve"));
-        }
+        "env_resolve" => to_value(&registry.resolve(
+            ctx.session.as_ref(),
+            str_arg(&args, "environmentId"),
+            required_str(&args, "serviceId")?,
+            str_arg(&args, "deploymentId"),
+        )?)?,
         "env_resolve_operation" => {
             let service = str_arg(&args, "serviceId");
             let deployment = str_arg(&args, "deploymentId");
@@ -591,8 +626,13 @@ pub async fn call_tool(
                     }],
                 ));
             }
-            let _ = required_str(&args, "operation")?;
-            return Err(EnvError::not_implemented("env_resolve_operation"));
+            to_value(&registry.resolve_operation(
+                ctx.session.as_ref(),
+                required_str(&args, "operation")?,
+                str_arg(&args, "environmentId"),
+                service,
+                deployment,
+            )?)?
         }
         "env_get_context" => to_value(&registry.get_context(session_required(ctx, name)?))?,
         "env_set_context" => {

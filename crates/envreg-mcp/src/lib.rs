@@ -35,6 +35,7 @@
 pub mod approval;
 pub mod http;
 pub mod server;
+pub mod stdio;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -117,7 +118,7 @@ pub async fn serve(root: PathBuf, args: ServeArgs) -> anyhow::Result<()> {
             tracing::info!(session = session.as_str(), root = %root.display(), "serving MCP over stdio");
             let server = EnvregServer::new(shared, SessionSource::Fixed(session));
             let running = server
-                .serve(rmcp::transport::stdio())
+                .serve(stdio::GuardedStdio::new())
                 .await
                 .context("MCP initialization over stdio failed")?;
             running

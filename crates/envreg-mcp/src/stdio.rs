@@ -1,0 +1,181 @@
+//! The stdio transport, with a guard in front of the SDK's decoder.
+//!
+//! Why not `rmcp::transport::stdio()` as is: a line that is not JSON is dropped without
+//! an answer, and a request whose shape is wrong is answered without its id, so the
+//! client waits forever for that id. JSON-RPC 2.0 asks for an answer to both. This
+//! transport reads newline-delimited JSON itself and answers what the SDK cannot
+//! decode:
+//! - not JSON → `-32700 Parse error` (id `null`);
+//! - JSON but not a valid MCP message → `-32600 Invalid Request`, with the request's id
+//!   when it has one;
+//! - a line over [`MAX_LINE_BYTES`] → `-32600`, the line is skipped (the limit matches
+//!   the HTTP transport's body limit).
+//!
+//! Every other line goes to rmcp unchanged, and every outgoing message is one line on
+//! stdout. The error messages name what was wrong, never echo the input.
+
+use std::sync::Arc;
+
+use futures::StreamExt as _;
+use rmcp::RoleServer;
+use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::transport::Transport;
+use serde_json::{Value, json};
+use tokio::io::{AsyncWriteExt as _, Stdin, Stdout};
+use tokio::sync::Mutex;
+use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
+
+/// The longest line accepted (4 MiB, as rmcp's HTTP body limit).
+pub const MAX_LINE_BYTES: usize = 4 * 1024 * 1024;
+
+/// Newline-delimited JSON-RPC over the process's stdin and stdout.
+pub struct GuardedStdio {
+    lines: FramedRead<Stdin, LinesCodec>,
+    out: Arc<Mutex<Stdout>>,
+}
+
+impl GuardedStdio {
+    pub fn new() -> GuardedStdio {
+        GuardedStdio {
+            lines: FramedRead::new(
+                tokio::io::stdin(),
+                LinesCodec::new_with_max_length(MAX_LINE_BYTES),
+            ),
+            out: Arc::new(Mutex::new(tokio::io::stdout())),
+        }
+    }
+}
+
+impl Default for GuardedStdio {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+async fn write_line(out: &Mutex<Stdout>, mut bytes: Vec<u8>) -> std::io::Result<()> {
+    bytes.push(b'\n');
+    let mut out = out.lock().await;
+    out.write_all(&bytes).await?;
+    out.flush().await
+}
+
+fn error_reply(id: Value, code: i64, message: &str) -> Vec<u8> {
+    json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": message } })
+        .to_string()
+        .into_bytes()
+}
+
+/// Decode one line, or say what to answer instead.
+pub fn decode_line(line: &str) -> Result<RxJsonRpcMessage<RoleServer>, Vec<u8>> {
+    match serde_json::from_str::<RxJsonRpcMessage<RoleServer>>(line) {
+        Ok(message) => Ok(message),
+        Err(_) => match serde_json::from_str::<Value>(line) {
+            Err(error) => Err(error_reply(
+                Value::Null,
+                -32700,
+                &format!(
+                    "Parse error: the line is not JSON (line {}, column {})",
+                    error.line(),
+                    error.column()
+                ),
+            )),
+            Ok(value) => {
+                let id = value
+                    .get("id")
+                    .filter(|id| id.is_string() || id.is_number())
+                    .cloned()
+                    .unwrap_or(Value::Null);
+                let method = value.get("method").and_then(Value::as_str).unwrap_or("?");
+                Err(error_reply(
+                    id,
+                    -32600,
+                    &format!(
+                        "Invalid Request: not a valid JSON-RPC 2.0 / MCP message (method {method}); check `jsonrpc`, `id` and the shape of `params`"
+                    ),
+                ))
+            }
+        },
+    }
+}
+
+impl Transport<RoleServer> for GuardedStdio {
+    type Error = std::io::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleServer>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let out = Arc::clone(&self.out);
+        async move {
+            let bytes = serde_json::to_vec(&item).map_err(std::io::Error::other)?;
+            write_line(&out, bytes).await
+        }
+    }
+
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
+        loop {
+            let reply = match self.lines.next().await? {
+                Ok(line) if line.trim().is_empty() => continue,
+                Ok(line) => match decode_line(&line) {
+                    Ok(message) => return Some(message),
+                    Err(reply) => reply,
+                },
+                Err(LinesCodecError::MaxLineLengthExceeded) => error_reply(
+                    Value::Null,
+                    -32600,
+                    &format!(
+                        "Invalid Request: message over {MAX_LINE_BYTES} bytes; it was skipped"
+                    ),
+                ),
+                Err(LinesCodecError::Io(error)) => {
+                    tracing::info!(%error, "stdin closed");
+                    return None;
+                }
+            };
+            tracing::info!("answered an undecodable message");
+            if write_line(&self.out, reply).await.is_err() {
+                return None;
+            }
+        }
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        self.out.lock().await.flush().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reply(line: &str) -> Value {
+        let bytes = decode_line(line).expect_err("should be refused");
+        serde_json::from_slice(&bytes).expect("reply is JSON")
+    }
+
+    #[test]
+    fn garbage_is_a_parse_error() {
+        let r = reply("{not json");
+        assert_eq!(r["error"]["code"], -32700);
+        assert_eq!(r["id"], Value::Null);
+    }
+
+    #[test]
+    fn wrong_shape_keeps_the_id() {
+        let r = reply(r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":"oops"}"#);
+        assert_eq!(r["error"]["code"], -32600);
+        assert_eq!(r["id"], 7);
+        assert!(
+            !r["error"]["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("oops")
+        );
+    }
+
+    #[test]
+    fn valid_messages_pass() {
+        assert!(decode_line(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#).is_ok());
+        assert!(decode_line(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).is_ok());
+    }
+}
