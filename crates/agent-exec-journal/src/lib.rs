@@ -1,1 +1,243 @@
 //! The durable execution journal: SQLite by default, PostgreSQL for a fleet.
+//!
+//! # What it is for
+//! Every execution that `agent-exec` runs is written here before anything else happens
+//! and after everything else has happened: the execution id, each attempt (a step retry
+//! or a controlled fallback reuses the id and gets the next attempt number), every state
+//! transition, the outcome, the contract's `Error` and the token usage. `runs`,
+//! `runs show` and resume read it back.
+//!
+//! # Design
+//! * One file by default: SQLite in WAL mode (readers never block the runner), every write
+//!   one `BEGIN IMMEDIATE` transaction with `synchronous = FULL`. [`SqliteJournal`] is a
+//!   synchronous API: its writes are sub-millisecond and callers on an async runtime may
+//!   call it inline or through `spawn_blocking`.
+//! * For a fleet, the same tables on PostgreSQL ([`PgJournal`], `tokio-postgres`, async).
+//!   Not `sqlx`: its `sqlite` feature would link a second SQLite next to `rusqlite`.
+//! * [`Journal`] is the one type callers hold; it chooses the store from a
+//!   [`JournalLocation`] (a path, or a `postgres://` URL).
+//!
+//! # Invariants
+//! * **Never a guess.** On open, every attempt left `running`/`cancel_requested` by a
+//!   process that is provably gone becomes `unknown`, with error code
+//!   `agent.unknown_outcome`, `side_effects: "possible"`, and a transition whose note says
+//!   how we know the owner is gone. The owner is identified by host, boot id, pid and
+//!   process start time (see [`owner`] for the decision and the lease not taken). An owner
+//!   that is alive, or on another host, is left alone.
+//! * A terminal state is never overwritten; only a new attempt under the same id moves the
+//!   execution on, and the transition log keeps the history.
+//! * Ids are data: they are only ever bound as SQL parameters, never spliced into SQL or
+//!   used as paths. The journal stores what the caller gives it and does not interpret
+//!   the contract's JSON beyond keeping it.
+//! * Credentials never reach a message: PostgreSQL URLs are shown with the password cut.
+//!
+//! # Not done, deliberately
+//! No retention/pruning, no TLS for PostgreSQL (use a loopback server, socket or tunnel),
+//! no heartbeat lease (so another host's orphaned attempts wait for an open on that host).
+
+pub mod owner;
+mod postgres;
+mod record;
+mod sqlite;
+
+use std::path::{Path, PathBuf};
+
+pub use owner::ProcessIdentity;
+pub use postgres::{PgJournal, redact_url};
+pub use record::{
+    AttemptEnd, AttemptRecord, AttemptStart, ExecutionRecord, ExecutionSummary, Recovered, State,
+    TransitionRecord, Usage,
+};
+pub use sqlite::SqliteJournal;
+
+/// Everything that can go wrong reading or writing the journal.
+#[derive(Debug, thiserror::Error)]
+pub enum JournalError {
+    #[error("journal {}: {source}", path.display())]
+    Sqlite {
+        path: PathBuf,
+        #[source]
+        source: rusqlite::Error,
+    },
+    #[error("journal {location}: {source}")]
+    Postgres {
+        location: String,
+        #[source]
+        source: tokio_postgres::Error,
+    },
+    #[error("journal directory {}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "journal {location} has schema version {found}, this agent-exec understands up to {supported}; hint: upgrade agent-exec"
+    )]
+    NewerSchema {
+        location: String,
+        found: i64,
+        supported: i64,
+    },
+    #[error(
+        "execution {execution_id:?} is still running in pid {pid} on {host}; hint: wait for it, or use a new --execution-id"
+    )]
+    Busy {
+        execution_id: String,
+        pid: u32,
+        host: String,
+    },
+    #[error("execution {execution_id:?} has no attempt {attempt}")]
+    NoSuchAttempt { execution_id: String, attempt: u32 },
+    #[error("execution {execution_id:?} attempt {attempt} is already {state}")]
+    AlreadyTerminal {
+        execution_id: String,
+        attempt: u32,
+        state: State,
+    },
+    #[error("journal: {0}")]
+    Invalid(String),
+}
+
+/// Where a journal lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JournalLocation {
+    Sqlite(PathBuf),
+    Postgres(String),
+}
+
+impl JournalLocation {
+    /// `postgres://…` and `postgresql://…` are PostgreSQL URLs; anything else is a path.
+    pub fn parse(text: &str) -> JournalLocation {
+        if text.starts_with("postgres://") || text.starts_with("postgresql://") {
+            JournalLocation::Postgres(text.to_owned())
+        } else {
+            JournalLocation::Sqlite(PathBuf::from(text))
+        }
+    }
+
+    /// The default: `$XDG_STATE_HOME/agent-exec/journal.sqlite3` (falling back to
+    /// `~/.local/state`, then the platform data directory).
+    pub fn default_path() -> Option<PathBuf> {
+        let base = std::env::var_os("XDG_STATE_HOME")
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+            .or_else(dirs::state_dir)
+            .or_else(dirs::data_local_dir)?;
+        Some(base.join("agent-exec").join("journal.sqlite3"))
+    }
+}
+
+impl std::fmt::Display for JournalLocation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            JournalLocation::Sqlite(path) => write!(f, "{}", path.display()),
+            JournalLocation::Postgres(url) => f.write_str(&redact_url(url)),
+        }
+    }
+}
+
+/// The journal, on either store.
+#[derive(Debug)]
+pub enum Journal {
+    Sqlite(SqliteJournal),
+    Postgres(PgJournal),
+}
+
+impl Journal {
+    /// Opens the journal and recovers orphaned attempts; returns what was recovered.
+    pub async fn open(
+        location: &JournalLocation,
+    ) -> Result<(Journal, Vec<Recovered>), JournalError> {
+        match location {
+            JournalLocation::Sqlite(path) => {
+                let (journal, recovered) = SqliteJournal::open(path)?;
+                Ok((Journal::Sqlite(journal), recovered))
+            }
+            JournalLocation::Postgres(url) => {
+                let (journal, recovered) = PgJournal::open(url).await?;
+                Ok((Journal::Postgres(journal), recovered))
+            }
+        }
+    }
+
+    /// Opens an SQLite journal at `path` (no runtime needed).
+    pub fn open_sqlite(path: &Path) -> Result<(Journal, Vec<Recovered>), JournalError> {
+        let (journal, recovered) = SqliteJournal::open(path)?;
+        Ok((Journal::Sqlite(journal), recovered))
+    }
+
+    pub async fn start_attempt(&self, start: &AttemptStart<'_>) -> Result<u32, JournalError> {
+        match self {
+            Journal::Sqlite(j) => j.start_attempt(start),
+            Journal::Postgres(j) => j.start_attempt(start).await,
+        }
+    }
+
+    pub async fn transition(
+        &self,
+        execution_id: &str,
+        attempt: u32,
+        to: State,
+        note: Option<&str>,
+    ) -> Result<(), JournalError> {
+        match self {
+            Journal::Sqlite(j) => j.transition(execution_id, attempt, to, note),
+            Journal::Postgres(j) => j.transition(execution_id, attempt, to, note).await,
+        }
+    }
+
+    pub async fn finish_attempt(
+        &self,
+        execution_id: &str,
+        attempt: u32,
+        end: &AttemptEnd<'_>,
+    ) -> Result<(), JournalError> {
+        match self {
+            Journal::Sqlite(j) => j.finish_attempt(execution_id, attempt, end),
+            Journal::Postgres(j) => j.finish_attempt(execution_id, attempt, end).await,
+        }
+    }
+
+    pub async fn list(&self, limit: u32) -> Result<Vec<ExecutionSummary>, JournalError> {
+        match self {
+            Journal::Sqlite(j) => j.list(limit),
+            Journal::Postgres(j) => j.list(limit).await,
+        }
+    }
+
+    pub async fn show(&self, execution_id: &str) -> Result<Option<ExecutionRecord>, JournalError> {
+        match self {
+            Journal::Sqlite(j) => j.show(execution_id),
+            Journal::Postgres(j) => j.show(execution_id).await,
+        }
+    }
+
+    pub async fn recover(&self) -> Result<Vec<Recovered>, JournalError> {
+        match self {
+            Journal::Sqlite(j) => j.recover(),
+            Journal::Postgres(j) => j.recover().await,
+        }
+    }
+}
+
+/// UTC, fixed width (microseconds, `Z`), so stored timestamps also sort as text.
+pub(crate) fn now_rfc3339() -> String {
+    let format = time::macros::format_description!(
+        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:6]Z"
+    );
+    time::OffsetDateTime::now_utc()
+        .format(&format)
+        .unwrap_or_else(|_| String::from("1970-01-01T00:00:00.000000Z"))
+}
+
+/// The contract `Error` an orphaned attempt gets: its outcome is unknown, and side effects
+/// may have happened (the process was running; we cannot know what it did).
+pub(crate) fn recovery_error_json(reason: &str) -> String {
+    serde_json::json!({
+        "code": "agent.unknown_outcome",
+        "reason": format!("the runner died before recording an outcome: {reason}"),
+        "side_effects": "possible",
+    })
+    .to_string()
+}

@@ -1,0 +1,656 @@
+//! The fleet journal: the same tables on PostgreSQL, reached through a URL.
+//!
+//! Tables are prefixed `agent_exec_` because a fleet database is usually shared. Schema
+//! creation runs under a transaction-scoped advisory lock so runners starting together
+//! do not race on `CREATE TABLE IF NOT EXISTS`. Row-level `SELECT … FOR UPDATE` takes the
+//! place of SQLite's `BEGIN IMMEDIATE`. Recovery on open only judges attempts owned by
+//! *this* host (see [`crate::owner`]); other hosts' runners are not provably dead from here.
+//! TLS is not wired (`NoTls`): point it at a loopback server, a Unix socket, or a tunnel.
+
+use tokio::sync::Mutex;
+use tokio_postgres::{Client, NoTls, Row, Transaction};
+
+use crate::owner::{Liveness, ProcessIdentity};
+use crate::record::{
+    AttemptEnd, AttemptRecord, AttemptStart, ExecutionRecord, ExecutionSummary, Recovered, State,
+    TransitionRecord, Usage, json_or_text,
+};
+use crate::{JournalError, now_rfc3339, recovery_error_json};
+
+const SCHEMA_VERSION: i32 = 1;
+/// Arbitrary constant naming the schema-creation advisory lock.
+const SCHEMA_LOCK: i64 = 0x6167_656e_7465_7865;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS agent_exec_meta (
+    key   TEXT PRIMARY KEY,
+    value INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS agent_exec_executions (
+    seq               BIGSERIAL UNIQUE,
+    execution_id      TEXT PRIMARY KEY,
+    backend           TEXT NOT NULL,
+    state             TEXT NOT NULL,
+    attempts          INTEGER NOT NULL,
+    request_json      TEXT,
+    error_json        TEXT,
+    error_code        TEXT,
+    cancel_requested  BOOLEAN NOT NULL DEFAULT FALSE,
+    prompt_tokens     BIGINT NOT NULL DEFAULT 0,
+    completion_tokens BIGINT NOT NULL DEFAULT 0,
+    created_at        TEXT NOT NULL,
+    updated_at        TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS agent_exec_attempts (
+    execution_id      TEXT NOT NULL REFERENCES agent_exec_executions(execution_id),
+    attempt           INTEGER NOT NULL,
+    backend           TEXT NOT NULL,
+    state             TEXT NOT NULL,
+    started_at        TEXT NOT NULL,
+    finished_at       TEXT,
+    error_json        TEXT,
+    prompt_tokens     BIGINT NOT NULL DEFAULT 0,
+    completion_tokens BIGINT NOT NULL DEFAULT 0,
+    owner_host        TEXT NOT NULL,
+    owner_boot_id     TEXT NOT NULL,
+    owner_pid         BIGINT NOT NULL,
+    owner_start_ticks BIGINT NOT NULL,
+    PRIMARY KEY (execution_id, attempt)
+);
+CREATE INDEX IF NOT EXISTS agent_exec_attempts_open ON agent_exec_attempts(owner_host)
+    WHERE state IN ('running', 'cancel_requested');
+CREATE TABLE IF NOT EXISTS agent_exec_transitions (
+    seq          BIGSERIAL PRIMARY KEY,
+    execution_id TEXT NOT NULL REFERENCES agent_exec_executions(execution_id),
+    attempt      INTEGER NOT NULL,
+    from_state   TEXT,
+    to_state     TEXT NOT NULL,
+    at           TEXT NOT NULL,
+    note         TEXT
+);
+CREATE INDEX IF NOT EXISTS agent_exec_transitions_by_execution
+    ON agent_exec_transitions(execution_id, seq);
+";
+
+/// The PostgreSQL journal.
+pub struct PgJournal {
+    client: Mutex<Client>,
+    /// The URL with any password removed, for messages.
+    location: String,
+    me: ProcessIdentity,
+    connection_task: tokio::task::JoinHandle<()>,
+}
+
+impl std::fmt::Debug for PgJournal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgJournal")
+            .field("location", &self.location)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for PgJournal {
+    fn drop(&mut self) {
+        self.connection_task.abort();
+    }
+}
+
+/// The URL without its password, so it can appear in an error or a log.
+pub fn redact_url(url: &str) -> String {
+    let Some(scheme_end) = url.find("://") else {
+        return "<postgres url>".to_owned();
+    };
+    let rest = &url[scheme_end + 3..];
+    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let authority = &rest[..authority_end];
+    match authority.rfind('@') {
+        Some(at) => {
+            let userinfo = &authority[..at];
+            let user = userinfo.split(':').next().unwrap_or("");
+            format!("{}{}@{}", &url[..scheme_end + 3], user, &rest[at + 1..])
+        }
+        None => url.to_owned(),
+    }
+}
+
+impl PgJournal {
+    /// Connects, creates the tables if needed, and recovers this host's orphaned attempts.
+    pub async fn open(url: &str) -> Result<(PgJournal, Vec<Recovered>), JournalError> {
+        let location = redact_url(url);
+        let (client, connection) = tokio_postgres::connect(url, NoTls)
+            .await
+            .map_err(|source| JournalError::Postgres {
+                location: location.clone(),
+                source,
+            })?;
+        let connection_task = tokio::spawn(async move {
+            if let Err(error) = connection.await {
+                tracing::warn!(%error, "journal: PostgreSQL connection ended");
+            }
+        });
+        let journal = PgJournal {
+            client: Mutex::new(client),
+            location,
+            me: ProcessIdentity::current(),
+            connection_task,
+        };
+        journal.migrate().await?;
+        let recovered = journal.recover().await?;
+        Ok((journal, recovered))
+    }
+
+    /// The redacted URL.
+    pub fn location(&self) -> &str {
+        &self.location
+    }
+
+    fn err(&self, source: tokio_postgres::Error) -> JournalError {
+        JournalError::Postgres {
+            location: self.location.clone(),
+            source,
+        }
+    }
+
+    async fn migrate(&self) -> Result<(), JournalError> {
+        let mut client = self.client.lock().await;
+        let tx = client.transaction().await.map_err(|e| self.err(e))?;
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])
+            .await
+            .map_err(|e| self.err(e))?;
+        tx.batch_execute(SCHEMA).await.map_err(|e| self.err(e))?;
+        let found: Option<i32> = tx
+            .query_opt(
+                "SELECT value FROM agent_exec_meta WHERE key = 'schema_version'",
+                &[],
+            )
+            .await
+            .map_err(|e| self.err(e))?
+            .map(|r| r.get(0));
+        match found {
+            Some(v) if v > SCHEMA_VERSION => {
+                return Err(JournalError::NewerSchema {
+                    location: self.location.clone(),
+                    found: i64::from(v),
+                    supported: i64::from(SCHEMA_VERSION),
+                });
+            }
+            Some(_) => {}
+            None => {
+                tx.execute(
+                    "INSERT INTO agent_exec_meta (key, value) VALUES ('schema_version', $1)",
+                    &[&SCHEMA_VERSION],
+                )
+                .await
+                .map_err(|e| self.err(e))?;
+            }
+        }
+        tx.commit().await.map_err(|e| self.err(e))
+    }
+
+    /// Marks every open attempt of this host whose owner is provably gone as `unknown`.
+    pub async fn recover(&self) -> Result<Vec<Recovered>, JournalError> {
+        let mut client = self.client.lock().await;
+        let tx = client.transaction().await.map_err(|e| self.err(e))?;
+        let rows = tx
+            .query(
+                "SELECT execution_id, attempt, state, owner_host, owner_boot_id, owner_pid, owner_start_ticks
+                 FROM agent_exec_attempts
+                 WHERE state IN ('running', 'cancel_requested') AND owner_host = $1
+                 FOR UPDATE",
+                &[&self.me.host],
+            )
+            .await
+            .map_err(|e| self.err(e))?;
+        let mut recovered = Vec::new();
+        for row in rows {
+            let execution_id: String = row.get(0);
+            let attempt = row.get::<_, i32>(1) as u32;
+            let owner = owner_from(&row, 3);
+            let Liveness::Dead(reason) = owner.liveness(&self.me) else {
+                continue;
+            };
+            let previous = state_col(row.get(2));
+            self.mark_unknown(&tx, &execution_id, attempt, previous, &reason)
+                .await?;
+            recovered.push(Recovered {
+                execution_id,
+                attempt,
+                previous,
+                reason,
+            });
+        }
+        tx.commit().await.map_err(|e| self.err(e))?;
+        Ok(recovered)
+    }
+
+    async fn mark_unknown(
+        &self,
+        tx: &Transaction<'_>,
+        execution_id: &str,
+        attempt: u32,
+        previous: State,
+        reason: &str,
+    ) -> Result<(), JournalError> {
+        let now = now_rfc3339();
+        let error = recovery_error_json(reason);
+        let attempt = attempt as i32;
+        let cancel_requested = previous == State::CancelRequested;
+        tx.execute(
+            "UPDATE agent_exec_attempts SET state = 'unknown', finished_at = $3, error_json = $4
+             WHERE execution_id = $1 AND attempt = $2",
+            &[&execution_id, &attempt, &now, &error],
+        )
+        .await
+        .map_err(|e| self.err(e))?;
+        tx.execute(
+            "UPDATE agent_exec_executions SET state = 'unknown', error_json = $3,
+                 error_code = 'agent.unknown_outcome', cancel_requested = cancel_requested OR $4,
+                 updated_at = $5
+             WHERE execution_id = $1 AND attempts = $2",
+            &[&execution_id, &attempt, &error, &cancel_requested, &now],
+        )
+        .await
+        .map_err(|e| self.err(e))?;
+        tx.execute(
+            "INSERT INTO agent_exec_transitions (execution_id, attempt, from_state, to_state, at, note)
+             VALUES ($1, $2, $3, 'unknown', $4, $5)",
+            &[&execution_id, &attempt, &previous.as_str(), &now, &reason],
+        )
+        .await
+        .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    /// See [`crate::SqliteJournal::start_attempt`].
+    pub async fn start_attempt(&self, start: &AttemptStart<'_>) -> Result<u32, JournalError> {
+        let mut client = self.client.lock().await;
+        let tx = client.transaction().await.map_err(|e| self.err(e))?;
+        let now = now_rfc3339();
+        let existing = tx
+            .query_opt(
+                "SELECT state, attempts FROM agent_exec_executions WHERE execution_id = $1 FOR UPDATE",
+                &[&start.execution_id],
+            )
+            .await
+            .map_err(|e| self.err(e))?;
+        let (previous, attempt): (Option<State>, i32) = match existing {
+            None => {
+                tx.execute(
+                    "INSERT INTO agent_exec_executions
+                         (execution_id, backend, state, attempts, request_json, created_at, updated_at)
+                     VALUES ($1, $2, 'running', 1, $3, $4, $4)",
+                    &[&start.execution_id, &start.backend, &start.request_json, &now],
+                )
+                .await
+                .map_err(|e| self.err(e))?;
+                (None, 1)
+            }
+            Some(row) => {
+                let mut previous = state_col(row.get(0));
+                let attempts: i32 = row.get(1);
+                if !previous.is_terminal() {
+                    let owner_row = tx
+                        .query_one(
+                            "SELECT owner_host, owner_boot_id, owner_pid, owner_start_ticks
+                             FROM agent_exec_attempts WHERE execution_id = $1 AND attempt = $2",
+                            &[&start.execution_id, &attempts],
+                        )
+                        .await
+                        .map_err(|e| self.err(e))?;
+                    let owner = owner_from(&owner_row, 0);
+                    match owner.liveness(&self.me) {
+                        Liveness::Dead(reason) => {
+                            self.mark_unknown(
+                                &tx,
+                                start.execution_id,
+                                attempts as u32,
+                                previous,
+                                &reason,
+                            )
+                            .await?;
+                            previous = State::Unknown;
+                        }
+                        Liveness::Alive | Liveness::Foreign => {
+                            return Err(JournalError::Busy {
+                                execution_id: start.execution_id.to_owned(),
+                                pid: owner.pid,
+                                host: owner.host,
+                            });
+                        }
+                    }
+                }
+                let attempt = attempts + 1;
+                tx.execute(
+                    "UPDATE agent_exec_executions SET backend = $2, state = 'running', attempts = $3,
+                         error_json = NULL, error_code = NULL, updated_at = $4,
+                         request_json = COALESCE(request_json, $5)
+                     WHERE execution_id = $1",
+                    &[
+                        &start.execution_id,
+                        &start.backend,
+                        &attempt,
+                        &now,
+                        &start.request_json,
+                    ],
+                )
+                .await
+                .map_err(|e| self.err(e))?;
+                (Some(previous), attempt)
+            }
+        };
+        tx.execute(
+            "INSERT INTO agent_exec_attempts (execution_id, attempt, backend, state, started_at,
+                 owner_host, owner_boot_id, owner_pid, owner_start_ticks)
+             VALUES ($1, $2, $3, 'running', $4, $5, $6, $7, $8)",
+            &[
+                &start.execution_id,
+                &attempt,
+                &start.backend,
+                &now,
+                &self.me.host,
+                &self.me.boot_id,
+                &i64::from(self.me.pid),
+                &(self.me.start_ticks as i64),
+            ],
+        )
+        .await
+        .map_err(|e| self.err(e))?;
+        let note = format!("attempt {attempt} on backend {}", start.backend);
+        tx.execute(
+            "INSERT INTO agent_exec_transitions (execution_id, attempt, from_state, to_state, at, note)
+             VALUES ($1, $2, $3, 'running', $4, $5)",
+            &[
+                &start.execution_id,
+                &attempt,
+                &previous.map(State::as_str),
+                &now,
+                &note,
+            ],
+        )
+        .await
+        .map_err(|e| self.err(e))?;
+        tx.commit().await.map_err(|e| self.err(e))?;
+        Ok(attempt as u32)
+    }
+
+    async fn attempt_state(
+        &self,
+        tx: &Transaction<'_>,
+        execution_id: &str,
+        attempt: u32,
+    ) -> Result<State, JournalError> {
+        let row = tx
+            .query_opt(
+                "SELECT state FROM agent_exec_attempts WHERE execution_id = $1 AND attempt = $2 FOR UPDATE",
+                &[&execution_id, &(attempt as i32)],
+            )
+            .await
+            .map_err(|e| self.err(e))?
+            .ok_or_else(|| JournalError::NoSuchAttempt {
+                execution_id: execution_id.to_owned(),
+                attempt,
+            })?;
+        Ok(state_col(row.get(0)))
+    }
+
+    /// See [`crate::SqliteJournal::transition`].
+    pub async fn transition(
+        &self,
+        execution_id: &str,
+        attempt: u32,
+        to: State,
+        note: Option<&str>,
+    ) -> Result<(), JournalError> {
+        if to.is_terminal() {
+            return Err(JournalError::Invalid(format!(
+                "`{to}` is terminal: record it with finish_attempt"
+            )));
+        }
+        let mut client = self.client.lock().await;
+        let tx = client.transaction().await.map_err(|e| self.err(e))?;
+        let from = self.attempt_state(&tx, execution_id, attempt).await?;
+        if from.is_terminal() {
+            return Err(JournalError::AlreadyTerminal {
+                execution_id: execution_id.to_owned(),
+                attempt,
+                state: from,
+            });
+        }
+        let now = now_rfc3339();
+        let n = attempt as i32;
+        tx.execute(
+            "UPDATE agent_exec_attempts SET state = $3 WHERE execution_id = $1 AND attempt = $2",
+            &[&execution_id, &n, &to.as_str()],
+        )
+        .await
+        .map_err(|e| self.err(e))?;
+        tx.execute(
+            "UPDATE agent_exec_executions SET state = $3, updated_at = $4,
+                 cancel_requested = cancel_requested OR $5
+             WHERE execution_id = $1 AND attempts = $2",
+            &[
+                &execution_id,
+                &n,
+                &to.as_str(),
+                &now,
+                &(to == State::CancelRequested),
+            ],
+        )
+        .await
+        .map_err(|e| self.err(e))?;
+        tx.execute(
+            "INSERT INTO agent_exec_transitions (execution_id, attempt, from_state, to_state, at, note)
+             VALUES ($1, $2, $3, $4, $5, $6)",
+            &[&execution_id, &n, &from.as_str(), &to.as_str(), &now, &note],
+        )
+        .await
+        .map_err(|e| self.err(e))?;
+        tx.commit().await.map_err(|e| self.err(e))
+    }
+
+    /// See [`crate::SqliteJournal::finish_attempt`].
+    pub async fn finish_attempt(
+        &self,
+        execution_id: &str,
+        attempt: u32,
+        end: &AttemptEnd<'_>,
+    ) -> Result<(), JournalError> {
+        if !end.outcome.is_terminal() {
+            return Err(JournalError::Invalid(format!(
+                "`{}` is not an outcome",
+                end.outcome
+            )));
+        }
+        let mut client = self.client.lock().await;
+        let tx = client.transaction().await.map_err(|e| self.err(e))?;
+        let from = self.attempt_state(&tx, execution_id, attempt).await?;
+        if from.is_terminal() {
+            return Err(JournalError::AlreadyTerminal {
+                execution_id: execution_id.to_owned(),
+                attempt,
+                state: from,
+            });
+        }
+        let now = now_rfc3339();
+        let n = attempt as i32;
+        tx.execute(
+            "UPDATE agent_exec_attempts SET state = $3, finished_at = $4, error_json = $5,
+                 prompt_tokens = $6, completion_tokens = $7
+             WHERE execution_id = $1 AND attempt = $2",
+            &[
+                &execution_id,
+                &n,
+                &end.outcome.as_str(),
+                &now,
+                &end.error_json,
+                &(end.usage.prompt_tokens as i64),
+                &(end.usage.completion_tokens as i64),
+            ],
+        )
+        .await
+        .map_err(|e| self.err(e))?;
+        tx.execute(
+            "UPDATE agent_exec_executions SET state = $3, error_json = $4, error_code = $5,
+                 cancel_requested = cancel_requested OR $6, updated_at = $7,
+                 prompt_tokens = (SELECT COALESCE(SUM(prompt_tokens), 0) FROM agent_exec_attempts WHERE execution_id = $1),
+                 completion_tokens = (SELECT COALESCE(SUM(completion_tokens), 0) FROM agent_exec_attempts WHERE execution_id = $1)
+             WHERE execution_id = $1 AND attempts = $2",
+            &[
+                &execution_id,
+                &n,
+                &end.outcome.as_str(),
+                &end.error_json,
+                &end.error_code,
+                &end.cancel_requested,
+                &now,
+            ],
+        )
+        .await
+        .map_err(|e| self.err(e))?;
+        tx.execute(
+            "INSERT INTO agent_exec_transitions (execution_id, attempt, from_state, to_state, at, note)
+             VALUES ($1, $2, $3, $4, $5, $6)",
+            &[
+                &execution_id,
+                &n,
+                &from.as_str(),
+                &end.outcome.as_str(),
+                &now,
+                &end.error_code,
+            ],
+        )
+        .await
+        .map_err(|e| self.err(e))?;
+        tx.commit().await.map_err(|e| self.err(e))
+    }
+
+    /// The most recent executions first.
+    pub async fn list(&self, limit: u32) -> Result<Vec<ExecutionSummary>, JournalError> {
+        let client = self.client.lock().await;
+        let rows = client
+            .query(
+                &format!(
+                    "SELECT {SUMMARY_COLUMNS} FROM agent_exec_executions ORDER BY seq DESC LIMIT $1"
+                ),
+                &[&i64::from(limit)],
+            )
+            .await
+            .map_err(|e| self.err(e))?;
+        Ok(rows.iter().map(summary_from_row).collect())
+    }
+
+    /// Everything about one execution.
+    pub async fn show(&self, execution_id: &str) -> Result<Option<ExecutionRecord>, JournalError> {
+        let client = self.client.lock().await;
+        let Some(head) = client
+            .query_opt(
+                &format!(
+                    "SELECT {SUMMARY_COLUMNS}, request_json, error_json FROM agent_exec_executions
+                     WHERE execution_id = $1"
+                ),
+                &[&execution_id],
+            )
+            .await
+            .map_err(|e| self.err(e))?
+        else {
+            return Ok(None);
+        };
+        let attempts = client
+            .query(
+                "SELECT attempt, backend, state, started_at, finished_at, error_json, prompt_tokens,
+                     completion_tokens, owner_host, owner_boot_id, owner_pid, owner_start_ticks
+                 FROM agent_exec_attempts WHERE execution_id = $1 ORDER BY attempt",
+                &[&execution_id],
+            )
+            .await
+            .map_err(|e| self.err(e))?
+            .iter()
+            .map(|r| AttemptRecord {
+                attempt: r.get::<_, i32>(0) as u32,
+                backend: r.get(1),
+                state: state_col(r.get(2)),
+                started_at: r.get(3),
+                finished_at: r.get(4),
+                error: json_or_text(r.get(5)),
+                usage: Usage {
+                    prompt_tokens: r.get::<_, i64>(6) as u64,
+                    completion_tokens: r.get::<_, i64>(7) as u64,
+                },
+                owner: owner_from(r, 8),
+            })
+            .collect();
+        let transitions = client
+            .query(
+                "SELECT attempt, from_state, to_state, at, note FROM agent_exec_transitions
+                 WHERE execution_id = $1 ORDER BY seq",
+                &[&execution_id],
+            )
+            .await
+            .map_err(|e| self.err(e))?
+            .iter()
+            .map(|r| TransitionRecord {
+                attempt: r.get::<_, i32>(0) as u32,
+                from: r.get::<_, Option<String>>(1).map(state_col),
+                to: state_col(r.get(2)),
+                at: r.get(3),
+                note: r.get(4),
+            })
+            .collect();
+        Ok(Some(ExecutionRecord {
+            summary: summary_from_row(&head),
+            request: json_or_text(head.get(10)),
+            error: json_or_text(head.get(11)),
+            attempts,
+            transitions,
+        }))
+    }
+}
+
+const SUMMARY_COLUMNS: &str =
+    "execution_id, backend, state, attempts, error_code, cancel_requested,
+    prompt_tokens, completion_tokens, created_at, updated_at";
+
+fn summary_from_row(r: &Row) -> ExecutionSummary {
+    ExecutionSummary {
+        execution_id: r.get(0),
+        backend: r.get(1),
+        state: state_col(r.get(2)),
+        attempts: r.get::<_, i32>(3) as u32,
+        error_code: r.get(4),
+        cancel_requested: r.get(5),
+        usage: Usage {
+            prompt_tokens: r.get::<_, i64>(6) as u64,
+            completion_tokens: r.get::<_, i64>(7) as u64,
+        },
+        created_at: r.get(8),
+        updated_at: r.get(9),
+    }
+}
+
+fn owner_from(r: &Row, first: usize) -> ProcessIdentity {
+    ProcessIdentity {
+        host: r.get(first),
+        boot_id: r.get(first + 1),
+        pid: u32::try_from(r.get::<_, i64>(first + 2)).unwrap_or(0),
+        start_ticks: r.get::<_, i64>(first + 3) as u64,
+    }
+}
+
+fn state_col(text: String) -> State {
+    State::parse(&text).unwrap_or(State::Unknown)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redact_url;
+
+    #[test]
+    fn passwords_never_reach_messages() {
+        assert_eq!(
+            redact_url("postgres://bob:s3cret@db.example:5432/j?sslmode=disable"),
+            "postgres://bob@db.example:5432/j?sslmode=disable"
+        );
+        assert_eq!(redact_url("postgresql://bob@h/j"), "postgresql://bob@h/j");
+        assert_eq!(redact_url("host=h password=x"), "<postgres url>");
+    }
+}

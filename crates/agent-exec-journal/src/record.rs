@@ -1,0 +1,168 @@
+//! What the journal stores and returns: states, writes and the records read back.
+
+use serde::Serialize;
+
+use crate::owner::ProcessIdentity;
+
+/// The lifecycle state of one execution (and, for its attempts, of one attempt).
+///
+/// `Running` and `CancelRequested` are the only non-terminal states; the other four are
+/// exactly the contract's outcomes. A row left non-terminal by a dead process becomes
+/// `Unknown` on the next open; nothing else ever changes a terminal state except a new
+/// attempt under the same execution id (a step retry), which is recorded as a transition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum State {
+    Running,
+    CancelRequested,
+    Succeeded,
+    Failed,
+    Canceled,
+    Unknown,
+}
+
+impl State {
+    pub const ALL: [State; 6] = [
+        State::Running,
+        State::CancelRequested,
+        State::Succeeded,
+        State::Failed,
+        State::Canceled,
+        State::Unknown,
+    ];
+
+    /// The stored spelling (identical to the contract's outcome strings for the four
+    /// terminal states).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::Running => "running",
+            State::CancelRequested => "cancel_requested",
+            State::Succeeded => "succeeded",
+            State::Failed => "failed",
+            State::Canceled => "canceled",
+            State::Unknown => "unknown",
+        }
+    }
+
+    /// Parses a stored or contract spelling; `None` for anything else.
+    pub fn parse(text: &str) -> Option<State> {
+        State::ALL.into_iter().find(|s| s.as_str() == text)
+    }
+
+    /// True for the four outcomes of the contract.
+    pub fn is_terminal(self) -> bool {
+        !matches!(self, State::Running | State::CancelRequested)
+    }
+}
+
+impl std::fmt::Display for State {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Token usage as the contract reports it: zero means "not reported", never a guess.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Usage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+}
+
+/// A new attempt of an execution. The first attempt creates the execution; later ones
+/// (step retries, controlled fallback) reuse its id, as invariant 1 requires.
+#[derive(Debug, Clone)]
+pub struct AttemptStart<'a> {
+    pub execution_id: &'a str,
+    /// Canonical backend name of this attempt.
+    pub backend: &'a str,
+    /// The request as JSON (the contract's Go-tag shape), kept for `runs show` and resume.
+    /// Stored once, from the first attempt.
+    pub request_json: Option<&'a str>,
+}
+
+/// The terminal record of an attempt (and of its execution).
+#[derive(Debug, Clone)]
+pub struct AttemptEnd<'a> {
+    /// One of the four terminal states.
+    pub outcome: State,
+    /// The contract's `Error` as JSON (`{"code":…,"side_effects":…}`), when there is one.
+    pub error_json: Option<&'a str>,
+    /// The error code alone, for listing and filtering.
+    pub error_code: Option<&'a str>,
+    pub usage: Usage,
+    /// Set when a cancel was asked for and could not be confirmed (invariant 4).
+    pub cancel_requested: bool,
+}
+
+/// One row of `runs`: an execution and its latest state.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ExecutionSummary {
+    pub execution_id: String,
+    /// Backend of the latest attempt.
+    pub backend: String,
+    pub state: State,
+    pub attempts: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_code: Option<String>,
+    pub cancel_requested: bool,
+    /// Sum over all attempts.
+    pub usage: Usage,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+/// One attempt of an execution.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AttemptRecord {
+    pub attempt: u32,
+    pub backend: String,
+    pub state: State,
+    pub started_at: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<serde_json::Value>,
+    pub usage: Usage,
+    pub owner: ProcessIdentity,
+}
+
+/// One state change, in the order it was written.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TransitionRecord {
+    pub attempt: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from: Option<State>,
+    pub to: State,
+    pub at: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// Everything the journal knows about one execution (`runs show`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ExecutionRecord {
+    #[serde(flatten)]
+    pub summary: ExecutionSummary,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request: Option<serde_json::Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<serde_json::Value>,
+    pub attempts: Vec<AttemptRecord>,
+    pub transitions: Vec<TransitionRecord>,
+}
+
+/// An execution that the open found orphaned and marked `unknown`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Recovered {
+    pub execution_id: String,
+    pub attempt: u32,
+    pub previous: State,
+    /// Why the owner is known to be gone (process exited, pid reused, host rebooted).
+    pub reason: String,
+}
+
+/// A JSON text read back from the store; a corrupt value is surfaced as a string rather
+/// than failing the whole read, so one bad row never hides the others.
+pub(crate) fn json_or_text(text: Option<String>) -> Option<serde_json::Value> {
+    text.map(|t| serde_json::from_str(&t).unwrap_or(serde_json::Value::String(t)))
+}

@@ -1,0 +1,608 @@
+//! The embedded journal: one SQLite file in WAL mode.
+//!
+//! Every write is one `BEGIN IMMEDIATE` transaction (so two runners sharing the file never
+//! interleave a read-check-write), with `synchronous = FULL`: a commit that returned is on
+//! disk, so a power cut can only turn a finished execution back into a non-terminal one
+//! (which the next open then honestly marks `unknown`), never lose a started one.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+
+use crate::owner::{Liveness, ProcessIdentity};
+use crate::record::{
+    AttemptEnd, AttemptRecord, AttemptStart, ExecutionRecord, ExecutionSummary, Recovered, State,
+    TransitionRecord, Usage, json_or_text,
+};
+use crate::{JournalError, now_rfc3339, recovery_error_json};
+
+/// The schema version this build writes (`PRAGMA user_version`).
+const SCHEMA_VERSION: i64 = 1;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS executions (
+    execution_id      TEXT PRIMARY KEY NOT NULL,
+    backend           TEXT NOT NULL,
+    state             TEXT NOT NULL,
+    attempts          INTEGER NOT NULL,
+    request_json      TEXT,
+    error_json        TEXT,
+    error_code        TEXT,
+    cancel_requested  INTEGER NOT NULL DEFAULT 0,
+    prompt_tokens     INTEGER NOT NULL DEFAULT 0,
+    completion_tokens INTEGER NOT NULL DEFAULT 0,
+    created_at        TEXT NOT NULL,
+    updated_at        TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS attempts (
+    execution_id      TEXT NOT NULL REFERENCES executions(execution_id),
+    attempt           INTEGER NOT NULL,
+    backend           TEXT NOT NULL,
+    state             TEXT NOT NULL,
+    started_at        TEXT NOT NULL,
+    finished_at       TEXT,
+    error_json        TEXT,
+    prompt_tokens     INTEGER NOT NULL DEFAULT 0,
+    completion_tokens INTEGER NOT NULL DEFAULT 0,
+    owner_host        TEXT NOT NULL,
+    owner_boot_id     TEXT NOT NULL,
+    owner_pid         INTEGER NOT NULL,
+    owner_start_ticks INTEGER NOT NULL,
+    PRIMARY KEY (execution_id, attempt)
+);
+CREATE INDEX IF NOT EXISTS attempts_open ON attempts(state) WHERE state IN ('running', 'cancel_requested');
+CREATE TABLE IF NOT EXISTS transitions (
+    seq          INTEGER PRIMARY KEY AUTOINCREMENT,
+    execution_id TEXT NOT NULL REFERENCES executions(execution_id),
+    attempt      INTEGER NOT NULL,
+    from_state   TEXT,
+    to_state     TEXT NOT NULL,
+    at           TEXT NOT NULL,
+    note         TEXT
+);
+CREATE INDEX IF NOT EXISTS transitions_by_execution ON transitions(execution_id, seq);
+";
+
+/// The SQLite journal. Cheap to share behind an `Arc`; all methods take `&self`.
+pub struct SqliteJournal {
+    conn: Mutex<Connection>,
+    path: PathBuf,
+    me: ProcessIdentity,
+}
+
+impl std::fmt::Debug for SqliteJournal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteJournal")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SqliteJournal {
+    /// Opens (creating if needed) the journal file and its parent directory, then turns
+    /// every attempt left non-terminal by a dead process into `unknown`.
+    pub fn open(path: &Path) -> Result<(SqliteJournal, Vec<Recovered>), JournalError> {
+        let at = |source: rusqlite::Error| JournalError::Sqlite {
+            path: path.to_owned(),
+            source,
+        };
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|source| JournalError::Io {
+                path: parent.to_owned(),
+                source,
+            })?;
+        }
+        let conn = Connection::open(path).map_err(at)?;
+        conn.busy_timeout(std::time::Duration::from_secs(10))
+            .map_err(at)?;
+        // WAL: readers (`runs`) never block the runner; FULL: see the module doc.
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(at)?;
+        conn.pragma_update(None, "synchronous", "FULL")
+            .map_err(at)?;
+        conn.pragma_update(None, "foreign_keys", "ON").map_err(at)?;
+        let version: i64 = conn
+            .pragma_query_value(None, "user_version", |row| row.get(0))
+            .map_err(at)?;
+        if version > SCHEMA_VERSION {
+            return Err(JournalError::NewerSchema {
+                location: path.display().to_string(),
+                found: version,
+                supported: SCHEMA_VERSION,
+            });
+        }
+        conn.execute_batch(SCHEMA).map_err(at)?;
+        conn.pragma_update(None, "user_version", SCHEMA_VERSION)
+            .map_err(at)?;
+        let journal = SqliteJournal {
+            conn: Mutex::new(conn),
+            path: path.to_owned(),
+            me: ProcessIdentity::current(),
+        };
+        let recovered = journal.recover()?;
+        Ok((journal, recovered))
+    }
+
+    /// The file this journal writes.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn with_tx<T>(
+        &self,
+        body: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T, JournalError>,
+    ) -> Result<T, JournalError> {
+        let mut conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|e| self.err(e))?;
+        let out = body(&tx)?;
+        tx.commit().map_err(|e| self.err(e))?;
+        Ok(out)
+    }
+
+    fn err(&self, source: rusqlite::Error) -> JournalError {
+        JournalError::Sqlite {
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    /// Marks every open attempt whose owner is provably gone as `unknown`.
+    pub fn recover(&self) -> Result<Vec<Recovered>, JournalError> {
+        self.with_tx(|tx| {
+            let open = {
+                let mut stmt = tx
+                    .prepare(
+                        "SELECT execution_id, attempt, state, owner_host, owner_boot_id, owner_pid, owner_start_ticks
+                         FROM attempts WHERE state IN ('running', 'cancel_requested')",
+                    )
+                    .map_err(|e| self.err(e))?;
+                let rows = stmt
+                    .query_map([], |r| {
+                        Ok((
+                            r.get::<_, String>(0)?,
+                            r.get::<_, u32>(1)?,
+                            r.get::<_, String>(2)?,
+                            ProcessIdentity {
+                                host: r.get(3)?,
+                                boot_id: r.get(4)?,
+                                pid: r.get(5)?,
+                                start_ticks: r.get::<_, i64>(6)? as u64,
+                            },
+                        ))
+                    })
+                    .map_err(|e| self.err(e))?;
+                rows.collect::<Result<Vec<_>, _>>()
+                    .map_err(|e| self.err(e))?
+            };
+            let mut recovered = Vec::new();
+            for (execution_id, attempt, state, owner) in open {
+                let Liveness::Dead(reason) = owner.liveness(&self.me) else {
+                    continue;
+                };
+                let previous = State::parse(&state).unwrap_or(State::Running);
+                self.mark_unknown(tx, &execution_id, attempt, previous, &reason)?;
+                recovered.push(Recovered {
+                    execution_id,
+                    attempt,
+                    previous,
+                    reason,
+                });
+            }
+            Ok(recovered)
+        })
+    }
+
+    fn mark_unknown(
+        &self,
+        tx: &rusqlite::Transaction<'_>,
+        execution_id: &str,
+        attempt: u32,
+        previous: State,
+        reason: &str,
+    ) -> Result<(), JournalError> {
+        let now = now_rfc3339();
+        let error = recovery_error_json(reason);
+        let cancel_requested = previous == State::CancelRequested;
+        tx.execute(
+            "UPDATE attempts SET state = 'unknown', finished_at = ?3, error_json = ?4
+             WHERE execution_id = ?1 AND attempt = ?2",
+            params![execution_id, attempt, now, error],
+        )
+        .map_err(|e| self.err(e))?;
+        tx.execute(
+            "UPDATE executions SET state = 'unknown', error_json = ?3, error_code = 'agent.unknown_outcome',
+                 cancel_requested = cancel_requested OR ?4, updated_at = ?5
+             WHERE execution_id = ?1 AND attempts = ?2",
+            params![execution_id, attempt, error, cancel_requested, now],
+        )
+        .map_err(|e| self.err(e))?;
+        tx.execute(
+            "INSERT INTO transitions (execution_id, attempt, from_state, to_state, at, note)
+             VALUES (?1, ?2, ?3, 'unknown', ?4, ?5)",
+            params![execution_id, attempt, previous.as_str(), now, reason],
+        )
+        .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    /// Starts an attempt: creates the execution on its first attempt, otherwise reuses it
+    /// (a step retry). Refuses while another live process still runs the execution.
+    pub fn start_attempt(&self, start: &AttemptStart<'_>) -> Result<u32, JournalError> {
+        self.with_tx(|tx| {
+            let now = now_rfc3339();
+            let existing: Option<(String, u32)> = tx
+                .query_row(
+                    "SELECT state, attempts FROM executions WHERE execution_id = ?1",
+                    [start.execution_id],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .optional()
+                .map_err(|e| self.err(e))?;
+            let (previous, attempt) = match existing {
+                None => {
+                    tx.execute(
+                        "INSERT INTO executions (execution_id, backend, state, attempts, request_json, created_at, updated_at)
+                         VALUES (?1, ?2, 'running', 1, ?3, ?4, ?4)",
+                        params![start.execution_id, start.backend, start.request_json, now],
+                    )
+                    .map_err(|e| self.err(e))?;
+                    (None, 1)
+                }
+                Some((state, attempts)) => {
+                    let mut previous = State::parse(&state).unwrap_or(State::Unknown);
+                    if !previous.is_terminal() {
+                        let owner = self.attempt_owner(tx, start.execution_id, attempts)?;
+                        match owner.liveness(&self.me) {
+                            Liveness::Dead(reason) => {
+                                self.mark_unknown(
+                                    tx,
+                                    start.execution_id,
+                                    attempts,
+                                    previous,
+                                    &reason,
+                                )?;
+                                previous = State::Unknown;
+                            }
+                            Liveness::Alive | Liveness::Foreign => {
+                                return Err(JournalError::Busy {
+                                    execution_id: start.execution_id.to_owned(),
+                                    pid: owner.pid,
+                                    host: owner.host,
+                                });
+                            }
+                        }
+                    }
+                    let attempt = attempts + 1;
+                    tx.execute(
+                        "UPDATE executions SET backend = ?2, state = 'running', attempts = ?3,
+                             error_json = NULL, error_code = NULL, updated_at = ?4,
+                             request_json = COALESCE(request_json, ?5)
+                         WHERE execution_id = ?1",
+                        params![start.execution_id, start.backend, attempt, now, start.request_json],
+                    )
+                    .map_err(|e| self.err(e))?;
+                    (Some(previous), attempt)
+                }
+            };
+            tx.execute(
+                "INSERT INTO attempts (execution_id, attempt, backend, state, started_at,
+                     owner_host, owner_boot_id, owner_pid, owner_start_ticks)
+                 VALUES (?1, ?2, ?3, 'running', ?4, ?5, ?6, ?7, ?8)",
+                params![
+                    start.execution_id,
+                    attempt,
+                    start.backend,
+                    now,
+                    self.me.host,
+                    self.me.boot_id,
+                    self.me.pid,
+                    self.me.start_ticks as i64
+                ],
+            )
+            .map_err(|e| self.err(e))?;
+            tx.execute(
+                "INSERT INTO transitions (execution_id, attempt, from_state, to_state, at, note)
+                 VALUES (?1, ?2, ?3, 'running', ?4, ?5)",
+                params![
+                    start.execution_id,
+                    attempt,
+                    previous.map(State::as_str),
+                    now,
+                    format!("attempt {attempt} on backend {}", start.backend)
+                ],
+            )
+            .map_err(|e| self.err(e))?;
+            Ok(attempt)
+        })
+    }
+
+    fn attempt_owner(
+        &self,
+        tx: &rusqlite::Transaction<'_>,
+        execution_id: &str,
+        attempt: u32,
+    ) -> Result<ProcessIdentity, JournalError> {
+        tx.query_row(
+            "SELECT owner_host, owner_boot_id, owner_pid, owner_start_ticks FROM attempts
+             WHERE execution_id = ?1 AND attempt = ?2",
+            params![execution_id, attempt],
+            |r| {
+                Ok(ProcessIdentity {
+                    host: r.get(0)?,
+                    boot_id: r.get(1)?,
+                    pid: r.get(2)?,
+                    start_ticks: r.get::<_, i64>(3)? as u64,
+                })
+            },
+        )
+        .map_err(|e| self.err(e))
+    }
+
+    fn attempt_state(
+        &self,
+        tx: &rusqlite::Transaction<'_>,
+        execution_id: &str,
+        attempt: u32,
+    ) -> Result<State, JournalError> {
+        let state: Option<String> = tx
+            .query_row(
+                "SELECT state FROM attempts WHERE execution_id = ?1 AND attempt = ?2",
+                params![execution_id, attempt],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(|e| self.err(e))?;
+        let state = state.ok_or_else(|| JournalError::NoSuchAttempt {
+            execution_id: execution_id.to_owned(),
+            attempt,
+        })?;
+        Ok(State::parse(&state).unwrap_or(State::Unknown))
+    }
+
+    /// Records a non-terminal state change (today: `cancel_requested`).
+    pub fn transition(
+        &self,
+        execution_id: &str,
+        attempt: u32,
+        to: State,
+        note: Option<&str>,
+    ) -> Result<(), JournalError> {
+        if to.is_terminal() {
+            return Err(JournalError::Invalid(format!(
+                "`{to}` is terminal: record it with finish_attempt"
+            )));
+        }
+        self.with_tx(|tx| {
+            let from = self.attempt_state(tx, execution_id, attempt)?;
+            if from.is_terminal() {
+                return Err(JournalError::AlreadyTerminal {
+                    execution_id: execution_id.to_owned(),
+                    attempt,
+                    state: from,
+                });
+            }
+            let now = now_rfc3339();
+            tx.execute(
+                "UPDATE attempts SET state = ?3 WHERE execution_id = ?1 AND attempt = ?2",
+                params![execution_id, attempt, to.as_str()],
+            )
+            .map_err(|e| self.err(e))?;
+            tx.execute(
+                "UPDATE executions SET state = ?3, updated_at = ?4,
+                     cancel_requested = cancel_requested OR ?5
+                 WHERE execution_id = ?1 AND attempts = ?2",
+                params![
+                    execution_id,
+                    attempt,
+                    to.as_str(),
+                    now,
+                    to == State::CancelRequested
+                ],
+            )
+            .map_err(|e| self.err(e))?;
+            tx.execute(
+                "INSERT INTO transitions (execution_id, attempt, from_state, to_state, at, note)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![execution_id, attempt, from.as_str(), to.as_str(), now, note],
+            )
+            .map_err(|e| self.err(e))?;
+            Ok(())
+        })
+    }
+
+    /// Records the outcome of an attempt; the execution takes it as its current state and
+    /// its usage becomes the sum over all attempts.
+    pub fn finish_attempt(
+        &self,
+        execution_id: &str,
+        attempt: u32,
+        end: &AttemptEnd<'_>,
+    ) -> Result<(), JournalError> {
+        if !end.outcome.is_terminal() {
+            return Err(JournalError::Invalid(format!(
+                "`{}` is not an outcome",
+                end.outcome
+            )));
+        }
+        self.with_tx(|tx| {
+            let from = self.attempt_state(tx, execution_id, attempt)?;
+            if from.is_terminal() {
+                return Err(JournalError::AlreadyTerminal {
+                    execution_id: execution_id.to_owned(),
+                    attempt,
+                    state: from,
+                });
+            }
+            let now = now_rfc3339();
+            tx.execute(
+                "UPDATE attempts SET state = ?3, finished_at = ?4, error_json = ?5,
+                     prompt_tokens = ?6, completion_tokens = ?7
+                 WHERE execution_id = ?1 AND attempt = ?2",
+                params![
+                    execution_id,
+                    attempt,
+                    end.outcome.as_str(),
+                    now,
+                    end.error_json,
+                    end.usage.prompt_tokens as i64,
+                    end.usage.completion_tokens as i64
+                ],
+            )
+            .map_err(|e| self.err(e))?;
+            tx.execute(
+                "UPDATE executions SET state = ?3, error_json = ?4, error_code = ?5,
+                     cancel_requested = cancel_requested OR ?6, updated_at = ?7,
+                     prompt_tokens = (SELECT COALESCE(SUM(prompt_tokens), 0) FROM attempts WHERE execution_id = ?1),
+                     completion_tokens = (SELECT COALESCE(SUM(completion_tokens), 0) FROM attempts WHERE execution_id = ?1)
+                 WHERE execution_id = ?1 AND attempts = ?2",
+                params![
+                    execution_id,
+                    attempt,
+                    end.outcome.as_str(),
+                    end.error_json,
+                    end.error_code,
+                    end.cancel_requested,
+                    now
+                ],
+            )
+            .map_err(|e| self.err(e))?;
+            tx.execute(
+                "INSERT INTO transitions (execution_id, attempt, from_state, to_state, at, note)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![
+                    execution_id,
+                    attempt,
+                    from.as_str(),
+                    end.outcome.as_str(),
+                    now,
+                    end.error_code
+                ],
+            )
+            .map_err(|e| self.err(e))?;
+            Ok(())
+        })
+    }
+
+    /// The most recent executions first.
+    pub fn list(&self, limit: u32) -> Result<Vec<ExecutionSummary>, JournalError> {
+        let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        let mut stmt = conn
+            .prepare(&format!(
+                "SELECT {SUMMARY_COLUMNS} FROM executions ORDER BY rowid DESC LIMIT ?1"
+            ))
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([limit], summary_from_row)
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.err(e))
+    }
+
+    /// Everything about one execution, or `None` when the id is not in the journal.
+    pub fn show(&self, execution_id: &str) -> Result<Option<ExecutionRecord>, JournalError> {
+        let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        let head = conn
+            .query_row(
+                &format!(
+                    "SELECT {SUMMARY_COLUMNS}, request_json, error_json FROM executions WHERE execution_id = ?1"
+                ),
+                [execution_id],
+                |r| Ok((summary_from_row(r)?, r.get::<_, Option<String>>(10)?, r.get::<_, Option<String>>(11)?)),
+            )
+            .optional()
+            .map_err(|e| self.err(e))?;
+        let Some((summary, request, error)) = head else {
+            return Ok(None);
+        };
+        let attempts = {
+            let mut stmt = conn
+                .prepare(
+                    "SELECT attempt, backend, state, started_at, finished_at, error_json, prompt_tokens,
+                         completion_tokens, owner_host, owner_boot_id, owner_pid, owner_start_ticks
+                     FROM attempts WHERE execution_id = ?1 ORDER BY attempt",
+                )
+                .map_err(|e| self.err(e))?;
+            let rows = stmt
+                .query_map([execution_id], |r| {
+                    Ok(AttemptRecord {
+                        attempt: r.get(0)?,
+                        backend: r.get(1)?,
+                        state: state_col(r.get(2)?),
+                        started_at: r.get(3)?,
+                        finished_at: r.get(4)?,
+                        error: json_or_text(r.get(5)?),
+                        usage: Usage {
+                            prompt_tokens: r.get::<_, i64>(6)? as u64,
+                            completion_tokens: r.get::<_, i64>(7)? as u64,
+                        },
+                        owner: ProcessIdentity {
+                            host: r.get(8)?,
+                            boot_id: r.get(9)?,
+                            pid: r.get(10)?,
+                            start_ticks: r.get::<_, i64>(11)? as u64,
+                        },
+                    })
+                })
+                .map_err(|e| self.err(e))?;
+            rows.collect::<Result<Vec<_>, _>>()
+                .map_err(|e| self.err(e))?
+        };
+        let transitions = {
+            let mut stmt = conn
+                .prepare(
+                    "SELECT attempt, from_state, to_state, at, note FROM transitions
+                     WHERE execution_id = ?1 ORDER BY seq",
+                )
+                .map_err(|e| self.err(e))?;
+            let rows = stmt
+                .query_map([execution_id], |r| {
+                    Ok(TransitionRecord {
+                        attempt: r.get(0)?,
+                        from: r.get::<_, Option<String>>(1)?.map(state_col),
+                        to: state_col(r.get(2)?),
+                        at: r.get(3)?,
+                        note: r.get(4)?,
+                    })
+                })
+                .map_err(|e| self.err(e))?;
+            rows.collect::<Result<Vec<_>, _>>()
+                .map_err(|e| self.err(e))?
+        };
+        Ok(Some(ExecutionRecord {
+            summary,
+            request: json_or_text(request),
+            error: json_or_text(error),
+            attempts,
+            transitions,
+        }))
+    }
+}
+
+const SUMMARY_COLUMNS: &str =
+    "execution_id, backend, state, attempts, error_code, cancel_requested,
+    prompt_tokens, completion_tokens, created_at, updated_at";
+
+fn summary_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ExecutionSummary> {
+    Ok(ExecutionSummary {
+        execution_id: r.get(0)?,
+        backend: r.get(1)?,
+        state: state_col(r.get(2)?),
+        attempts: r.get(3)?,
+        error_code: r.get(4)?,
+        cancel_requested: r.get(5)?,
+        usage: Usage {
+            prompt_tokens: r.get::<_, i64>(6)? as u64,
+            completion_tokens: r.get::<_, i64>(7)? as u64,
+        },
+        created_at: r.get(8)?,
+        updated_at: r.get(9)?,
+    })
+}
+
+/// A state column this build does not know (written by a newer one) reads as `unknown`:
+/// the honest reading of a value we cannot interpret.
+fn state_col(text: String) -> State {
+    State::parse(&text).unwrap_or(State::Unknown)
+}
