@@ -66,3 +66,6 @@ pub use types::{
 
 /// Re-exported so backends and callers name the same token type.
 pub use tokio_util::sync::CancellationToken;
+
+/// Re-exported: deadlines in the contract's API are `time::OffsetDateTime`.
+pub use time;

@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used)] // test helpers outside #[test] fns
 //! Whole-tree termination against real process trees built with `sh`.
 //!
 //! Every check of "nothing left" scans `/proc` for the tree's marker (and, where a

@@ -1,0 +1,256 @@
+#![allow(clippy::unwrap_used)] // test helpers outside #[test] fns
+//! The runtime's settling rules, with in-test backends that misbehave on purpose.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use agent_exec_contract::*;
+use agent_exec_runtime::conformance::RecordingJournal;
+use agent_exec_runtime::{RunOptions, Runtime};
+use async_trait::async_trait;
+use futures::StreamExt as _;
+
+type Behaviour = dyn Fn(&ExecutionContext) -> Option<ContractResult> + Send + Sync;
+
+/// A backend whose `execute` is a closure; `None` means "hang until canceled, then
+/// (if `honours_cancel`) return canceled, else never return".
+struct Fake {
+    verified: Vec<Capability>,
+    behaviour: Box<Behaviour>,
+    honours_cancel: bool,
+    calls: AtomicUsize,
+}
+
+impl Fake {
+    fn new(
+        verified: Vec<Capability>,
+        behaviour: impl Fn(&ExecutionContext) -> Option<ContractResult> + Send + Sync + 'static,
+    ) -> Fake {
+        Fake {
+            verified,
+            behaviour: Box::new(behaviour),
+            honours_cancel: true,
+            calls: AtomicUsize::new(0),
+        }
+    }
+}
+
+#[async_trait]
+impl Backend for Fake {
+    fn descriptor(&self) -> BackendDescriptor {
+        BackendDescriptor {
+            name: "fake".into(),
+            capabilities: Capability::KNOWN.to_vec(),
+            adapter_version: String::new(),
+        }
+    }
+    async fn verify(&self) -> Verification {
+        Verification {
+            verified: self.verified.clone(),
+            ..Default::default()
+        }
+    }
+    async fn execute(&self, _: &ContractRequest, ctx: ExecutionContext) -> ContractResult {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        if let Some(result) = (self.behaviour)(&ctx) {
+            return result;
+        }
+        ctx.cancellation.cancelled().await;
+        if !self.honours_cancel {
+            futures::future::pending::<()>().await;
+        }
+        ContractResult::with_error(
+            Outcome::Canceled,
+            Error::new(ErrorCode::Canceled, "stopped", SideEffects::None),
+        )
+    }
+}
+
+async fn resolved(fake: Arc<Fake>) -> Resolved {
+    let mut registry = Registry::new();
+    registry.register(fake).unwrap();
+    registry.resolve("fake", &[]).await.unwrap()
+}
+
+fn request(ws: &tempfile::TempDir) -> ContractRequest {
+    ContractRequest {
+        execution_id: "e1".into(),
+        prompt: "p".into(),
+        workspace: WorkspaceHandle {
+            root: ws.path().display().to_string(),
+            writable: vec![],
+        },
+        ..Default::default()
+    }
+}
+
+async fn cancel_soon(cancellation: Cancellation) {
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    cancellation.cancel(CancelCause::Caller);
+}
+
+#[tokio::test]
+async fn canceled_without_verified_cancel_is_unknown_with_cancel_requested() {
+    let ws = tempfile::tempdir().unwrap();
+    let fake = Arc::new(Fake::new(vec![Capability::Text], |_| None));
+    let backend = resolved(fake).await;
+    let options = RunOptions::default();
+    let trigger = options.cancellation.clone();
+    let runtime = Runtime::new();
+    let (result, ()) = tokio::join!(
+        runtime.run(request(&ws), &backend, options),
+        cancel_soon(trigger)
+    );
+    assert_eq!(result.outcome, Outcome::Unknown, "{result:?}");
+    let err = result.err.unwrap();
+    assert!(err.cancel_requested(), "{}", err.reason);
+    assert_eq!(err.side_effects, SideEffects::Possible);
+}
+
+#[tokio::test]
+async fn canceled_with_verified_cancel_stays_canceled() {
+    let ws = tempfile::tempdir().unwrap();
+    let fake = Arc::new(Fake::new(vec![Capability::Cancel], |_| None));
+    let backend = resolved(fake).await;
+    let options = RunOptions::default();
+    let trigger = options.cancellation.clone();
+    let runtime = Runtime::new();
+    let (result, ()) = tokio::join!(
+        runtime.run(request(&ws), &backend, options),
+        cancel_soon(trigger)
+    );
+    assert_eq!(result.outcome, Outcome::Canceled, "{result:?}");
+    assert_eq!(result.err.unwrap().side_effects, SideEffects::None);
+}
+
+#[tokio::test]
+async fn a_backend_that_ignores_cancel_is_abandoned_as_unknown() {
+    let ws = tempfile::tempdir().unwrap();
+    let mut fake = Fake::new(vec![Capability::Cancel], |_| None);
+    fake.honours_cancel = false;
+    let backend = resolved(Arc::new(fake)).await;
+    let journal = Arc::new(RecordingJournal::default());
+    let runtime = Runtime::new()
+        .with_journal(journal.clone())
+        .with_cancel_timeout(Duration::from_millis(200));
+    let mut req = request(&ws);
+    req.budget.deadline = Some(time::OffsetDateTime::now_utc() + time::Duration::milliseconds(100));
+    let result = runtime.run(req, &backend, RunOptions::default()).await;
+    assert_eq!(result.outcome, Outcome::Unknown, "{result:?}");
+    let err = result.err.unwrap();
+    assert_eq!(err.code, ErrorCode::DeadlineExceeded);
+    assert!(err.cancel_requested(), "{}", err.reason);
+    let states: Vec<AttemptState> = journal.states().into_iter().map(|s| s.2).collect();
+    assert_eq!(
+        states,
+        [
+            AttemptState::Running,
+            AttemptState::Canceling,
+            AttemptState::Unknown
+        ]
+    );
+}
+
+#[tokio::test]
+async fn unrecognised_outcome_and_success_with_error_are_unknown() {
+    let ws = tempfile::tempdir().unwrap();
+    let weird = resolved(Arc::new(Fake::new(vec![], |_| {
+        Some(ContractResult {
+            outcome: Outcome::Other("partial".into()),
+            ..ContractResult::succeeded("t")
+        })
+    })))
+    .await;
+    let result = Runtime::new()
+        .run(request(&ws), &weird, RunOptions::default())
+        .await;
+    assert_eq!(result.outcome, Outcome::Unknown);
+    assert_eq!(result.err.unwrap().code, ErrorCode::UnknownOutcome);
+
+    let contradictory = resolved(Arc::new(Fake::new(vec![], |_| {
+        Some(ContractResult {
+            err: Some(Error::new(ErrorCode::Internal, "oops", SideEffects::None)),
+            ..ContractResult::succeeded("t")
+        })
+    })))
+    .await;
+    let result = Runtime::new()
+        .run(request(&ws), &contradictory, RunOptions::default())
+        .await;
+    assert_eq!(result.outcome, Outcome::Unknown);
+}
+
+#[tokio::test]
+async fn a_tool_run_makes_side_effects_possible_and_blocks_fallback() {
+    let ws = tempfile::tempdir().unwrap();
+    let tooling = Arc::new(Fake::new(vec![], |ctx| {
+        ctx.events.emit(Event {
+            kind: EventKind::ToolExecStart,
+            text: String::new(),
+            tool: "http_post".into(),
+            detail: String::new(),
+        });
+        Some(ContractResult::failed(Error::new(
+            ErrorCode::ProviderRejected,
+            "no",
+            SideEffects::None,
+        )))
+    }));
+    let backend = resolved(tooling).await;
+    let fallback_fake = Arc::new(Fake::new(vec![], |_| {
+        Some(ContractResult::succeeded("fallback"))
+    }));
+    let fallback = resolved(fallback_fake.clone()).await;
+    let options = RunOptions {
+        fallback: Some(fallback),
+        step_retries: 3,
+        ..Default::default()
+    };
+    let result = Runtime::new().run(request(&ws), &backend, options).await;
+    assert_eq!(result.outcome, Outcome::Failed);
+    assert_eq!(result.err.unwrap().side_effects, SideEffects::Possible);
+    assert!(
+        result.logs.contains("tools run: http_post"),
+        "{}",
+        result.logs
+    );
+    assert_eq!(fallback_fake.calls.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn every_event_arrives_in_order_before_run_returns() {
+    let ws = tempfile::tempdir().unwrap();
+    let chatty = Arc::new(Fake::new(vec![], |ctx| {
+        for i in 0..20_000 {
+            ctx.events.emit(Event::text_delta(i.to_string()));
+        }
+        Some(ContractResult::succeeded("done"))
+    }));
+    let backend = resolved(chatty).await;
+    let (sink, receiver) = EventSink::channel();
+    let options = RunOptions {
+        events: sink,
+        ..Default::default()
+    };
+    let result = Runtime::new().run(request(&ws), &backend, options).await;
+    assert_eq!(result.outcome, Outcome::Succeeded);
+    // The runtime dropped its sender copies: the stream ends, and holds everything.
+    let texts: Vec<String> = receiver.map(|e| e.text).collect().await;
+    assert_eq!(texts.len(), 20_000);
+    assert!(texts.iter().enumerate().all(|(i, t)| *t == i.to_string()));
+}
+
+#[tokio::test]
+async fn empty_execution_id_is_refused_before_dispatch() {
+    let ws = tempfile::tempdir().unwrap();
+    let fake = Arc::new(Fake::new(vec![], |_| Some(ContractResult::succeeded("x"))));
+    let backend = resolved(fake.clone()).await;
+    let mut req = request(&ws);
+    req.execution_id = " ".into();
+    let result = Runtime::new()
+        .run(req, &backend, RunOptions::default())
+        .await;
+    assert_eq!(result.outcome, Outcome::Failed);
+    assert_eq!(fake.calls.load(Ordering::SeqCst), 0);
+}
