@@ -227,8 +227,7 @@ fn nul_empty_and_relative_base_fail_closed() {
 fn unreadable_components_fail_closed() {
     let t = Tree::new();
     // A name longer than NAME_MAX cannot be examined (ENAMETOOLONG): refused, not
-    // treated as a missing tail. (Permission-denied takes the same branch; the tests
-    // run as root here, where it cannot be provoked.)
+    // treated as a missing tail. (Permission denied: see tests/permission.rs.)
     let long = "x".repeat(300);
     assert!(matches!(
         t.root.contains(format!("src/{long}/y"), t.root.path()),
