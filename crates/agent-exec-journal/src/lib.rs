@@ -5,7 +5,8 @@
 //! and after everything else has happened: the execution id, each attempt (a step retry
 //! or a controlled fallback reuses the id and gets the next attempt number), every state
 //! transition, the outcome, the contract's `Error` and the token usage. `runs`,
-//! `runs show` and resume read it back.
+//! `runs show` and resume read it back. [`Journal`] implements the contract's
+//! `JournalHook` port, which is how the runtime writes to it.
 //!
 //! # Design
 //! * One file by default: SQLite in WAL mode (readers never block the runner), every write
@@ -18,7 +19,7 @@
 //!   [`JournalLocation`] (a path, or a `postgres://` URL).
 //!
 //! # Invariants
-//! * **Never a guess.** On open, every attempt left `running`/`cancel_requested` by a
+//! * **Never a guess.** On open, every execution left `running`/`canceling` by a
 //!   process that is provably gone becomes `unknown`, with error code
 //!   `agent.unknown_outcome`, `side_effects: "possible"`, and a transition whose note says
 //!   how we know the owner is gone. The owner is identified by host, boot id, pid and
@@ -35,6 +36,7 @@
 //! No retention/pruning, no TLS for PostgreSQL (use a loopback server, socket or tunnel),
 //! no heartbeat lease (so another host's orphaned attempts wait for an open on that host).
 
+mod hook;
 pub mod owner;
 mod postgres;
 mod record;
@@ -45,7 +47,7 @@ use std::path::{Path, PathBuf};
 pub use owner::ProcessIdentity;
 pub use postgres::{PgJournal, redact_url};
 pub use record::{
-    AttemptEnd, AttemptRecord, AttemptStart, ExecutionRecord, ExecutionSummary, Recovered, State,
+    AttemptRecord, End, ExecutionRecord, ExecutionStart, ExecutionSummary, Prior, Recovered, State,
     TransitionRecord, Usage,
 };
 pub use sqlite::SqliteJournal;
@@ -87,6 +89,8 @@ pub enum JournalError {
         pid: u32,
         host: String,
     },
+    #[error("execution {0:?} is not in the journal")]
+    NoSuchExecution(String),
     #[error("execution {execution_id:?} has no attempt {attempt}")]
     NoSuchAttempt { execution_id: String, attempt: u32 },
     #[error("execution {execution_id:?} attempt {attempt} is already {state}")]
@@ -167,10 +171,22 @@ impl Journal {
         Ok((Journal::Sqlite(journal), recovered))
     }
 
-    pub async fn start_attempt(&self, start: &AttemptStart<'_>) -> Result<u32, JournalError> {
+    pub async fn start_execution(&self, start: &ExecutionStart<'_>) -> Result<Prior, JournalError> {
         match self {
-            Journal::Sqlite(j) => j.start_attempt(start),
-            Journal::Postgres(j) => j.start_attempt(start).await,
+            Journal::Sqlite(j) => j.start_execution(start),
+            Journal::Postgres(j) => j.start_execution(start).await,
+        }
+    }
+
+    pub async fn start_attempt(
+        &self,
+        execution_id: &str,
+        attempt: u32,
+        backend: &str,
+    ) -> Result<(), JournalError> {
+        match self {
+            Journal::Sqlite(j) => j.start_attempt(execution_id, attempt, backend),
+            Journal::Postgres(j) => j.start_attempt(execution_id, attempt, backend).await,
         }
     }
 
@@ -191,11 +207,22 @@ impl Journal {
         &self,
         execution_id: &str,
         attempt: u32,
-        end: &AttemptEnd<'_>,
+        end: &End<'_>,
     ) -> Result<(), JournalError> {
         match self {
             Journal::Sqlite(j) => j.finish_attempt(execution_id, attempt, end),
             Journal::Postgres(j) => j.finish_attempt(execution_id, attempt, end).await,
+        }
+    }
+
+    pub async fn finish_execution(
+        &self,
+        execution_id: &str,
+        end: &End<'_>,
+    ) -> Result<(), JournalError> {
+        match self {
+            Journal::Sqlite(j) => j.finish_execution(execution_id, end),
+            Journal::Postgres(j) => j.finish_execution(execution_id, end).await,
         }
     }
 

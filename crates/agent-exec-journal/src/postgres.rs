@@ -12,9 +12,10 @@ use tokio_postgres::{Client, NoTls, Row, Transaction};
 
 use crate::owner::{Liveness, ProcessIdentity};
 use crate::record::{
-    AttemptEnd, AttemptRecord, AttemptStart, ExecutionRecord, ExecutionSummary, Recovered, State,
+    AttemptRecord, End, ExecutionRecord, ExecutionStart, ExecutionSummary, Prior, Recovered, State,
     TransitionRecord, Usage, json_or_text,
 };
+use crate::sqlite::check_outcome;
 use crate::{JournalError, now_rfc3339, recovery_error_json};
 
 const SCHEMA_VERSION: i32 = 1;
@@ -33,14 +34,21 @@ CREATE TABLE IF NOT EXISTS agent_exec_executions (
     state             TEXT NOT NULL,
     attempts          INTEGER NOT NULL,
     request_json      TEXT,
+    deadline          TEXT,
     error_json        TEXT,
     error_code        TEXT,
     cancel_requested  BOOLEAN NOT NULL DEFAULT FALSE,
     prompt_tokens     BIGINT NOT NULL DEFAULT 0,
     completion_tokens BIGINT NOT NULL DEFAULT 0,
+    owner_host        TEXT NOT NULL,
+    owner_boot_id     TEXT NOT NULL,
+    owner_pid         BIGINT NOT NULL,
+    owner_start_ticks BIGINT NOT NULL,
     created_at        TEXT NOT NULL,
     updated_at        TEXT NOT NULL
 );
+CREATE INDEX IF NOT EXISTS agent_exec_executions_open ON agent_exec_executions(owner_host)
+    WHERE state IN ('running', 'canceling');
 CREATE TABLE IF NOT EXISTS agent_exec_attempts (
     execution_id      TEXT NOT NULL REFERENCES agent_exec_executions(execution_id),
     attempt           INTEGER NOT NULL,
@@ -57,8 +65,6 @@ CREATE TABLE IF NOT EXISTS agent_exec_attempts (
     owner_start_ticks BIGINT NOT NULL,
     PRIMARY KEY (execution_id, attempt)
 );
-CREATE INDEX IF NOT EXISTS agent_exec_attempts_open ON agent_exec_attempts(owner_host)
-    WHERE state IN ('running', 'cancel_requested');
 CREATE TABLE IF NOT EXISTS agent_exec_transitions (
     seq          BIGSERIAL PRIMARY KEY,
     execution_id TEXT NOT NULL REFERENCES agent_exec_executions(execution_id),
@@ -187,15 +193,42 @@ impl PgJournal {
         tx.commit().await.map_err(|e| self.err(e))
     }
 
-    /// Marks every open attempt of this host whose owner is provably gone as `unknown`.
+    async fn log(
+        &self,
+        tx: &Transaction<'_>,
+        execution_id: &str,
+        attempt: u32,
+        from: Option<State>,
+        to: State,
+        note: Option<&str>,
+    ) -> Result<(), JournalError> {
+        tx.execute(
+            "INSERT INTO agent_exec_transitions (execution_id, attempt, from_state, to_state, at, note)
+             VALUES ($1, $2, $3, $4, $5, $6)",
+            &[
+                &execution_id,
+                &(attempt as i32),
+                &from.map(State::as_str),
+                &to.as_str(),
+                &now_rfc3339(),
+                &note,
+            ],
+        )
+        .await
+        .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    /// Marks every open execution of this host whose owner is provably gone as `unknown`.
     pub async fn recover(&self) -> Result<Vec<Recovered>, JournalError> {
         let mut client = self.client.lock().await;
         let tx = client.transaction().await.map_err(|e| self.err(e))?;
         let rows = tx
             .query(
-                "SELECT execution_id, attempt, state, owner_host, owner_boot_id, owner_pid, owner_start_ticks
-                 FROM agent_exec_attempts
-                 WHERE state IN ('running', 'cancel_requested') AND owner_host = $1
+                "SELECT execution_id, attempts, state, owner_host, owner_boot_id, owner_pid,
+                     owner_start_ticks
+                 FROM agent_exec_executions
+                 WHERE state IN ('running', 'canceling') AND owner_host = $1
                  FOR UPDATE",
                 &[&self.me.host],
             )
@@ -233,144 +266,151 @@ impl PgJournal {
     ) -> Result<(), JournalError> {
         let now = now_rfc3339();
         let error = recovery_error_json(reason);
-        let attempt = attempt as i32;
-        let cancel_requested = previous == State::CancelRequested;
         tx.execute(
-            "UPDATE agent_exec_attempts SET state = 'unknown', finished_at = $3, error_json = $4
-             WHERE execution_id = $1 AND attempt = $2",
-            &[&execution_id, &attempt, &now, &error],
+            "UPDATE agent_exec_attempts SET state = 'unknown', finished_at = $2, error_json = $3
+             WHERE execution_id = $1 AND state IN ('running', 'canceling')",
+            &[&execution_id, &now, &error],
         )
         .await
         .map_err(|e| self.err(e))?;
         tx.execute(
-            "UPDATE agent_exec_executions SET state = 'unknown', error_json = $3,
-                 error_code = 'agent.unknown_outcome', cancel_requested = cancel_requested OR $4,
-                 updated_at = $5
-             WHERE execution_id = $1 AND attempts = $2",
-            &[&execution_id, &attempt, &error, &cancel_requested, &now],
+            "UPDATE agent_exec_executions SET state = 'unknown', error_json = $2,
+                 error_code = 'agent.unknown_outcome', cancel_requested = cancel_requested OR $3,
+                 updated_at = $4
+             WHERE execution_id = $1",
+            &[&execution_id, &error, &(previous == State::Canceling), &now],
         )
         .await
         .map_err(|e| self.err(e))?;
-        tx.execute(
-            "INSERT INTO agent_exec_transitions (execution_id, attempt, from_state, to_state, at, note)
-             VALUES ($1, $2, $3, 'unknown', $4, $5)",
-            &[&execution_id, &attempt, &previous.as_str(), &now, &reason],
+        self.log(
+            tx,
+            execution_id,
+            attempt,
+            Some(previous),
+            State::Unknown,
+            Some(reason),
         )
         .await
-        .map_err(|e| self.err(e))?;
-        Ok(())
     }
 
-    /// See [`crate::SqliteJournal::start_attempt`].
-    pub async fn start_attempt(&self, start: &AttemptStart<'_>) -> Result<u32, JournalError> {
+    /// See [`crate::SqliteJournal::start_execution`].
+    pub async fn start_execution(&self, start: &ExecutionStart<'_>) -> Result<Prior, JournalError> {
         let mut client = self.client.lock().await;
         let tx = client.transaction().await.map_err(|e| self.err(e))?;
         let now = now_rfc3339();
+        let me = &self.me;
         let existing = tx
             .query_opt(
-                "SELECT state, attempts FROM agent_exec_executions WHERE execution_id = $1 FOR UPDATE",
+                "SELECT state, attempts, deadline, prompt_tokens, completion_tokens,
+                     owner_host, owner_boot_id, owner_pid, owner_start_ticks
+                 FROM agent_exec_executions WHERE execution_id = $1 FOR UPDATE",
                 &[&start.execution_id],
             )
             .await
             .map_err(|e| self.err(e))?;
-        let (previous, attempt): (Option<State>, i32) = match existing {
-            None => {
-                tx.execute(
-                    "INSERT INTO agent_exec_executions
-                         (execution_id, backend, state, attempts, request_json, created_at, updated_at)
-                     VALUES ($1, $2, 'running', 1, $3, $4, $4)",
-                    &[&start.execution_id, &start.backend, &start.request_json, &now],
-                )
-                .await
-                .map_err(|e| self.err(e))?;
-                (None, 1)
-            }
-            Some(row) => {
-                let mut previous = state_col(row.get(0));
-                let attempts: i32 = row.get(1);
-                if !previous.is_terminal() {
-                    let owner_row = tx
-                        .query_one(
-                            "SELECT owner_host, owner_boot_id, owner_pid, owner_start_ticks
-                             FROM agent_exec_attempts WHERE execution_id = $1 AND attempt = $2",
-                            &[&start.execution_id, &attempts],
-                        )
-                        .await
-                        .map_err(|e| self.err(e))?;
-                    let owner = owner_from(&owner_row, 0);
-                    match owner.liveness(&self.me) {
-                        Liveness::Dead(reason) => {
-                            self.mark_unknown(
-                                &tx,
-                                start.execution_id,
-                                attempts as u32,
-                                previous,
-                                &reason,
-                            )
-                            .await?;
-                            previous = State::Unknown;
-                        }
-                        Liveness::Alive | Liveness::Foreign => {
-                            return Err(JournalError::Busy {
-                                execution_id: start.execution_id.to_owned(),
-                                pid: owner.pid,
-                                host: owner.host,
-                            });
-                        }
-                    }
-                }
-                let attempt = attempts + 1;
-                tx.execute(
-                    "UPDATE agent_exec_executions SET backend = $2, state = 'running', attempts = $3,
-                         error_json = NULL, error_code = NULL, updated_at = $4,
-                         request_json = COALESCE(request_json, $5)
-                     WHERE execution_id = $1",
-                    &[
-                        &start.execution_id,
-                        &start.backend,
-                        &attempt,
-                        &now,
-                        &start.request_json,
-                    ],
-                )
-                .await
-                .map_err(|e| self.err(e))?;
-                (Some(previous), attempt)
-            }
+        let Some(row) = existing else {
+            tx.execute(
+                "INSERT INTO agent_exec_executions (execution_id, backend, state, attempts,
+                     request_json, deadline, owner_host, owner_boot_id, owner_pid,
+                     owner_start_ticks, created_at, updated_at)
+                 VALUES ($1, $2, 'running', 0, $3, $4, $5, $6, $7, $8, $9, $9)",
+                &[
+                    &start.execution_id,
+                    &start.backend,
+                    &start.request_json,
+                    &start.deadline,
+                    &me.host,
+                    &me.boot_id,
+                    &i64::from(me.pid),
+                    &(me.start_ticks as i64),
+                    &now,
+                ],
+            )
+            .await
+            .map_err(|e| self.err(e))?;
+            self.log(
+                &tx,
+                start.execution_id,
+                0,
+                None,
+                State::Running,
+                Some("execution started"),
+            )
+            .await?;
+            tx.commit().await.map_err(|e| self.err(e))?;
+            return Ok(Prior::default());
         };
+        let mut previous = state_col(row.get(0));
+        let attempts = row.get::<_, i32>(1) as u32;
+        let deadline: Option<String> = row.get(2);
+        let usage = usage_from(&row, 3);
+        let owner = owner_from(&row, 5);
+        if !previous.is_terminal() {
+            match owner.liveness(me) {
+                Liveness::Dead(reason) => {
+                    self.mark_unknown(&tx, start.execution_id, attempts, previous, &reason)
+                        .await?;
+                    previous = State::Unknown;
+                }
+                Liveness::Alive | Liveness::Foreign => {
+                    return Err(JournalError::Busy {
+                        execution_id: start.execution_id.to_owned(),
+                        pid: owner.pid,
+                        host: owner.host,
+                    });
+                }
+            }
+        }
         tx.execute(
-            "INSERT INTO agent_exec_attempts (execution_id, attempt, backend, state, started_at,
-                 owner_host, owner_boot_id, owner_pid, owner_start_ticks)
-             VALUES ($1, $2, $3, 'running', $4, $5, $6, $7, $8)",
+            "UPDATE agent_exec_executions SET state = 'running', error_json = NULL, error_code = NULL,
+                 request_json = COALESCE(request_json, $2), deadline = COALESCE(deadline, $3),
+                 owner_host = $4, owner_boot_id = $5, owner_pid = $6, owner_start_ticks = $7,
+                 updated_at = $8
+             WHERE execution_id = $1",
             &[
                 &start.execution_id,
-                &attempt,
-                &start.backend,
+                &start.request_json,
+                &start.deadline,
+                &me.host,
+                &me.boot_id,
+                &i64::from(me.pid),
+                &(me.start_ticks as i64),
                 &now,
-                &self.me.host,
-                &self.me.boot_id,
-                &i64::from(self.me.pid),
-                &(self.me.start_ticks as i64),
             ],
         )
         .await
         .map_err(|e| self.err(e))?;
-        let note = format!("attempt {attempt} on backend {}", start.backend);
-        tx.execute(
-            "INSERT INTO agent_exec_transitions (execution_id, attempt, from_state, to_state, at, note)
-             VALUES ($1, $2, $3, 'running', $4, $5)",
-            &[
-                &start.execution_id,
-                &attempt,
-                &previous.map(State::as_str),
-                &now,
-                &note,
-            ],
+        self.log(
+            &tx,
+            start.execution_id,
+            attempts,
+            Some(previous),
+            State::Running,
+            Some("execution continued (step retry)"),
         )
-        .await
-        .map_err(|e| self.err(e))?;
+        .await?;
         tx.commit().await.map_err(|e| self.err(e))?;
-        Ok(attempt as u32)
+        Ok(Prior {
+            attempts,
+            usage,
+            deadline: deadline.or_else(|| start.deadline.map(str::to_owned)),
+        })
+    }
+
+    async fn execution_state(
+        &self,
+        tx: &Transaction<'_>,
+        execution_id: &str,
+    ) -> Result<(State, u32), JournalError> {
+        let row = tx
+            .query_opt(
+                "SELECT state, attempts FROM agent_exec_executions WHERE execution_id = $1 FOR UPDATE",
+                &[&execution_id],
+            )
+            .await
+            .map_err(|e| self.err(e))?
+            .ok_or_else(|| JournalError::NoSuchExecution(execution_id.to_owned()))?;
+        Ok((state_col(row.get(0)), row.get::<_, i32>(1) as u32))
     }
 
     async fn attempt_state(
@@ -391,6 +431,70 @@ impl PgJournal {
                 attempt,
             })?;
         Ok(state_col(row.get(0)))
+    }
+
+    /// See [`crate::SqliteJournal::start_attempt`].
+    pub async fn start_attempt(
+        &self,
+        execution_id: &str,
+        attempt: u32,
+        backend: &str,
+    ) -> Result<(), JournalError> {
+        let mut client = self.client.lock().await;
+        let tx = client.transaction().await.map_err(|e| self.err(e))?;
+        let (state, attempts) = self.execution_state(&tx, execution_id).await?;
+        if state.is_terminal() {
+            return Err(JournalError::AlreadyTerminal {
+                execution_id: execution_id.to_owned(),
+                attempt,
+                state,
+            });
+        }
+        if attempt != attempts + 1 {
+            return Err(JournalError::Invalid(format!(
+                "execution {execution_id:?} has {attempts} attempts; the next is {}, not {attempt}",
+                attempts + 1
+            )));
+        }
+        let now = now_rfc3339();
+        let me = &self.me;
+        let n = attempt as i32;
+        tx.execute(
+            "INSERT INTO agent_exec_attempts (execution_id, attempt, backend, state, started_at,
+                 owner_host, owner_boot_id, owner_pid, owner_start_ticks)
+             VALUES ($1, $2, $3, 'running', $4, $5, $6, $7, $8)",
+            &[
+                &execution_id,
+                &n,
+                &backend,
+                &now,
+                &me.host,
+                &me.boot_id,
+                &i64::from(me.pid),
+                &(me.start_ticks as i64),
+            ],
+        )
+        .await
+        .map_err(|e| self.err(e))?;
+        tx.execute(
+            "UPDATE agent_exec_executions SET attempts = $2, backend = $3, state = 'running',
+                 updated_at = $4
+             WHERE execution_id = $1",
+            &[&execution_id, &n, &backend, &now],
+        )
+        .await
+        .map_err(|e| self.err(e))?;
+        let note = format!("attempt {attempt} on backend {backend}");
+        self.log(
+            &tx,
+            execution_id,
+            attempt,
+            None,
+            State::Running,
+            Some(&note),
+        )
+        .await?;
+        tx.commit().await.map_err(|e| self.err(e))
     }
 
     /// See [`crate::SqliteJournal::transition`].
@@ -416,7 +520,9 @@ impl PgJournal {
                 state: from,
             });
         }
-        let now = now_rfc3339();
+        if from == to {
+            return Ok(());
+        }
         let n = attempt as i32;
         tx.execute(
             "UPDATE agent_exec_attempts SET state = $3 WHERE execution_id = $1 AND attempt = $2",
@@ -432,19 +538,14 @@ impl PgJournal {
                 &execution_id,
                 &n,
                 &to.as_str(),
-                &now,
-                &(to == State::CancelRequested),
+                &now_rfc3339(),
+                &(to == State::Canceling),
             ],
         )
         .await
         .map_err(|e| self.err(e))?;
-        tx.execute(
-            "INSERT INTO agent_exec_transitions (execution_id, attempt, from_state, to_state, at, note)
-             VALUES ($1, $2, $3, $4, $5, $6)",
-            &[&execution_id, &n, &from.as_str(), &to.as_str(), &now, &note],
-        )
-        .await
-        .map_err(|e| self.err(e))?;
+        self.log(&tx, execution_id, attempt, Some(from), to, note)
+            .await?;
         tx.commit().await.map_err(|e| self.err(e))
     }
 
@@ -453,14 +554,9 @@ impl PgJournal {
         &self,
         execution_id: &str,
         attempt: u32,
-        end: &AttemptEnd<'_>,
+        end: &End<'_>,
     ) -> Result<(), JournalError> {
-        if !end.outcome.is_terminal() {
-            return Err(JournalError::Invalid(format!(
-                "`{}` is not an outcome",
-                end.outcome
-            )));
-        }
+        check_outcome(end.outcome)?;
         let mut client = self.client.lock().await;
         let tx = client.transaction().await.map_err(|e| self.err(e))?;
         let from = self.attempt_state(&tx, execution_id, attempt).await?;
@@ -472,14 +568,13 @@ impl PgJournal {
             });
         }
         let now = now_rfc3339();
-        let n = attempt as i32;
         tx.execute(
             "UPDATE agent_exec_attempts SET state = $3, finished_at = $4, error_json = $5,
                  prompt_tokens = $6, completion_tokens = $7
              WHERE execution_id = $1 AND attempt = $2",
             &[
                 &execution_id,
-                &n,
+                &(attempt as i32),
                 &end.outcome.as_str(),
                 &now,
                 &end.error_json,
@@ -490,37 +585,67 @@ impl PgJournal {
         .await
         .map_err(|e| self.err(e))?;
         tx.execute(
-            "UPDATE agent_exec_executions SET state = $3, error_json = $4, error_code = $5,
-                 cancel_requested = cancel_requested OR $6, updated_at = $7,
+            "UPDATE agent_exec_executions SET updated_at = $2,
                  prompt_tokens = (SELECT COALESCE(SUM(prompt_tokens), 0) FROM agent_exec_attempts WHERE execution_id = $1),
                  completion_tokens = (SELECT COALESCE(SUM(completion_tokens), 0) FROM agent_exec_attempts WHERE execution_id = $1)
-             WHERE execution_id = $1 AND attempts = $2",
+             WHERE execution_id = $1",
+            &[&execution_id, &now],
+        )
+        .await
+        .map_err(|e| self.err(e))?;
+        self.log(
+            &tx,
+            execution_id,
+            attempt,
+            Some(from),
+            end.outcome,
+            end.error_code,
+        )
+        .await?;
+        tx.commit().await.map_err(|e| self.err(e))
+    }
+
+    /// See [`crate::SqliteJournal::finish_execution`].
+    pub async fn finish_execution(
+        &self,
+        execution_id: &str,
+        end: &End<'_>,
+    ) -> Result<(), JournalError> {
+        check_outcome(end.outcome)?;
+        let mut client = self.client.lock().await;
+        let tx = client.transaction().await.map_err(|e| self.err(e))?;
+        let (from, attempts) = self.execution_state(&tx, execution_id).await?;
+        if from.is_terminal() {
+            return Err(JournalError::AlreadyTerminal {
+                execution_id: execution_id.to_owned(),
+                attempt: attempts,
+                state: from,
+            });
+        }
+        tx.execute(
+            "UPDATE agent_exec_executions SET state = $2, error_json = $3, error_code = $4,
+                 cancel_requested = cancel_requested OR $5, updated_at = $6
+             WHERE execution_id = $1",
             &[
                 &execution_id,
-                &n,
                 &end.outcome.as_str(),
                 &end.error_json,
                 &end.error_code,
                 &end.cancel_requested,
-                &now,
+                &now_rfc3339(),
             ],
         )
         .await
         .map_err(|e| self.err(e))?;
-        tx.execute(
-            "INSERT INTO agent_exec_transitions (execution_id, attempt, from_state, to_state, at, note)
-             VALUES ($1, $2, $3, $4, $5, $6)",
-            &[
-                &execution_id,
-                &n,
-                &from.as_str(),
-                &end.outcome.as_str(),
-                &now,
-                &end.error_code,
-            ],
+        self.log(
+            &tx,
+            execution_id,
+            attempts,
+            Some(from),
+            end.outcome,
+            Some(end.error_code.unwrap_or("execution finished")),
         )
-        .await
-        .map_err(|e| self.err(e))?;
+        .await?;
         tx.commit().await.map_err(|e| self.err(e))
     }
 
@@ -545,8 +670,9 @@ impl PgJournal {
         let Some(head) = client
             .query_opt(
                 &format!(
-                    "SELECT {SUMMARY_COLUMNS}, request_json, error_json FROM agent_exec_executions
-                     WHERE execution_id = $1"
+                    "SELECT {SUMMARY_COLUMNS}, request_json, error_json, owner_host, owner_boot_id,
+                         owner_pid, owner_start_ticks
+                     FROM agent_exec_executions WHERE execution_id = $1"
                 ),
                 &[&execution_id],
             )
@@ -572,10 +698,7 @@ impl PgJournal {
                 started_at: r.get(3),
                 finished_at: r.get(4),
                 error: json_or_text(r.get(5)),
-                usage: Usage {
-                    prompt_tokens: r.get::<_, i64>(6) as u64,
-                    completion_tokens: r.get::<_, i64>(7) as u64,
-                },
+                usage: usage_from(r, 6),
                 owner: owner_from(r, 8),
             })
             .collect();
@@ -598,17 +721,18 @@ impl PgJournal {
             .collect();
         Ok(Some(ExecutionRecord {
             summary: summary_from_row(&head),
-            request: json_or_text(head.get(10)),
-            error: json_or_text(head.get(11)),
+            request: json_or_text(head.get(11)),
+            error: json_or_text(head.get(12)),
             attempts,
             transitions,
+            owner: owner_from(&head, 13),
         }))
     }
 }
 
 const SUMMARY_COLUMNS: &str =
     "execution_id, backend, state, attempts, error_code, cancel_requested,
-    prompt_tokens, completion_tokens, created_at, updated_at";
+    prompt_tokens, completion_tokens, deadline, created_at, updated_at";
 
 fn summary_from_row(r: &Row) -> ExecutionSummary {
     ExecutionSummary {
@@ -618,12 +742,17 @@ fn summary_from_row(r: &Row) -> ExecutionSummary {
         attempts: r.get::<_, i32>(3) as u32,
         error_code: r.get(4),
         cancel_requested: r.get(5),
-        usage: Usage {
-            prompt_tokens: r.get::<_, i64>(6) as u64,
-            completion_tokens: r.get::<_, i64>(7) as u64,
-        },
-        created_at: r.get(8),
-        updated_at: r.get(9),
+        usage: usage_from(r, 6),
+        deadline: r.get(8),
+        created_at: r.get(9),
+        updated_at: r.get(10),
+    }
+}
+
+fn usage_from(r: &Row, first: usize) -> Usage {
+    Usage {
+        prompt_tokens: r.get::<_, i64>(first).max(0) as u64,
+        completion_tokens: r.get::<_, i64>(first + 1).max(0) as u64,
     }
 }
 
@@ -632,7 +761,7 @@ fn owner_from(r: &Row, first: usize) -> ProcessIdentity {
         host: r.get(first),
         boot_id: r.get(first + 1),
         pid: u32::try_from(r.get::<_, i64>(first + 2)).unwrap_or(0),
-        start_ticks: r.get::<_, i64>(first + 3) as u64,
+        start_ticks: r.get::<_, i64>(first + 3).max(0) as u64,
     }
 }
 

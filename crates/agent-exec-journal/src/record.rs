@@ -6,7 +6,7 @@ use crate::owner::ProcessIdentity;
 
 /// The lifecycle state of one execution (and, for its attempts, of one attempt).
 ///
-/// `Running` and `CancelRequested` are the only non-terminal states; the other four are
+/// `Running` and `Canceling` are the only non-terminal states; the other four are
 /// exactly the contract's outcomes. A row left non-terminal by a dead process becomes
 /// `Unknown` on the next open; nothing else ever changes a terminal state except a new
 /// attempt under the same execution id (a step retry), which is recorded as a transition.
@@ -14,7 +14,7 @@ use crate::owner::ProcessIdentity;
 #[serde(rename_all = "snake_case")]
 pub enum State {
     Running,
-    CancelRequested,
+    Canceling,
     Succeeded,
     Failed,
     Canceled,
@@ -24,7 +24,7 @@ pub enum State {
 impl State {
     pub const ALL: [State; 6] = [
         State::Running,
-        State::CancelRequested,
+        State::Canceling,
         State::Succeeded,
         State::Failed,
         State::Canceled,
@@ -36,7 +36,7 @@ impl State {
     pub fn as_str(self) -> &'static str {
         match self {
             State::Running => "running",
-            State::CancelRequested => "cancel_requested",
+            State::Canceling => "canceling",
             State::Succeeded => "succeeded",
             State::Failed => "failed",
             State::Canceled => "canceled",
@@ -51,7 +51,7 @@ impl State {
 
     /// True for the four outcomes of the contract.
     pub fn is_terminal(self) -> bool {
-        !matches!(self, State::Running | State::CancelRequested)
+        !matches!(self, State::Running | State::Canceling)
     }
 }
 
@@ -68,27 +68,39 @@ pub struct Usage {
     pub completion_tokens: u64,
 }
 
-/// A new attempt of an execution. The first attempt creates the execution; later ones
-/// (step retries, controlled fallback) reuse its id, as invariant 1 requires.
+/// The start (or, for a step retry, the continuation) of an execution.
 #[derive(Debug, Clone)]
-pub struct AttemptStart<'a> {
+pub struct ExecutionStart<'a> {
     pub execution_id: &'a str,
-    /// Canonical backend name of this attempt.
+    /// Canonical backend name of the first attempt to come.
     pub backend: &'a str,
     /// The request as JSON (the contract's Go-tag shape), kept for `runs show` and resume.
-    /// Stored once, from the first attempt.
+    /// Stored once, from the first start.
     pub request_json: Option<&'a str>,
+    /// The execution's deadline (RFC 3339), kept from the first start: all attempts share
+    /// one deadline, even attempts made by later processes.
+    pub deadline: Option<&'a str>,
 }
 
-/// The terminal record of an attempt (and of its execution).
+/// What earlier attempts under the same execution id left.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Prior {
+    pub attempts: u32,
+    pub usage: Usage,
+    pub deadline: Option<String>,
+}
+
+/// The terminal record of an attempt, or of its execution.
 #[derive(Debug, Clone)]
-pub struct AttemptEnd<'a> {
+pub struct End<'a> {
     /// One of the four terminal states.
     pub outcome: State,
     /// The contract's `Error` as JSON (`{"code":…,"side_effects":…}`), when there is one.
     pub error_json: Option<&'a str>,
     /// The error code alone, for listing and filtering.
     pub error_code: Option<&'a str>,
+    /// For an attempt: its own usage. Ignored for an execution, whose usage is always the
+    /// sum over its attempts.
     pub usage: Usage,
     /// Set when a cancel was asked for and could not be confirmed (invariant 4).
     pub cancel_requested: bool,
@@ -107,6 +119,8 @@ pub struct ExecutionSummary {
     pub cancel_requested: bool,
     /// Sum over all attempts.
     pub usage: Usage,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<String>,
     pub created_at: String,
     pub updated_at: String,
 }
@@ -149,6 +163,8 @@ pub struct ExecutionRecord {
     pub error: Option<serde_json::Value>,
     pub attempts: Vec<AttemptRecord>,
     pub transitions: Vec<TransitionRecord>,
+    /// The process that last started this execution.
+    pub owner: ProcessIdentity,
 }
 
 /// An execution that the open found orphaned and marked `unknown`.

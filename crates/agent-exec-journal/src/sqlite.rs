@@ -8,11 +8,11 @@
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 
 use crate::owner::{Liveness, ProcessIdentity};
 use crate::record::{
-    AttemptEnd, AttemptRecord, AttemptStart, ExecutionRecord, ExecutionSummary, Recovered, State,
+    AttemptRecord, End, ExecutionRecord, ExecutionStart, ExecutionSummary, Prior, Recovered, State,
     TransitionRecord, Usage, json_or_text,
 };
 use crate::{JournalError, now_rfc3339, recovery_error_json};
@@ -27,14 +27,21 @@ CREATE TABLE IF NOT EXISTS executions (
     state             TEXT NOT NULL,
     attempts          INTEGER NOT NULL,
     request_json      TEXT,
+    deadline          TEXT,
     error_json        TEXT,
     error_code        TEXT,
     cancel_requested  INTEGER NOT NULL DEFAULT 0,
     prompt_tokens     INTEGER NOT NULL DEFAULT 0,
     completion_tokens INTEGER NOT NULL DEFAULT 0,
+    owner_host        TEXT NOT NULL,
+    owner_boot_id     TEXT NOT NULL,
+    owner_pid         INTEGER NOT NULL,
+    owner_start_ticks INTEGER NOT NULL,
     created_at        TEXT NOT NULL,
     updated_at        TEXT NOT NULL
 );
+CREATE INDEX IF NOT EXISTS executions_open ON executions(state)
+    WHERE state IN ('running', 'canceling');
 CREATE TABLE IF NOT EXISTS attempts (
     execution_id      TEXT NOT NULL REFERENCES executions(execution_id),
     attempt           INTEGER NOT NULL,
@@ -51,7 +58,6 @@ CREATE TABLE IF NOT EXISTS attempts (
     owner_start_ticks INTEGER NOT NULL,
     PRIMARY KEY (execution_id, attempt)
 );
-CREATE INDEX IF NOT EXISTS attempts_open ON attempts(state) WHERE state IN ('running', 'cancel_requested');
 CREATE TABLE IF NOT EXISTS transitions (
     seq          INTEGER PRIMARY KEY AUTOINCREMENT,
     execution_id TEXT NOT NULL REFERENCES executions(execution_id),
@@ -64,7 +70,7 @@ CREATE TABLE IF NOT EXISTS transitions (
 CREATE INDEX IF NOT EXISTS transitions_by_execution ON transitions(execution_id, seq);
 ";
 
-/// The SQLite journal. Cheap to share behind an `Arc`; all methods take `&self`.
+/// The SQLite journal. Share it behind an `Arc`; all methods take `&self`.
 pub struct SqliteJournal {
     conn: Mutex<Connection>,
     path: PathBuf,
@@ -79,9 +85,11 @@ impl std::fmt::Debug for SqliteJournal {
     }
 }
 
+type Tx<'a> = Transaction<'a>;
+
 impl SqliteJournal {
     /// Opens (creating if needed) the journal file and its parent directory, then turns
-    /// every attempt left non-terminal by a dead process into `unknown`.
+    /// every execution left non-terminal by a dead process into `unknown`.
     pub fn open(path: &Path) -> Result<(SqliteJournal, Vec<Recovered>), JournalError> {
         let at = |source: rusqlite::Error| JournalError::Sqlite {
             path: path.to_owned(),
@@ -131,7 +139,7 @@ impl SqliteJournal {
 
     fn with_tx<T>(
         &self,
-        body: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T, JournalError>,
+        body: impl FnOnce(&Tx<'_>) -> Result<T, JournalError>,
     ) -> Result<T, JournalError> {
         let mut conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
         let tx = conn
@@ -149,14 +157,40 @@ impl SqliteJournal {
         }
     }
 
-    /// Marks every open attempt whose owner is provably gone as `unknown`.
+    fn log(
+        &self,
+        tx: &Tx<'_>,
+        execution_id: &str,
+        attempt: u32,
+        from: Option<State>,
+        to: State,
+        note: Option<&str>,
+    ) -> Result<(), JournalError> {
+        tx.execute(
+            "INSERT INTO transitions (execution_id, attempt, from_state, to_state, at, note)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![
+                execution_id,
+                attempt,
+                from.map(State::as_str),
+                to.as_str(),
+                now_rfc3339(),
+                note
+            ],
+        )
+        .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    /// Marks every open execution whose owner is provably gone as `unknown`.
     pub fn recover(&self) -> Result<Vec<Recovered>, JournalError> {
         self.with_tx(|tx| {
             let open = {
                 let mut stmt = tx
                     .prepare(
-                        "SELECT execution_id, attempt, state, owner_host, owner_boot_id, owner_pid, owner_start_ticks
-                         FROM attempts WHERE state IN ('running', 'cancel_requested')",
+                        "SELECT execution_id, attempts, state, owner_host, owner_boot_id, owner_pid,
+                             owner_start_ticks
+                         FROM executions WHERE state IN ('running', 'canceling')",
                     )
                     .map_err(|e| self.err(e))?;
                 let rows = stmt
@@ -165,12 +199,7 @@ impl SqliteJournal {
                             r.get::<_, String>(0)?,
                             r.get::<_, u32>(1)?,
                             r.get::<_, String>(2)?,
-                            ProcessIdentity {
-                                host: r.get(3)?,
-                                boot_id: r.get(4)?,
-                                pid: r.get(5)?,
-                                start_ticks: r.get::<_, i64>(6)? as u64,
-                            },
+                            owner_from(r, 3)?,
                         ))
                     })
                     .map_err(|e| self.err(e))?;
@@ -182,7 +211,7 @@ impl SqliteJournal {
                 let Liveness::Dead(reason) = owner.liveness(&self.me) else {
                     continue;
                 };
-                let previous = State::parse(&state).unwrap_or(State::Running);
+                let previous = state_col(state);
                 self.mark_unknown(tx, &execution_id, attempt, previous, &reason)?;
                 recovered.push(Recovered {
                     execution_id,
@@ -197,7 +226,7 @@ impl SqliteJournal {
 
     fn mark_unknown(
         &self,
-        tx: &rusqlite::Transaction<'_>,
+        tx: &Tx<'_>,
         execution_id: &str,
         attempt: u32,
         previous: State,
@@ -205,164 +234,221 @@ impl SqliteJournal {
     ) -> Result<(), JournalError> {
         let now = now_rfc3339();
         let error = recovery_error_json(reason);
-        let cancel_requested = previous == State::CancelRequested;
         tx.execute(
-            "UPDATE attempts SET state = 'unknown', finished_at = ?3, error_json = ?4
-             WHERE execution_id = ?1 AND attempt = ?2",
-            params![execution_id, attempt, now, error],
+            "UPDATE attempts SET state = 'unknown', finished_at = ?2, error_json = ?3
+             WHERE execution_id = ?1 AND state IN ('running', 'canceling')",
+            params![execution_id, now, error],
         )
         .map_err(|e| self.err(e))?;
         tx.execute(
-            "UPDATE executions SET state = 'unknown', error_json = ?3, error_code = 'agent.unknown_outcome',
-                 cancel_requested = cancel_requested OR ?4, updated_at = ?5
-             WHERE execution_id = ?1 AND attempts = ?2",
-            params![execution_id, attempt, error, cancel_requested, now],
+            "UPDATE executions SET state = 'unknown', error_json = ?2,
+                 error_code = 'agent.unknown_outcome',
+                 cancel_requested = cancel_requested OR ?3, updated_at = ?4
+             WHERE execution_id = ?1",
+            params![execution_id, error, previous == State::Canceling, now],
         )
         .map_err(|e| self.err(e))?;
-        tx.execute(
-            "INSERT INTO transitions (execution_id, attempt, from_state, to_state, at, note)
-             VALUES (?1, ?2, ?3, 'unknown', ?4, ?5)",
-            params![execution_id, attempt, previous.as_str(), now, reason],
+        self.log(
+            tx,
+            execution_id,
+            attempt,
+            Some(previous),
+            State::Unknown,
+            Some(reason),
         )
-        .map_err(|e| self.err(e))?;
-        Ok(())
     }
 
-    /// Starts an attempt: creates the execution on its first attempt, otherwise reuses it
-    /// (a step retry). Refuses while another live process still runs the execution.
-    pub fn start_attempt(&self, start: &AttemptStart<'_>) -> Result<u32, JournalError> {
+    /// Starts an execution, or continues it when the id is already journaled (a step
+    /// retry: same id, same deadline, usage carried). Refuses while another live process
+    /// still runs it; an orphaned run is first marked `unknown`.
+    pub fn start_execution(&self, start: &ExecutionStart<'_>) -> Result<Prior, JournalError> {
         self.with_tx(|tx| {
             let now = now_rfc3339();
-            let existing: Option<(String, u32)> = tx
+            let existing = tx
                 .query_row(
-                    "SELECT state, attempts FROM executions WHERE execution_id = ?1",
+                    "SELECT state, attempts, deadline, prompt_tokens, completion_tokens,
+                         owner_host, owner_boot_id, owner_pid, owner_start_ticks
+                     FROM executions WHERE execution_id = ?1",
                     [start.execution_id],
-                    |r| Ok((r.get(0)?, r.get(1)?)),
+                    |r| {
+                        Ok((
+                            state_col(r.get(0)?),
+                            r.get::<_, u32>(1)?,
+                            r.get::<_, Option<String>>(2)?,
+                            usage_from(r, 3)?,
+                            owner_from(r, 5)?,
+                        ))
+                    },
                 )
                 .optional()
                 .map_err(|e| self.err(e))?;
-            let (previous, attempt) = match existing {
-                None => {
-                    tx.execute(
-                        "INSERT INTO executions (execution_id, backend, state, attempts, request_json, created_at, updated_at)
-                         VALUES (?1, ?2, 'running', 1, ?3, ?4, ?4)",
-                        params![start.execution_id, start.backend, start.request_json, now],
-                    )
-                    .map_err(|e| self.err(e))?;
-                    (None, 1)
-                }
-                Some((state, attempts)) => {
-                    let mut previous = State::parse(&state).unwrap_or(State::Unknown);
-                    if !previous.is_terminal() {
-                        let owner = self.attempt_owner(tx, start.execution_id, attempts)?;
-                        match owner.liveness(&self.me) {
-                            Liveness::Dead(reason) => {
-                                self.mark_unknown(
-                                    tx,
-                                    start.execution_id,
-                                    attempts,
-                                    previous,
-                                    &reason,
-                                )?;
-                                previous = State::Unknown;
-                            }
-                            Liveness::Alive | Liveness::Foreign => {
-                                return Err(JournalError::Busy {
-                                    execution_id: start.execution_id.to_owned(),
-                                    pid: owner.pid,
-                                    host: owner.host,
-                                });
-                            }
-                        }
-                    }
-                    let attempt = attempts + 1;
-                    tx.execute(
-                        "UPDATE executions SET backend = ?2, state = 'running', attempts = ?3,
-                             error_json = NULL, error_code = NULL, updated_at = ?4,
-                             request_json = COALESCE(request_json, ?5)
-                         WHERE execution_id = ?1",
-                        params![start.execution_id, start.backend, attempt, now, start.request_json],
-                    )
-                    .map_err(|e| self.err(e))?;
-                    (Some(previous), attempt)
-                }
+            let me = &self.me;
+            let Some((mut previous, attempts, deadline, usage, owner)) = existing else {
+                tx.execute(
+                    "INSERT INTO executions (execution_id, backend, state, attempts, request_json,
+                         deadline, owner_host, owner_boot_id, owner_pid, owner_start_ticks,
+                         created_at, updated_at)
+                     VALUES (?1, ?2, 'running', 0, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9)",
+                    params![
+                        start.execution_id,
+                        start.backend,
+                        start.request_json,
+                        start.deadline,
+                        me.host,
+                        me.boot_id,
+                        me.pid,
+                        me.start_ticks as i64,
+                        now
+                    ],
+                )
+                .map_err(|e| self.err(e))?;
+                self.log(
+                    tx,
+                    start.execution_id,
+                    0,
+                    None,
+                    State::Running,
+                    Some("execution started"),
+                )?;
+                return Ok(Prior::default());
             };
+            if !previous.is_terminal() {
+                match owner.liveness(me) {
+                    Liveness::Dead(reason) => {
+                        self.mark_unknown(tx, start.execution_id, attempts, previous, &reason)?;
+                        previous = State::Unknown;
+                    }
+                    Liveness::Alive | Liveness::Foreign => {
+                        return Err(JournalError::Busy {
+                            execution_id: start.execution_id.to_owned(),
+                            pid: owner.pid,
+                            host: owner.host,
+                        });
+                    }
+                }
+            }
+            tx.execute(
+                "UPDATE executions SET state = 'running', error_json = NULL, error_code = NULL,
+                     request_json = COALESCE(request_json, ?2), deadline = COALESCE(deadline, ?3),
+                     owner_host = ?4, owner_boot_id = ?5, owner_pid = ?6, owner_start_ticks = ?7,
+                     updated_at = ?8
+                 WHERE execution_id = ?1",
+                params![
+                    start.execution_id,
+                    start.request_json,
+                    start.deadline,
+                    me.host,
+                    me.boot_id,
+                    me.pid,
+                    me.start_ticks as i64,
+                    now
+                ],
+            )
+            .map_err(|e| self.err(e))?;
+            self.log(
+                tx,
+                start.execution_id,
+                attempts,
+                Some(previous),
+                State::Running,
+                Some("execution continued (step retry)"),
+            )?;
+            Ok(Prior {
+                attempts,
+                usage,
+                deadline: deadline.or_else(|| start.deadline.map(str::to_owned)),
+            })
+        })
+    }
+
+    /// Starts attempt `attempt`, which must be the next one (1-based).
+    pub fn start_attempt(
+        &self,
+        execution_id: &str,
+        attempt: u32,
+        backend: &str,
+    ) -> Result<(), JournalError> {
+        self.with_tx(|tx| {
+            let (state, attempts) = self.execution_state(tx, execution_id)?;
+            if state.is_terminal() {
+                return Err(JournalError::AlreadyTerminal {
+                    execution_id: execution_id.to_owned(),
+                    attempt,
+                    state,
+                });
+            }
+            if attempt != attempts + 1 {
+                return Err(JournalError::Invalid(format!(
+                    "execution {execution_id:?} has {attempts} attempts; the next is {}, not {attempt}",
+                    attempts + 1
+                )));
+            }
+            let now = now_rfc3339();
+            let me = &self.me;
             tx.execute(
                 "INSERT INTO attempts (execution_id, attempt, backend, state, started_at,
                      owner_host, owner_boot_id, owner_pid, owner_start_ticks)
                  VALUES (?1, ?2, ?3, 'running', ?4, ?5, ?6, ?7, ?8)",
                 params![
-                    start.execution_id,
+                    execution_id,
                     attempt,
-                    start.backend,
+                    backend,
                     now,
-                    self.me.host,
-                    self.me.boot_id,
-                    self.me.pid,
-                    self.me.start_ticks as i64
+                    me.host,
+                    me.boot_id,
+                    me.pid,
+                    me.start_ticks as i64
                 ],
             )
             .map_err(|e| self.err(e))?;
             tx.execute(
-                "INSERT INTO transitions (execution_id, attempt, from_state, to_state, at, note)
-                 VALUES (?1, ?2, ?3, 'running', ?4, ?5)",
-                params![
-                    start.execution_id,
-                    attempt,
-                    previous.map(State::as_str),
-                    now,
-                    format!("attempt {attempt} on backend {}", start.backend)
-                ],
+                "UPDATE executions SET attempts = ?2, backend = ?3, state = 'running', updated_at = ?4
+                 WHERE execution_id = ?1",
+                params![execution_id, attempt, backend, now],
             )
             .map_err(|e| self.err(e))?;
-            Ok(attempt)
+            let note = format!("attempt {attempt} on backend {backend}");
+            self.log(tx, execution_id, attempt, None, State::Running, Some(&note))
         })
     }
 
-    fn attempt_owner(
+    fn execution_state(
         &self,
-        tx: &rusqlite::Transaction<'_>,
+        tx: &Tx<'_>,
         execution_id: &str,
-        attempt: u32,
-    ) -> Result<ProcessIdentity, JournalError> {
+    ) -> Result<(State, u32), JournalError> {
         tx.query_row(
-            "SELECT owner_host, owner_boot_id, owner_pid, owner_start_ticks FROM attempts
-             WHERE execution_id = ?1 AND attempt = ?2",
-            params![execution_id, attempt],
-            |r| {
-                Ok(ProcessIdentity {
-                    host: r.get(0)?,
-                    boot_id: r.get(1)?,
-                    pid: r.get(2)?,
-                    start_ticks: r.get::<_, i64>(3)? as u64,
-                })
-            },
+            "SELECT state, attempts FROM executions WHERE execution_id = ?1",
+            [execution_id],
+            |r| Ok((state_col(r.get(0)?), r.get(1)?)),
         )
-        .map_err(|e| self.err(e))
+        .optional()
+        .map_err(|e| self.err(e))?
+        .ok_or_else(|| JournalError::NoSuchExecution(execution_id.to_owned()))
     }
 
     fn attempt_state(
         &self,
-        tx: &rusqlite::Transaction<'_>,
+        tx: &Tx<'_>,
         execution_id: &str,
         attempt: u32,
     ) -> Result<State, JournalError> {
-        let state: Option<String> = tx
-            .query_row(
-                "SELECT state FROM attempts WHERE execution_id = ?1 AND attempt = ?2",
-                params![execution_id, attempt],
-                |r| r.get(0),
-            )
-            .optional()
-            .map_err(|e| self.err(e))?;
-        let state = state.ok_or_else(|| JournalError::NoSuchAttempt {
+        tx.query_row(
+            "SELECT state FROM attempts WHERE execution_id = ?1 AND attempt = ?2",
+            params![execution_id, attempt],
+            |r| r.get(0),
+        )
+        .optional()
+        .map_err(|e| self.err(e))?
+        .map(state_col)
+        .ok_or_else(|| JournalError::NoSuchAttempt {
             execution_id: execution_id.to_owned(),
             attempt,
-        })?;
-        Ok(State::parse(&state).unwrap_or(State::Unknown))
+        })
     }
 
-    /// Records a non-terminal state change (today: `cancel_requested`).
+    /// Records a non-terminal state change of an attempt (today: `canceling`). A change
+    /// to the state it is already in records nothing.
     pub fn transition(
         &self,
         execution_id: &str,
@@ -384,7 +470,9 @@ impl SqliteJournal {
                     state: from,
                 });
             }
-            let now = now_rfc3339();
+            if from == to {
+                return Ok(());
+            }
             tx.execute(
                 "UPDATE attempts SET state = ?3 WHERE execution_id = ?1 AND attempt = ?2",
                 params![execution_id, attempt, to.as_str()],
@@ -398,35 +486,24 @@ impl SqliteJournal {
                     execution_id,
                     attempt,
                     to.as_str(),
-                    now,
-                    to == State::CancelRequested
+                    now_rfc3339(),
+                    to == State::Canceling
                 ],
             )
             .map_err(|e| self.err(e))?;
-            tx.execute(
-                "INSERT INTO transitions (execution_id, attempt, from_state, to_state, at, note)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                params![execution_id, attempt, from.as_str(), to.as_str(), now, note],
-            )
-            .map_err(|e| self.err(e))?;
-            Ok(())
+            self.log(tx, execution_id, attempt, Some(from), to, note)
         })
     }
 
-    /// Records the outcome of an attempt; the execution takes it as its current state and
-    /// its usage becomes the sum over all attempts.
+    /// Records the outcome of an attempt. The execution stays open until
+    /// [`SqliteJournal::finish_execution`]; its usage becomes the sum over its attempts.
     pub fn finish_attempt(
         &self,
         execution_id: &str,
         attempt: u32,
-        end: &AttemptEnd<'_>,
+        end: &End<'_>,
     ) -> Result<(), JournalError> {
-        if !end.outcome.is_terminal() {
-            return Err(JournalError::Invalid(format!(
-                "`{}` is not an outcome",
-                end.outcome
-            )));
-        }
+        check_outcome(end.outcome)?;
         self.with_tx(|tx| {
             let from = self.attempt_state(tx, execution_id, attempt)?;
             if from.is_terminal() {
@@ -453,36 +530,51 @@ impl SqliteJournal {
             )
             .map_err(|e| self.err(e))?;
             tx.execute(
-                "UPDATE executions SET state = ?3, error_json = ?4, error_code = ?5,
-                     cancel_requested = cancel_requested OR ?6, updated_at = ?7,
+                "UPDATE executions SET updated_at = ?2,
                      prompt_tokens = (SELECT COALESCE(SUM(prompt_tokens), 0) FROM attempts WHERE execution_id = ?1),
                      completion_tokens = (SELECT COALESCE(SUM(completion_tokens), 0) FROM attempts WHERE execution_id = ?1)
-                 WHERE execution_id = ?1 AND attempts = ?2",
+                 WHERE execution_id = ?1",
+                params![execution_id, now],
+            )
+            .map_err(|e| self.err(e))?;
+            self.log(tx, execution_id, attempt, Some(from), end.outcome, end.error_code)
+        })
+    }
+
+    /// Records the outcome of the execution (the result returned to the caller).
+    pub fn finish_execution(&self, execution_id: &str, end: &End<'_>) -> Result<(), JournalError> {
+        check_outcome(end.outcome)?;
+        self.with_tx(|tx| {
+            let (from, attempts) = self.execution_state(tx, execution_id)?;
+            if from.is_terminal() {
+                return Err(JournalError::AlreadyTerminal {
+                    execution_id: execution_id.to_owned(),
+                    attempt: attempts,
+                    state: from,
+                });
+            }
+            tx.execute(
+                "UPDATE executions SET state = ?2, error_json = ?3, error_code = ?4,
+                     cancel_requested = cancel_requested OR ?5, updated_at = ?6
+                 WHERE execution_id = ?1",
                 params![
                     execution_id,
-                    attempt,
                     end.outcome.as_str(),
                     end.error_json,
                     end.error_code,
                     end.cancel_requested,
-                    now
+                    now_rfc3339()
                 ],
             )
             .map_err(|e| self.err(e))?;
-            tx.execute(
-                "INSERT INTO transitions (execution_id, attempt, from_state, to_state, at, note)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                params![
-                    execution_id,
-                    attempt,
-                    from.as_str(),
-                    end.outcome.as_str(),
-                    now,
-                    end.error_code
-                ],
+            self.log(
+                tx,
+                execution_id,
+                attempts,
+                Some(from),
+                end.outcome,
+                Some(end.error_code.unwrap_or("execution finished")),
             )
-            .map_err(|e| self.err(e))?;
-            Ok(())
         })
     }
 
@@ -506,14 +598,23 @@ impl SqliteJournal {
         let head = conn
             .query_row(
                 &format!(
-                    "SELECT {SUMMARY_COLUMNS}, request_json, error_json FROM executions WHERE execution_id = ?1"
+                    "SELECT {SUMMARY_COLUMNS}, request_json, error_json, owner_host, owner_boot_id,
+                         owner_pid, owner_start_ticks
+                     FROM executions WHERE execution_id = ?1"
                 ),
                 [execution_id],
-                |r| Ok((summary_from_row(r)?, r.get::<_, Option<String>>(10)?, r.get::<_, Option<String>>(11)?)),
+                |r| {
+                    Ok((
+                        summary_from_row(r)?,
+                        r.get::<_, Option<String>>(11)?,
+                        r.get::<_, Option<String>>(12)?,
+                        owner_from(r, 13)?,
+                    ))
+                },
             )
             .optional()
             .map_err(|e| self.err(e))?;
-        let Some((summary, request, error)) = head else {
+        let Some((summary, request, error, owner)) = head else {
             return Ok(None);
         };
         let attempts = {
@@ -533,16 +634,8 @@ impl SqliteJournal {
                         started_at: r.get(3)?,
                         finished_at: r.get(4)?,
                         error: json_or_text(r.get(5)?),
-                        usage: Usage {
-                            prompt_tokens: r.get::<_, i64>(6)? as u64,
-                            completion_tokens: r.get::<_, i64>(7)? as u64,
-                        },
-                        owner: ProcessIdentity {
-                            host: r.get(8)?,
-                            boot_id: r.get(9)?,
-                            pid: r.get(10)?,
-                            start_ticks: r.get::<_, i64>(11)? as u64,
-                        },
+                        usage: usage_from(r, 6)?,
+                        owner: owner_from(r, 8)?,
                     })
                 })
                 .map_err(|e| self.err(e))?;
@@ -576,13 +669,24 @@ impl SqliteJournal {
             error: json_or_text(error),
             attempts,
             transitions,
+            owner,
         }))
+    }
+}
+
+pub(crate) fn check_outcome(outcome: State) -> Result<(), JournalError> {
+    if outcome.is_terminal() {
+        Ok(())
+    } else {
+        Err(JournalError::Invalid(format!(
+            "`{outcome}` is not an outcome"
+        )))
     }
 }
 
 const SUMMARY_COLUMNS: &str =
     "execution_id, backend, state, attempts, error_code, cancel_requested,
-    prompt_tokens, completion_tokens, created_at, updated_at";
+    prompt_tokens, completion_tokens, deadline, created_at, updated_at";
 
 fn summary_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ExecutionSummary> {
     Ok(ExecutionSummary {
@@ -592,17 +696,31 @@ fn summary_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ExecutionSummary>
         attempts: r.get(3)?,
         error_code: r.get(4)?,
         cancel_requested: r.get(5)?,
-        usage: Usage {
-            prompt_tokens: r.get::<_, i64>(6)? as u64,
-            completion_tokens: r.get::<_, i64>(7)? as u64,
-        },
-        created_at: r.get(8)?,
-        updated_at: r.get(9)?,
+        usage: usage_from(r, 6)?,
+        deadline: r.get(8)?,
+        created_at: r.get(9)?,
+        updated_at: r.get(10)?,
     })
 }
 
-/// A state column this build does not know (written by a newer one) reads as `unknown`:
-/// the honest reading of a value we cannot interpret.
+fn usage_from(r: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<Usage> {
+    Ok(Usage {
+        prompt_tokens: r.get::<_, i64>(first)?.max(0) as u64,
+        completion_tokens: r.get::<_, i64>(first + 1)?.max(0) as u64,
+    })
+}
+
+fn owner_from(r: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<ProcessIdentity> {
+    Ok(ProcessIdentity {
+        host: r.get(first)?,
+        boot_id: r.get(first + 1)?,
+        pid: r.get(first + 2)?,
+        start_ticks: r.get::<_, i64>(first + 3)?.max(0) as u64,
+    })
+}
+
+/// A state this build does not know (written by a newer one) reads as `unknown`: the
+/// honest reading of a value we cannot interpret.
 fn state_col(text: String) -> State {
     State::parse(&text).unwrap_or(State::Unknown)
 }

@@ -19,9 +19,10 @@ async fn lifecycle_retries_and_terminal_states() {
     common::lifecycle_is_recorded_in_order(&journal).await;
     common::retries_reuse_the_id_and_sum_usage(&journal).await;
     common::terminal_states_are_never_overwritten(&journal).await;
+    common::the_hook_records_contract_results(&journal).await;
     let listed = journal.list(2).await.unwrap();
     assert_eq!(listed.len(), 2, "limit is honoured");
-    assert_eq!(listed[0].execution_id, "term-1", "newest first");
+    assert_eq!(listed[0].execution_id, "hook-1", "newest first");
 }
 
 #[tokio::test]

@@ -4,23 +4,36 @@
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 
+use agent_exec_contract::{
+    ContractBudget, ContractRequest, ContractResult, Error, ErrorCode, JournalHook, Outcome,
+    SideEffects,
+};
 use agent_exec_journal::{
-    AttemptEnd, AttemptStart, Journal, JournalError, JournalLocation, State, Usage,
+    End, ExecutionStart, Journal, JournalError, JournalLocation, State, Usage,
 };
 
 /// The env var that turns the test binary into a child "runner" (see [`spawn_runner`]).
 pub const CHILD_ENV: &str = "AGENT_EXEC_JOURNAL_TEST_CHILD";
 
-fn start<'a>(id: &'a str, backend: &'a str) -> AttemptStart<'a> {
-    AttemptStart {
+fn start<'a>(id: &'a str, backend: &'a str) -> ExecutionStart<'a> {
+    ExecutionStart {
         execution_id: id,
         backend,
         request_json: Some(r#"{"execution_id":"x","prompt":"hello"}"#),
+        deadline: Some("2030-01-02T03:04:05Z"),
     }
 }
 
-fn end(outcome: State, code: Option<&'static str>, usage: (u64, u64)) -> AttemptEnd<'static> {
-    AttemptEnd {
+/// Starts the execution (if new) and its next attempt, as the runtime does.
+async fn begin(journal: &Journal, id: &str, backend: &str) -> u32 {
+    let prior = journal.start_execution(&start(id, backend)).await.unwrap();
+    let attempt = prior.attempts + 1;
+    journal.start_attempt(id, attempt, backend).await.unwrap();
+    attempt
+}
+
+fn end(outcome: State, code: Option<&'static str>, usage: (u64, u64)) -> End<'static> {
+    End {
         outcome,
         error_json: code.map(|_| r#"{"code":"agent.provider_unavailable","side_effects":"none"}"#),
         error_code: code,
@@ -33,68 +46,102 @@ fn end(outcome: State, code: Option<&'static str>, usage: (u64, u64)) -> Attempt
 }
 
 pub async fn lifecycle_is_recorded_in_order(journal: &Journal) {
-    let attempt = journal
-        .start_attempt(&start("life-1", "command"))
-        .await
-        .unwrap();
+    let attempt = begin(journal, "life-1", "command").await;
     assert_eq!(attempt, 1);
     journal
-        .transition("life-1", 1, State::CancelRequested, Some("ctrl-c"))
+        .transition("life-1", 1, State::Running, Some("no change"))
+        .await
+        .unwrap();
+    journal
+        .transition("life-1", 1, State::Canceling, Some("ctrl-c"))
         .await
         .unwrap();
     journal
         .finish_attempt("life-1", 1, &end(State::Canceled, None, (3, 4)))
         .await
         .unwrap();
+    journal
+        .finish_execution("life-1", &end(State::Canceled, None, (0, 0)))
+        .await
+        .unwrap();
 
     let record = journal.show("life-1").await.unwrap().expect("recorded");
     assert_eq!(record.summary.state, State::Canceled);
     assert!(record.summary.cancel_requested);
-    assert_eq!(record.summary.usage.prompt_tokens, 3);
+    assert_eq!(
+        record.summary.usage.prompt_tokens, 3,
+        "usage is the attempts' sum"
+    );
     assert_eq!(record.summary.usage.completion_tokens, 4);
-    let path: Vec<_> = record.transitions.iter().map(|t| (t.from, t.to)).collect();
+    assert_eq!(
+        record.summary.deadline.as_deref(),
+        Some("2030-01-02T03:04:05Z")
+    );
+    let path: Vec<_> = record
+        .transitions
+        .iter()
+        .map(|t| (t.attempt, t.from, t.to))
+        .collect();
     assert_eq!(
         path,
         vec![
-            (None, State::Running),
-            (Some(State::Running), State::CancelRequested),
-            (Some(State::CancelRequested), State::Canceled),
-        ]
+            (0, None, State::Running),
+            (1, None, State::Running),
+            (1, Some(State::Running), State::Canceling),
+            (1, Some(State::Canceling), State::Canceled),
+            (1, Some(State::Canceling), State::Canceled),
+        ],
+        "a transition to the same state records nothing"
     );
-    assert_eq!(record.transitions[1].note.as_deref(), Some("ctrl-c"));
+    assert_eq!(record.transitions[2].note.as_deref(), Some("ctrl-c"));
     assert_eq!(record.request.unwrap()["prompt"], "hello");
     assert_eq!(record.attempts.len(), 1);
     assert_eq!(record.attempts[0].owner.pid, std::process::id());
+    assert_eq!(record.owner.pid, std::process::id());
     assert!(journal.show("nope").await.unwrap().is_none());
 }
 
 pub async fn retries_reuse_the_id_and_sum_usage(journal: &Journal) {
-    journal
-        .start_attempt(&start("retry-1", "openai"))
-        .await
-        .unwrap();
-    journal
-        .finish_attempt(
-            "retry-1",
-            1,
-            &end(State::Failed, Some("agent.provider_unavailable"), (10, 0)),
-        )
-        .await
-        .unwrap();
+    begin(journal, "retry-1", "openai").await;
+    let failed = end(State::Failed, Some("agent.provider_unavailable"), (10, 0));
+    journal.finish_attempt("retry-1", 1, &failed).await.unwrap();
+    journal.finish_execution("retry-1", &failed).await.unwrap();
     let listed = journal.list(10).await.unwrap();
     let row = listed.iter().find(|r| r.execution_id == "retry-1").unwrap();
     assert_eq!(
         row.error_code.as_deref(),
         Some("agent.provider_unavailable")
     );
+    assert_eq!(row.state, State::Failed);
 
-    let second = journal
-        .start_attempt(&start("retry-1", "command"))
+    // A step retry, possibly from another process: the prior attempts come back.
+    let later = ExecutionStart {
+        deadline: Some("2099-01-01T00:00:00Z"),
+        ..start("retry-1", "command")
+    };
+    let prior = journal.start_execution(&later).await.unwrap();
+    assert_eq!(prior.attempts, 1);
+    assert_eq!(prior.usage.prompt_tokens, 10);
+    assert_eq!(
+        prior.deadline.as_deref(),
+        Some("2030-01-02T03:04:05Z"),
+        "the first deadline is kept for every attempt"
+    );
+    let skipped = journal.start_attempt("retry-1", 3, "command").await;
+    assert!(
+        matches!(skipped, Err(JournalError::Invalid(_))),
+        "{skipped:?}"
+    );
+    journal
+        .start_attempt("retry-1", 2, "command")
         .await
         .unwrap();
-    assert_eq!(second, 2);
     journal
         .finish_attempt("retry-1", 2, &end(State::Succeeded, None, (5, 7)))
+        .await
+        .unwrap();
+    journal
+        .finish_execution("retry-1", &end(State::Succeeded, None, (0, 0)))
         .await
         .unwrap();
     let record = journal.show("retry-1").await.unwrap().unwrap();
@@ -110,14 +157,10 @@ pub async fn retries_reuse_the_id_and_sum_usage(journal: &Journal) {
 }
 
 pub async fn terminal_states_are_never_overwritten(journal: &Journal) {
-    journal
-        .start_attempt(&start("term-1", "command"))
-        .await
-        .unwrap();
-    journal
-        .finish_attempt("term-1", 1, &end(State::Succeeded, None, (0, 0)))
-        .await
-        .unwrap();
+    begin(journal, "term-1", "command").await;
+    let ok = end(State::Succeeded, None, (0, 0));
+    journal.finish_attempt("term-1", 1, &ok).await.unwrap();
+    journal.finish_execution("term-1", &ok).await.unwrap();
     let again = journal
         .finish_attempt("term-1", 1, &end(State::Failed, None, (0, 0)))
         .await;
@@ -125,8 +168,15 @@ pub async fn terminal_states_are_never_overwritten(journal: &Journal) {
         matches!(again, Err(JournalError::AlreadyTerminal { .. })),
         "{again:?}"
     );
+    let again = journal
+        .finish_execution("term-1", &end(State::Unknown, None, (0, 0)))
+        .await;
+    assert!(
+        matches!(again, Err(JournalError::AlreadyTerminal { .. })),
+        "{again:?}"
+    );
     let late = journal
-        .transition("term-1", 1, State::CancelRequested, None)
+        .transition("term-1", 1, State::Canceling, None)
         .await;
     assert!(
         matches!(late, Err(JournalError::AlreadyTerminal { .. })),
@@ -137,21 +187,95 @@ pub async fn terminal_states_are_never_overwritten(journal: &Journal) {
         .await;
     assert!(matches!(not_outcome, Err(JournalError::Invalid(_))));
     let missing = journal
-        .transition("term-1", 9, State::CancelRequested, None)
+        .transition("term-1", 9, State::Canceling, None)
         .await;
     assert!(matches!(missing, Err(JournalError::NoSuchAttempt { .. })));
+    let no_execution = journal.start_attempt("never-started", 1, "command").await;
+    assert!(matches!(
+        no_execution,
+        Err(JournalError::NoSuchExecution(_))
+    ));
     assert_eq!(
         journal.show("term-1").await.unwrap().unwrap().summary.state,
         State::Succeeded
     );
 }
 
-pub async fn a_live_owner_is_left_alone(location: &JournalLocation) {
-    let (first, _) = Journal::open(location).await.unwrap();
-    first
-        .start_attempt(&start("live-1", "command"))
+/// The runtime's view: the contract's `JournalHook` port with real contract results.
+pub async fn the_hook_records_contract_results(journal: &Journal) {
+    let hook: &dyn JournalHook = journal;
+    let deadline = time::OffsetDateTime::now_utc() + time::Duration::hours(1);
+    let request = ContractRequest {
+        execution_id: "hook-1".into(),
+        prompt: "write the file".into(),
+        budget: ContractBudget {
+            deadline: Some(deadline.replace_nanosecond(0).unwrap()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let now = time::OffsetDateTime::now_utc();
+    let prior = hook
+        .execution_started("command", &request, now)
         .await
         .unwrap();
+    assert_eq!(prior.attempts, 0);
+    hook.attempt_started("hook-1", 1, "command", now)
+        .await
+        .unwrap();
+    hook.transition(
+        "hook-1",
+        1,
+        agent_exec_contract::AttemptState::Canceling,
+        "deadline",
+        now,
+    )
+    .await
+    .unwrap();
+    let mut result = ContractResult::with_error(
+        Outcome::Unknown,
+        Error::new(
+            ErrorCode::DeadlineExceeded,
+            "cancel_requested: the tree did not exit",
+            SideEffects::Possible,
+        ),
+    );
+    result.usage.prompt_tokens = 12;
+    hook.attempt_finished("hook-1", 1, &result, now)
+        .await
+        .unwrap();
+    hook.execution_finished("hook-1", &result, now)
+        .await
+        .unwrap();
+
+    let record = journal.show("hook-1").await.unwrap().unwrap();
+    assert_eq!(record.summary.state, State::Unknown);
+    assert!(record.summary.cancel_requested);
+    assert_eq!(
+        record.summary.error_code.as_deref(),
+        Some("agent.deadline_exceeded")
+    );
+    assert_eq!(record.error.as_ref().unwrap()["side_effects"], "possible");
+    assert_eq!(record.summary.usage.prompt_tokens, 12);
+    assert_eq!(record.request.as_ref().unwrap()["execution_id"], "hook-1");
+
+    // A step retry through the hook gets the same deadline and the spent usage back.
+    let retry = ContractRequest {
+        budget: ContractBudget::default(),
+        ..request.clone()
+    };
+    let prior = hook
+        .execution_started("command", &retry, now)
+        .await
+        .unwrap();
+    assert_eq!(prior.attempts, 1);
+    assert_eq!(prior.usage.prompt_tokens, 12);
+    assert_eq!(prior.deadline, request.budget.deadline);
+}
+
+pub async fn a_live_owner_is_left_alone(location: &JournalLocation) {
+    let (first, _) = Journal::open(location).await.unwrap();
+    begin(&first, "live-1", "command").await;
     // A second open from a live process (this one) must not touch the running attempt.
     let (second, recovered) = Journal::open(location).await.unwrap();
     assert!(recovered.iter().all(|r| r.execution_id != "live-1"));
@@ -159,12 +283,12 @@ pub async fn a_live_owner_is_left_alone(location: &JournalLocation) {
         second.show("live-1").await.unwrap().unwrap().summary.state,
         State::Running
     );
-    let busy = second.start_attempt(&start("live-1", "command")).await;
+    let busy = second.start_execution(&start("live-1", "command")).await;
     assert!(matches!(busy, Err(JournalError::Busy { .. })), "{busy:?}");
 }
 
 /// Starts the test binary as a child runner that opens `location`, starts an attempt of
-/// `execution_id`, optionally requests a cancel, says "started" and then blocks forever.
+/// `execution_id`, optionally requests a cancel, says so and then blocks forever.
 pub fn spawn_runner(test_name: &str, location: &str, execution_id: &str, cancel: bool) -> Child {
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args(["--exact", test_name, "--nocapture", "--test-threads=1"])
@@ -196,10 +320,10 @@ pub async fn run_as_child_if_asked() {
     let id = parts.next().unwrap().to_owned();
     let cancel = parts.next() == Some("true");
     let (journal, _) = Journal::open(&location).await.unwrap();
-    let attempt = journal.start_attempt(&start(&id, "command")).await.unwrap();
+    let attempt = begin(&journal, &id, "command").await;
     if cancel {
         journal
-            .transition(&id, attempt, State::CancelRequested, None)
+            .transition(&id, attempt, State::Canceling, None)
             .await
             .unwrap();
     }
@@ -227,7 +351,7 @@ pub async fn a_killed_runner_leaves_unknown(
                 .summary
                 .state,
             State::Running,
-            "a running child's attempt must stay running"
+            "a running child's execution must stay running"
         );
     }
     plain.kill().unwrap(); // SIGKILL: no destructor, no last write
@@ -241,6 +365,7 @@ pub async fn a_killed_runner_leaves_unknown(
     assert_eq!(ids, ["killed-1", "killed-2"]);
     let one = journal.show("killed-1").await.unwrap().unwrap();
     assert_eq!(one.summary.state, State::Unknown);
+    assert_eq!(one.attempts[0].state, State::Unknown);
     assert_eq!(
         one.summary.error_code.as_deref(),
         Some("agent.unknown_outcome")
@@ -262,11 +387,9 @@ pub async fn a_killed_runner_leaves_unknown(
     // Recovery is idempotent, and the execution can be retried under the same id.
     let (journal, again) = Journal::open(location).await.unwrap();
     assert!(again.is_empty(), "{again:?}");
-    assert_eq!(
-        journal
-            .start_attempt(&start("killed-1", "command"))
-            .await
-            .unwrap(),
-        2
-    );
+    let prior = journal
+        .start_execution(&start("killed-1", "command"))
+        .await
+        .unwrap();
+    assert_eq!(prior.attempts, 1);
 }
