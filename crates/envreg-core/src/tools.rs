@@ -329,12 +329,19 @@ pub fn tool_specs() -> Vec<ToolSpec> {
     ]
 }
 
+/// The specs, built once: deriving ten output schemas costs far more than a warm
+/// `env_resolve`, so no call path may rebuild them.
+fn cached_specs() -> &'static [ToolSpec] {
+    static SPECS: std::sync::OnceLock<Vec<ToolSpec>> = std::sync::OnceLock::new();
+    SPECS.get_or_init(tool_specs)
+}
+
 /// The input schema of one tool, or `None` for an unknown name.
-fn input_schema(name: &str) -> Option<Value> {
-    tool_specs()
-        .into_iter()
+fn input_schema(name: &str) -> Option<&'static Value> {
+    cached_specs()
+        .iter()
         .find(|spec| spec.name == name)
-        .map(|spec| spec.input_schema)
+        .map(|spec| &spec.input_schema)
 }
 
 // ---------------------------------------------------------------------------
@@ -472,7 +479,7 @@ pub fn check_arguments(name: &str, args: &Value) -> Result<(), Vec<ArgumentIssue
         }]);
     };
     let mut issues = Vec::new();
-    check_value(&schema, args, "", &mut issues);
+    check_value(schema, args, "", &mut issues);
     if issues.is_empty() {
         Ok(())
     } else {
@@ -1092,5 +1099,75 @@ mod tests {
             render_line("env_validate", &json!({}), &validate),
             "Registry invalid: 2 errors, 1 warning."
         );
+    }
+
+    fn arbitrary_json() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(|n| json!(n)),
+            "[a-zA-Z_. -]{0,12}".prop_map(Value::String),
+            prop::sample::select(vec![
+                "environment",
+                "service",
+                "kind",
+                "id",
+                "confirm",
+                "environmentId"
+            ])
+            .prop_map(|s| Value::String(s.to_owned())),
+        ];
+        leaf.prop_recursive(4, 32, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::vec(
+                    (
+                        prop::sample::select(vec![
+                            "kind",
+                            "id",
+                            "query",
+                            "record",
+                            "confirm",
+                            "dryRun",
+                            "environmentId",
+                            "serviceId",
+                            "deploymentId",
+                            "operation",
+                            "items",
+                            "hits",
+                            "record",
+                            "warnings",
+                            "paths",
+                            "requested",
+                            "skill",
+                            "policy",
+                            "other",
+                        ]),
+                        inner
+                    ),
+                    0..6
+                )
+                .prop_map(|pairs| Value::Object(
+                    pairs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
+                )),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(128))]
+        /// Whatever a peer sends, checking and rendering never panic, and the checker
+        /// accepts exactly what it reports no issue for.
+        #[test]
+        fn checker_and_render_never_panic(value in arbitrary_json()) {
+            for name in TOOL_NAMES {
+                let checked = check_arguments(name, &value);
+                if let Err(issues) = &checked {
+                    proptest::prop_assert!(!issues.is_empty());
+                }
+                let _ = render_line(name, &value, &value);
+            }
+        }
     }
 }

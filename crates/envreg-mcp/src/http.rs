@@ -17,6 +17,7 @@ use axum::extract::{Request, State};
 use axum::http::{StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
+use axum::serve::ListenerExt as _;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
@@ -131,6 +132,13 @@ pub async fn serve_http(shared: Arc<Shared>, options: HttpOptions) -> anyhow::Re
     tracing::info!(%local, "serving MCP over streamable HTTP");
     let app = router(shared, &options, shutdown.clone());
     let stop = shutdown.clone();
+    // Small JSON-RPC messages: without TCP_NODELAY, Nagle + delayed ACK add ~40 ms to a
+    // round trip whose response is written in more than one segment (SSE framing).
+    let listener = listener.tap_io(|stream| {
+        if let Err(error) = stream.set_nodelay(true) {
+            tracing::debug!(%error, "cannot set TCP_NODELAY");
+        }
+    });
     axum::serve(listener, app)
         .with_graceful_shutdown(async move {
             tokio::select! {
