@@ -59,7 +59,7 @@ fn print_failure(failure: &Failure, json: bool) {
             err.message
         );
         if let Some(details) = &err.details {
-            eprintln!("{}", p.dim(&indent(&pretty(details), "  ")));
+            eprint!("{}", p.dim(&details_text(details)));
         }
     }
     if let Some(hint) = &failure.hint {
@@ -68,11 +68,26 @@ fn print_failure(failure: &Failure, json: bool) {
     }
 }
 
-fn indent(text: &str, prefix: &str) -> String {
-    text.lines()
-        .map(|l| format!("{prefix}{l}"))
-        .collect::<Vec<_>>()
-        .join("\n")
+/// Error details as indented `key: value` lines: scalars as they are, lists of scalars
+/// joined, anything deeper as compact JSON.
+fn details_text(details: &Value) -> String {
+    let Some(map) = details.as_object() else {
+        return format!("  {details}\n");
+    };
+    let mut out = String::new();
+    for (key, value) in map {
+        let shown = match value {
+            Value::String(s) => s.clone(),
+            Value::Array(items) if items.iter().all(|i| !i.is_object() && !i.is_array()) => items
+                .iter()
+                .map(|i| i.as_str().map_or_else(|| i.to_string(), str::to_owned))
+                .collect::<Vec<_>>()
+                .join(", "),
+            other => other.to_string(),
+        };
+        out.push_str(&format!("  {key}: {shown}\n"));
+    }
+    out
 }
 
 fn pretty(value: &Value) -> String {

@@ -12,7 +12,7 @@ use std::path::Path;
 use serde_json::{Map, Value};
 
 use crate::snippet;
-use crate::style::Palette;
+use crate::style::{Palette, table_text};
 
 /// The whole human view of one tool result: render line, blank line, body.
 pub fn render(tool: &str, render_line: &str, value: &Value, root: &Path, p: &Palette) -> String {
@@ -116,7 +116,7 @@ fn list(value: &Value, p: &Palette) -> String {
             s(item, "summary"),
         ]);
     }
-    format!("{table}\n")
+    table_text(&table)
 }
 
 fn get(value: &Value) -> String {
@@ -142,7 +142,7 @@ fn find(value: &Value, p: &Palette) -> String {
             s(hit, "field"),
         ]);
     }
-    format!("{table}\n")
+    table_text(&table)
 }
 
 fn heading(out: &mut String, title: &str, p: &Palette) {
@@ -218,13 +218,13 @@ fn resolve(value: &Value, p: &Palette) -> String {
                 roles.join(", "),
             ]);
         }
-        let _ = writeln!(out, "{t}");
+        out.push_str(&table_text(&t));
     }
     if let Some(paths) = value.get("paths").and_then(Value::as_object)
         && !paths.is_empty()
     {
         heading(&mut out, "Paths", p);
-        let mut t = p.table(&["NAME", "PATH", "FROM"]);
+        let mut t = p.table(&["NAME", "PATH", "VALUES FROM"]);
         for (name, v) in paths {
             t.add_row(vec![
                 name.clone(),
@@ -232,7 +232,7 @@ fn resolve(value: &Value, p: &Palette) -> String {
                 provenance_of(value, &format!("paths.{name}")),
             ]);
         }
-        let _ = writeln!(out, "{t}");
+        out.push_str(&table_text(&t));
     }
     let logs = array(value, "logSources");
     if !logs.is_empty() {
@@ -241,7 +241,7 @@ fn resolve(value: &Value, p: &Palette) -> String {
         for l in logs {
             t.add_row(vec![s(l, "id"), s(l, "path"), s(l, "format")]);
         }
-        let _ = writeln!(out, "{t}");
+        out.push_str(&table_text(&t));
     }
     let classes = array(value, "classLocations");
     if !classes.is_empty() {
@@ -267,7 +267,7 @@ fn resolve(value: &Value, p: &Palette) -> String {
                 s(c, "source").to_owned(),
             ]);
         }
-        let _ = writeln!(out, "{t}");
+        out.push_str(&table_text(&t));
     }
     out.trim_start_matches('\n').to_owned()
 }
@@ -284,7 +284,7 @@ fn variables_table(out: &mut String, title: &str, vars: Option<&Value>, p: &Pale
     for (k, v) in vars {
         t.add_row(vec![k.clone(), scalar(v)]);
     }
-    let _ = writeln!(out, "{t}");
+    out.push_str(&table_text(&t));
 }
 
 fn resolve_operation(value: &Value, p: &Palette) -> String {
@@ -386,7 +386,7 @@ fn delete(value: &Value, p: &Palette) -> String {
             s(b, "message"),
         ]);
     }
-    format!("Referenced by:\n{table}\n")
+    format!("Referenced by:\n{}", table_text(&table))
 }
 
 fn validate(value: &Value, root: &Path, p: &Palette) -> String {
@@ -398,7 +398,14 @@ fn validate(value: &Value, root: &Path, p: &Palette) -> String {
             .collect();
         let _ = writeln!(out, "{} {}", p.bold("Records:"), parts.join(", "));
     }
-    for d in array(value, "diagnostics") {
+    // Errors first, then warnings, then notes: what blocks comes before what informs.
+    let mut diagnostics: Vec<&Value> = array(value, "diagnostics").iter().collect();
+    diagnostics.sort_by_key(|d| match s(d, "severity") {
+        "error" => 0,
+        "warning" => 1,
+        _ => 2,
+    });
+    for d in diagnostics {
         out.push('\n');
         out.push_str(&snippet::render_diagnostic(d, root, p));
     }

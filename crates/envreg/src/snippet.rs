@@ -399,8 +399,8 @@ logSources:
 
     #[test]
     fn finds_items_of_flow_sequences() {
-        assert_eq!(at("ruleProfileRefs[1]"), (4, 31, 10));
-        assert_eq!(at("ruleProfileRefs[0]"), (4, 18, 11));
+        assert_eq!(at("ruleProfileRefs[1]"), (4, 32, 10));
+        assert_eq!(at("ruleProfileRefs[0]"), (4, 19, 11));
     }
 
     #[test]
@@ -410,7 +410,7 @@ logSources:
 
     #[test]
     fn finds_keys_of_flow_mappings() {
-        assert_eq!(at("match.serviceRef"), (8, 45, 12));
+        assert_eq!(at("match.serviceRef"), (8, 47, 12));
     }
 
     #[test]
@@ -443,10 +443,10 @@ logSources:
         assert_eq!(
             shown,
             "error[RULE_PROFILE_NOT_FOUND]: service checkout-api references unknown rule profile java-commn
-  --> services/checkout-api.yaml:4:31
+  --> services/checkout-api.yaml:4:32
   |
 4 | ruleProfileRefs: [spring-boot, java-commn]
-  |                               ^^^^^^^^^^
+  |                                ^^^^^^^^^^
   = field: ruleProfileRefs[1]
 "
         );

@@ -81,7 +81,7 @@ impl Palette {
     /// never wraps, so piped output and snapshots do not depend on a terminal size.
     pub fn table(&self, header: &[&str]) -> Table {
         let mut table = Table::new();
-        table.load_preset(presets::UTF8_HORIZONTAL_ONLY);
+        table.load_preset(presets::NOTHING);
         if self.color {
             table.set_content_arrangement(ContentArrangement::Dynamic);
         } else {
@@ -90,6 +90,16 @@ impl Palette {
         table.set_header(header.iter().map(|h| self.bold(h)));
         table
     }
+}
+
+/// A table as text, without the padding comfy-table leaves at line ends.
+pub fn table_text(table: &Table) -> String {
+    let mut out = String::new();
+    for line in table.to_string().lines() {
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
 }
 
 fn no_color_unset() -> bool {

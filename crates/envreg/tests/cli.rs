@@ -1,0 +1,726 @@
+//! Every subcommand on (a copy of) the example registry, human and JSON output as insta
+//! snapshots, plus registry discovery, exit codes and the `--json` error shape.
+
+mod common;
+
+use common::{Sandbox, json_of, transcript};
+use serde_json::Value;
+
+/// Run `envreg --registry <copy> ARGS`, assert the exit code, snapshot the transcript.
+fn human(sandbox: &Sandbox, name: &str, args: &[&str], code: i32) -> String {
+    let output = sandbox.envreg().args(args).output().unwrap();
+    let text = transcript(sandbox, &output);
+    assert_eq!(output.status.code(), Some(code), "{text}");
+    insta::assert_snapshot!(name, text);
+    text
+}
+
+/// Same with `--json`: snapshot the parsed value and return it.
+fn json(sandbox: &Sandbox, name: &str, args: &[&str], code: i32) -> Value {
+    let output = sandbox.envreg().arg("--json").args(args).output().unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(code),
+        "{}",
+        transcript(sandbox, &output)
+    );
+    let value = json_of(sandbox, &output);
+    insta::assert_json_snapshot!(name, value);
+    value
+}
+
+#[test]
+fn example_registry_validates_clean() {
+    let sandbox = Sandbox::with_example();
+    // Unconfigured credentials are warnings (the truth on a fresh machine), not errors.
+    let value = json(&sandbox, "validate_json", &["validate"], 0);
+    assert_eq!(value["ok"], true);
+    for d in value["diagnostics"].as_array().unwrap() {
+        assert!(
+            d["severity"] == "info" || d["code"] == "CREDENTIAL_MISSING",
+            "unexpected diagnostic {d:#}"
+        );
+    }
+    assert_eq!(value["counts"]["environment"], 3);
+    assert_eq!(value["counts"]["service"], 4);
+    human(&sandbox, "validate_human", &["validate"], 0);
+    // With its credentials configured, not a single warning.
+    let output = sandbox
+        .configured()
+        .args(["--json", "validate"])
+        .output()
+        .unwrap();
+    let value = json_of(&sandbox, &output);
+    let warnings: Vec<_> = value["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["severity"] != "info")
+        .collect();
+    assert!(warnings.is_empty(), "{warnings:#?}");
+    let output = sandbox.configured().arg("validate").output().unwrap();
+    insta::assert_snapshot!("validate_clean_human", transcript(&sandbox, &output));
+}
+
+#[test]
+fn list() {
+    let sandbox = Sandbox::with_example();
+    let value = json(&sandbox, "list_json", &["list"], 0);
+    let kinds: Vec<&str> = value["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["kind"].as_str().unwrap())
+        .collect();
+    let mut sorted = kinds.clone();
+    let order = |k: &str| {
+        [
+            "environment",
+            "service",
+            "deployment",
+            "ruleProfile",
+            "operationBinding",
+        ]
+        .iter()
+        .position(|x| *x == k)
+    };
+    sorted.sort_by_key(|k| order(k));
+    assert_eq!(kinds, sorted, "items are sorted by kind");
+    human(&sandbox, "list_human", &["list"], 0);
+    human(
+        &sandbox,
+        "list_kind_service",
+        &["list", "--kind", "service"],
+        0,
+    );
+    let prod = json(
+        &sandbox,
+        "list_query_prod_json",
+        &["list", "--query", "prod"],
+        0,
+    );
+    assert!(
+        prod["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|i| i["id"] == "prod")
+    );
+}
+
+#[test]
+fn get() {
+    let sandbox = Sandbox::with_example();
+    let value = json(
+        &sandbox,
+        "get_environment_prod_json",
+        &["get", "environment", "prod"],
+        0,
+    );
+    assert_eq!(value["record"]["tier"], "production");
+    let on_disk =
+        std::fs::read_to_string(sandbox.registry().join("environments/prod.yaml")).unwrap();
+    assert_eq!(
+        value["yaml"],
+        sandbox.redact(&on_disk).as_str(),
+        "yaml is the on-disk text"
+    );
+    human(
+        &sandbox,
+        "get_service_human",
+        &["get", "service", "checkout-api"],
+        0,
+    );
+    human(&sandbox, "get_missing", &["get", "service", "nope"], 1);
+}
+
+#[test]
+fn find() {
+    let sandbox = Sandbox::with_example();
+    let value = json(&sandbox, "find_checkout_json", &["find", "checkout"], 0);
+    assert_eq!(
+        value["hits"][0]["id"], "checkout-api",
+        "exact/prefix id ranks first"
+    );
+    human(&sandbox, "find_web_human", &["find", "web"], 0);
+    human(&sandbox, "find_too_short", &["find", "x"], 1);
+}
+
+#[test]
+fn resolve() {
+    let sandbox = Sandbox::with_example();
+    let value = json(
+        &sandbox,
+        "resolve_checkout_staging_json",
+        &["resolve", "checkout-api", "--env", "staging"],
+        0,
+    );
+    assert_eq!(value["paths"]["logs"], "/data/logs/checkout-api");
+    assert_eq!(value["deployment"]["id"], "checkout-api-staging");
+    human(
+        &sandbox,
+        "resolve_checkout_staging_human",
+        &["resolve", "checkout-api", "--env", "staging"],
+        0,
+    );
+    // Deployed twice in prod: the caller must choose.
+    let ambiguous = json(
+        &sandbox,
+        "resolve_checkout_prod_ambiguous_json",
+        &["resolve", "checkout-api", "--env", "prod"],
+        1,
+    );
+    assert_eq!(ambiguous["error"]["code"], "DEPLOYMENT_AMBIGUOUS");
+    human(
+        &sandbox,
+        "resolve_checkout_prod_ambiguous_human",
+        &["resolve", "checkout-api", "--env", "prod"],
+        1,
+    );
+    human(
+        &sandbox,
+        "resolve_checkout_prod_green_human",
+        &[
+            "resolve",
+            "checkout-api",
+            "--env",
+            "prod",
+            "--deployment",
+            "checkout-api-prod-green",
+        ],
+        0,
+    );
+    // No --env: the config default (staging) applies.
+    let defaulted = json(
+        &sandbox,
+        "resolve_default_env_json",
+        &["resolve", "storefront"],
+        0,
+    );
+    assert_eq!(defaulted["environment"]["id"], "staging");
+}
+
+#[test]
+fn resolve_operation_at_every_match_level() {
+    let sandbox = Sandbox::with_example();
+    let cases: [(&str, &[&str], &str, &str); 5] = [
+        (
+            "op_deployment",
+            &["restart", "--deployment", "checkout-api-prod-blue"],
+            "deployment",
+            "restart-checkout-api-prod-blue",
+        ),
+        (
+            "op_environment_service",
+            &["redeploy", "--env", "staging", "--service", "checkout-api"],
+            "environment-service",
+            "redeploy-checkout-api-staging",
+        ),
+        (
+            "op_service",
+            &["rollback", "--env", "prod", "--service", "storefront"],
+            "service",
+            "rollback-storefront",
+        ),
+        (
+            "op_environment",
+            &["collect-logs", "--env", "dev", "--service", "checkout-api"],
+            "environment",
+            "collect-logs-dev",
+        ),
+        (
+            "op_global",
+            &[
+                "health-check",
+                "--env",
+                "prod",
+                "--service",
+                "orders-worker",
+            ],
+            "global",
+            "health-check",
+        ),
+    ];
+    for (name, args, level, binding) in cases {
+        let mut full = vec!["resolve-operation"];
+        full.extend_from_slice(args);
+        let value = json(&sandbox, &format!("{name}_json"), &full, 0);
+        assert_eq!(value["matchLevel"], level, "{name}");
+        assert_eq!(value["matchedBindingId"], binding, "{name}");
+        assert_eq!(
+            value["skill"]["available"], true,
+            "{name}: skill found in skills/"
+        );
+        human(&sandbox, &format!("{name}_human"), &full, 0);
+    }
+}
+
+#[test]
+fn resolve_operation_failures() {
+    let sandbox = Sandbox::with_example();
+    let denied = json(
+        &sandbox,
+        "op_production_denied_json",
+        &[
+            "resolve-operation",
+            "deploy",
+            "--env",
+            "prod",
+            "--service",
+            "orders-worker",
+        ],
+        1,
+    );
+    assert_eq!(denied["error"]["code"], "POLICY_DENIED");
+    human(
+        &sandbox,
+        "op_production_denied_human",
+        &[
+            "resolve-operation",
+            "deploy",
+            "--env",
+            "prod",
+            "--service",
+            "orders-worker",
+        ],
+        1,
+    );
+    let allowed = json(
+        &sandbox,
+        "op_deploy_staging_json",
+        &[
+            "resolve-operation",
+            "deploy",
+            "--env",
+            "staging",
+            "--service",
+            "orders-worker",
+        ],
+        0,
+    );
+    assert_eq!(allowed["matchedBindingId"], "deploy-helm");
+    let unknown = json(
+        &sandbox,
+        "op_unknown_json",
+        &[
+            "resolve-operation",
+            "teleport",
+            "--env",
+            "dev",
+            "--service",
+            "storefront",
+        ],
+        1,
+    );
+    assert_eq!(unknown["error"]["code"], "OPERATION_UNKNOWN");
+    let unbound = json(
+        &sandbox,
+        "op_unbound_json",
+        &[
+            "resolve-operation",
+            "collect-logs",
+            "--env",
+            "prod",
+            "--service",
+            "storefront",
+        ],
+        1,
+    );
+    assert_eq!(unbound["error"]["code"], "BINDING_NOT_FOUND");
+}
+
+#[test]
+fn context_is_per_session_and_persists() {
+    let sandbox = Sandbox::with_example();
+    let fresh = json(&sandbox, "context_fresh_json", &["context"], 0);
+    assert_eq!(fresh["sessionId"], "cli", "documented default session");
+    assert_eq!(fresh["defaultEnvironmentId"], Value::Null);
+    human(
+        &sandbox,
+        "context_set_human",
+        &["context", "--set", "dev"],
+        0,
+    );
+    let after = json(&sandbox, "context_after_set_json", &["context"], 0);
+    assert_eq!(after["defaultEnvironmentId"], "dev");
+    // The session default now decides resolve's environment.
+    let resolved = json(
+        &sandbox,
+        "resolve_session_env_json",
+        &["resolve", "storefront"],
+        0,
+    );
+    assert_eq!(resolved["environment"]["id"], "dev");
+    // Another session does not see it, whether named by flag or by variable.
+    let other = sandbox
+        .envreg()
+        .args(["--json", "context", "--session", "agent-7"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        json_of(&sandbox, &other)["defaultEnvironmentId"],
+        Value::Null
+    );
+    let by_env = sandbox
+        .envreg()
+        .env("ENVREG_SESSION_ID", "agent-7")
+        .args(["--json", "context", "--set", "prod"])
+        .output()
+        .unwrap();
+    assert_eq!(json_of(&sandbox, &by_env)["sessionId"], "agent-7");
+    let still = json(&sandbox, "context_still_dev_json", &["context"], 0);
+    assert_eq!(still["defaultEnvironmentId"], "dev");
+    human(&sandbox, "context_clear_human", &["context", "--clear"], 0);
+    human(
+        &sandbox,
+        "context_set_unknown",
+        &["context", "--set", "moon"],
+        1,
+    );
+}
+
+const NEW_SERVICE: &str = "\
+id: billing-api
+schemaVersion: 1
+name: Billing API
+category: backend
+ruleProfileRefs: [java-common]
+variables: { appName: billing-api }
+futureField: kept as is
+";
+
+#[test]
+fn save_dry_run_then_create_then_update() {
+    let sandbox = Sandbox::with_example();
+    let file = sandbox.tmp.path().join("billing-api.yaml");
+    std::fs::write(&file, NEW_SERVICE).unwrap();
+    let file = file.to_str().unwrap();
+    let dry = json(
+        &sandbox,
+        "save_dry_run_json",
+        &["save", "service", file, "--dry-run"],
+        0,
+    );
+    assert_eq!(dry["dryRun"], true);
+    assert!(
+        !sandbox
+            .registry()
+            .join("services/billing-api.yaml")
+            .exists()
+    );
+    let created = json(&sandbox, "save_created_json", &["save", "service", file], 0);
+    assert_eq!(created["created"], true);
+    let saved =
+        std::fs::read_to_string(sandbox.registry().join("services/billing-api.yaml")).unwrap();
+    assert!(
+        saved.contains("futureField"),
+        "unknown fields survive a save:\n{saved}"
+    );
+    human(
+        &sandbox,
+        "save_updated_human",
+        &["save", "service", file],
+        0,
+    );
+    let got = json_of(
+        &sandbox,
+        &sandbox
+            .envreg()
+            .args(["--json", "get", "service", "billing-api"])
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(got["record"]["futureField"], "kept as is");
+}
+
+#[test]
+fn save_from_stdin() {
+    let sandbox = Sandbox::with_example();
+    let output = sandbox
+        .envreg()
+        .args(["--json", "save", "service", "-"])
+        .write_stdin(NEW_SERVICE)
+        .output()
+        .unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        transcript(&sandbox, &output)
+    );
+    assert_eq!(json_of(&sandbox, &output)["id"], "billing-api");
+}
+
+#[test]
+fn production_save_needs_approval() {
+    let sandbox = Sandbox::with_example();
+    let prod = std::fs::read_to_string(sandbox.registry().join("environments/prod.yaml")).unwrap();
+    let file = sandbox.tmp.path().join("prod.yaml");
+    std::fs::write(&file, prod.replace("Production (EU)", "Production EU")).unwrap();
+    let file = file.to_str().unwrap();
+    // No terminal (setsid: no controlling tty), no --yes: denied, with a hint.
+    let output = std::process::Command::new("setsid")
+        .arg(assert_cmd::cargo::cargo_bin("envreg"))
+        .args([
+            "--registry",
+            sandbox.registry().to_str().unwrap(),
+            "save",
+            "environment",
+            file,
+        ])
+        .env("NO_COLOR", "1")
+        .env("HOME", sandbox.home())
+        .output()
+        .unwrap();
+    let text = transcript(&sandbox, &output);
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    assert!(text.contains("POLICY_DENIED"), "{text}");
+    assert!(text.contains("--yes"), "{text}");
+    insta::assert_snapshot!("save_production_denied", text);
+    let unchanged =
+        std::fs::read_to_string(sandbox.registry().join("environments/prod.yaml")).unwrap();
+    assert_eq!(unchanged, prod, "a denied save writes nothing");
+    // --yes approves.
+    let value = json(
+        &sandbox,
+        "save_production_yes_json",
+        &["save", "environment", file, "--yes"],
+        0,
+    );
+    assert_eq!(value["created"], false);
+}
+
+#[test]
+fn delete_reports_blockers_then_refuses_then_deletes() {
+    let sandbox = Sandbox::with_example();
+    let check = json(
+        &sandbox,
+        "delete_check_json",
+        &["delete", "ruleProfile", "java-common"],
+        0,
+    );
+    assert_eq!(check["deleted"], false);
+    assert!(!check["blockers"].as_array().unwrap().is_empty());
+    human(
+        &sandbox,
+        "delete_check_human",
+        &["delete", "ruleProfile", "java-common"],
+        0,
+    );
+    let in_use = json(
+        &sandbox,
+        "delete_in_use_json",
+        &["delete", "ruleProfile", "java-common", "--confirm", "--yes"],
+        1,
+    );
+    assert_eq!(in_use["error"]["code"], "RECORD_IN_USE");
+    assert!(
+        sandbox
+            .registry()
+            .join("rule-profiles/java-common.yaml")
+            .exists()
+    );
+    human(
+        &sandbox,
+        "delete_binding_human",
+        &[
+            "delete",
+            "operationBinding",
+            "collect-logs-dev",
+            "--confirm",
+            "--yes",
+        ],
+        0,
+    );
+    assert!(
+        !sandbox
+            .registry()
+            .join("operation-bindings/collect-logs-dev.yaml")
+            .exists()
+    );
+    let backups = sandbox.registry().join(".backups/operation-bindings");
+    assert_eq!(
+        std::fs::read_dir(backups).unwrap().count(),
+        1,
+        "backup kept"
+    );
+}
+
+#[test]
+fn schema_prints_json_schema_and_the_examples_use_it() {
+    let sandbox = Sandbox::empty();
+    for kind in [
+        "environment",
+        "service",
+        "deployment",
+        "ruleProfile",
+        "operationBinding",
+        "config",
+    ] {
+        let output = sandbox.bare().args(["schema", kind]).output().unwrap();
+        assert!(output.status.success());
+        let printed: Value = serde_json::from_slice(&output.stdout).unwrap();
+        assert_eq!(printed["type"], "object", "{kind}");
+        // The example registry's .schemas/ are exactly what the command prints.
+        let committed = std::fs::read_to_string(
+            common::example_registry().join(format!(".schemas/{kind}.json")),
+        )
+        .unwrap();
+        let committed: Value = serde_json::from_str(&committed).unwrap();
+        assert_eq!(
+            committed, printed,
+            "examples/registry/.schemas/{kind}.json is stale: regenerate with `envreg schema {kind}`"
+        );
+    }
+    let bad = sandbox.bare().args(["schema", "planet"]).output().unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+}
+
+#[test]
+fn every_example_file_points_at_its_schema() {
+    let root = common::example_registry();
+    for (dir, kind) in [
+        ("environments", "environment"),
+        ("services", "service"),
+        ("deployments", "deployment"),
+        ("rule-profiles", "ruleProfile"),
+        ("operation-bindings", "operationBinding"),
+    ] {
+        for entry in std::fs::read_dir(root.join(dir)).unwrap() {
+            let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+            let first = text.lines().next().unwrap();
+            assert_eq!(
+                first,
+                format!("# yaml-language-server: $schema=../.schemas/{kind}.json")
+            );
+        }
+    }
+}
+
+#[test]
+fn init_scaffolds_a_working_registry() {
+    let sandbox = Sandbox::empty();
+    let dir = sandbox.tmp.path().join("new-reg");
+    let output = sandbox.bare().arg("init").arg(&dir).output().unwrap();
+    let text = transcript(&sandbox, &output);
+    assert_eq!(output.status.code(), Some(0), "{text}");
+    insta::assert_snapshot!("init_human", text);
+    let validate = sandbox
+        .bare()
+        .current_dir(dir.join("services"))
+        .args(["--json", "validate"])
+        .output()
+        .unwrap();
+    let value = json_of(&sandbox, &validate);
+    assert_eq!(value["ok"], true, "{value:#}");
+    let resolved = sandbox
+        .bare()
+        .current_dir(&dir)
+        .args([
+            "--json",
+            "resolve-operation",
+            "health-check",
+            "--service",
+            "hello-api",
+        ])
+        .output()
+        .unwrap();
+    let value = json_of(&sandbox, &resolved);
+    assert_eq!(
+        value["parameters"]["url"], "http://127.0.0.1:8080/health",
+        "{value:#}"
+    );
+    // Never over an existing registry.
+    let again = sandbox.bare().arg("init").arg(&dir).output().unwrap();
+    assert_eq!(again.status.code(), Some(1));
+}
+
+#[test]
+fn registry_is_found_from_a_subfolder_or_the_environment() {
+    let sandbox = Sandbox::with_example();
+    let from_subdir = sandbox
+        .bare()
+        .current_dir(sandbox.registry().join("services"))
+        .args(["--json", "list", "--kind", "environment"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        json_of(&sandbox, &from_subdir)["items"]
+            .as_array()
+            .unwrap()
+            .len(),
+        3
+    );
+    let from_env = sandbox
+        .bare()
+        .env("ENVREG_REGISTRY", sandbox.registry())
+        .args(["--json", "list", "--kind", "environment"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        json_of(&sandbox, &from_env)["items"]
+            .as_array()
+            .unwrap()
+            .len(),
+        3
+    );
+}
+
+#[test]
+fn no_registry_says_how_to_make_one() {
+    let sandbox = Sandbox::empty();
+    let output = sandbox.bare().arg("list").output().unwrap();
+    let text = transcript(&sandbox, &output);
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    insta::assert_snapshot!("no_registry", text);
+    let json = sandbox.bare().args(["--json", "list"]).output().unwrap();
+    let value = json_of(&sandbox, &json);
+    assert_eq!(value["error"]["code"], "INVALID_ARGUMENT");
+    assert!(json.stderr.is_empty() || !String::from_utf8_lossy(&json.stderr).contains('{'));
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let sandbox = Sandbox::with_example();
+    for args in [
+        vec![],
+        vec!["get", "planet", "x"],
+        vec!["list", "--kind", "services"],
+        vec!["resolve"],
+        vec!["context", "--set", "dev", "--clear"],
+        vec!["frobnicate"],
+    ] {
+        let output = sandbox.envreg().args(&args).output().unwrap();
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            transcript(&sandbox, &output)
+        );
+        assert!(
+            output.stdout.is_empty(),
+            "{args:?}: usage errors go to stderr"
+        );
+    }
+}
+
+#[test]
+fn json_errors_have_code_message_details() {
+    let sandbox = Sandbox::with_example();
+    let output = sandbox
+        .envreg()
+        .args(["--json", "get", "service", "nope"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let value = json_of(&sandbox, &output);
+    let error = value["error"].as_object().unwrap();
+    let keys: Vec<&str> = error.keys().map(String::as_str).collect();
+    assert_eq!(keys, ["code", "message", "details"]);
+    assert_eq!(error["code"], "SERVICE_NOT_FOUND");
+    assert!(
+        output.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
