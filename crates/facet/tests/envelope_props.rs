@@ -1,0 +1,137 @@
+//! The hook's whole answer path on generated input, in both dialects (the fuzz
+//! target `facet_hook_envelope` runs the same property without bounds): it never
+//! panics, exits 0 or 1 only, and whatever it writes is one of the host's shapes.
+#![allow(clippy::unwrap_used)]
+
+use facet::envelope::Dialect;
+use facet::hook::{HookConfig, answer};
+use proptest::prelude::*;
+use serde_json::{Value, json};
+
+fn check(input: &[u8], state: &std::path::Path) {
+    for dialect in [Dialect::ClaudeCode, Dialect::Codex] {
+        let reply = answer(input, &HookConfig::for_tests(dialect, state.to_path_buf()));
+        assert!(reply.exit_code == 0 || reply.exit_code == 1, "{reply:?}");
+        if reply.exit_code == 1 {
+            assert!(reply.stdout.is_none());
+            assert!(
+                reply
+                    .stderr
+                    .as_deref()
+                    .is_some_and(|text| text.starts_with("facet hook: "))
+            );
+        }
+        if let Some(stdout) = reply.stdout {
+            let value: Value = serde_json::from_str(&stdout).unwrap();
+            let event = value["hookSpecificOutput"]["hookEventName"]
+                .as_str()
+                .unwrap();
+            assert!(
+                [
+                    "SessionStart",
+                    "UserPromptSubmit",
+                    "PreToolUse",
+                    "PostToolUse"
+                ]
+                .contains(&event)
+            );
+            if dialect == Dialect::Codex {
+                assert_ne!(value["hookSpecificOutput"]["permissionDecision"], "ask");
+            }
+        }
+    }
+}
+
+fn scalar() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(|n| json!(n)),
+        "[ -~]{0,12}".prop_map(Value::String),
+        prop::sample::select(vec![
+            "/",
+            "..",
+            "../x",
+            "/etc/passwd",
+            "/proc/self/root",
+            "~",
+            "a\u{0}b",
+            "*** Add File: /etc/x\n"
+        ])
+        .prop_map(|s| Value::String(s.to_owned())),
+    ]
+}
+
+fn envelope() -> impl Strategy<Value = Value> {
+    let events = prop::sample::select(vec![
+        "SessionStart",
+        "UserPromptSubmit",
+        "PreToolUse",
+        "PostToolUse",
+        "Stop",
+    ]);
+    let tools = prop::sample::select(vec![
+        "Read",
+        "Glob",
+        "grep",
+        "recall",
+        "apply_patch",
+        "Bash",
+        "mcp__facet__facet",
+        "LS",
+        "unknown",
+    ]);
+    let input = prop::collection::btree_map(
+        prop::sample::select(vec![
+            "file_path",
+            "path",
+            "pattern",
+            "glob",
+            "command",
+            "action",
+            "paths",
+            "focus",
+            "notebook_path",
+        ]),
+        prop_oneof![
+            scalar(),
+            prop::collection::vec(scalar(), 0..3).prop_map(Value::Array)
+        ],
+        0..4,
+    );
+    (
+        prop_oneof![Just(json!("s")), scalar()],
+        prop_oneof![Just(json!("/")), Just(json!("/tmp")), scalar()],
+        events,
+        tools,
+        input,
+        prop_oneof![
+            Just(json!("default")),
+            Just(json!("bypassPermissions")),
+            scalar()
+        ],
+    )
+        .prop_map(|(session, cwd, event, tool, input, mode)| {
+            json!({
+                "session_id": session, "cwd": cwd, "hook_event_name": event,
+                "tool_name": tool, "tool_input": input, "permission_mode": mode,
+                "tool_response": {"isError": false},
+            })
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    #[test]
+    fn arbitrary_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..256)) {
+        let state = tempfile::tempdir().unwrap();
+        check(&bytes, state.path());
+    }
+
+    #[test]
+    fn generated_envelopes_never_panic(event in envelope()) {
+        let state = tempfile::tempdir().unwrap();
+        check(&serde_json::to_vec(&event).unwrap(), state.path());
+    }
+}
