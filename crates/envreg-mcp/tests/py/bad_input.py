@@ -199,6 +199,28 @@ async def test_save_races_hand_edit():
     assert leftovers(registry) == [], leftovers(registry)
 
 
+async def test_bearer_token_and_remote_refusal():
+    registry = fresh_registry()
+    server = HttpServer(registry, env={"ENVREG_HTTP_TOKEN": "s3cret-token"})
+    try:
+        async with httpx2.AsyncClient() as client:
+            init = {**INIT}
+            missing = await client.post(server.url, json=init, headers=ACCEPT)
+            assert missing.status_code == 401, missing.status_code
+            wrong = await client.post(server.url, json=init, headers={**ACCEPT, "Authorization": "Bearer nope"})
+            assert wrong.status_code == 401, wrong.status_code
+        async with connect("http", registry, http=server, headers={"Authorization": "Bearer s3cret-token"}) as session:
+            assert not (await session.call_tool("env_validate", {})).is_error
+    finally:
+        server.stop()
+    refused = subprocess.run([SERVER, "--registry", registry, "--http", "0.0.0.0:0"],
+                             capture_output=True, text=True, timeout=30, env={**os.environ, "ENVREG_HTTP_TOKEN": ""})
+    assert refused.returncode != 0 and "--allow-remote" in refused.stderr, refused.stderr
+    no_token = subprocess.run([SERVER, "--registry", registry, "--http", "0.0.0.0:0", "--allow-remote"],
+                              capture_output=True, text=True, timeout=30, env={**os.environ, "ENVREG_HTTP_TOKEN": ""})
+    assert no_token.returncode != 0 and "bearer token" in no_token.stderr, no_token.stderr
+
+
 TESTS = [(name, fn) for name, fn in globals().items() if name.startswith("test_")]
 
 if __name__ == "__main__":
