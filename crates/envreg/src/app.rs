@@ -1,6 +1,11 @@
 //! One invocation: find the registry, turn the subcommand into a tool call, run it
 //! through [`envreg_core::tools::call_tool`] (the same path MCP takes), print the result.
 //!
+//! REQUEST (cli → tools+mcp): the `POLICY_DENIED` message for an `Unavailable`
+//! approval speaks of MCP clients and elicitation; from the CLI that reads oddly. A
+//! transport-neutral message (or a way for the `Approver` to supply the next step)
+//! would help; until then the CLI adds its own `hint:` line on stderr.
+//!
 //! Exit codes: 0 success, 1 an expected failure (the tool's error, printed — as
 //! `{"error": {code, message, details}}` on stdout under `--json`), 2 a usage error
 //! (clap's).
@@ -83,6 +88,19 @@ fn details_text(details: &Value) -> String {
                 .map(|i| i.as_str().map_or_else(|| i.to_string(), str::to_owned))
                 .collect::<Vec<_>>()
                 .join(", "),
+            Value::Array(items) => {
+                // Lists of objects (blockers, issues, candidates with reasons): one per
+                // line, by their message when they have one.
+                out.push_str(&format!("  {key}:\n"));
+                for item in items {
+                    let line = item
+                        .get("message")
+                        .and_then(Value::as_str)
+                        .map_or_else(|| item.to_string(), str::to_owned);
+                    out.push_str(&format!("    - {line}\n"));
+                }
+                continue;
+            }
             other => other.to_string(),
         };
         out.push_str(&format!("  {key}: {shown}\n"));
@@ -126,7 +144,7 @@ fn execute(cli: Cli) -> Result<(), Failure> {
             return crate::serve::run(root, args)
                 .map_err(|e| Failure::from(EnvError::internal(format!("serve: {e:#}"))));
         }
-        Command::Synth { dir, scale } => return synth(&dir, scale, json_mode),
+        Command::Synth { dir, divisor } => return synth(&dir, divisor, json_mode),
         Command::List { kind, query } => {
             let mut args = serde_json::Map::new();
             if let Some(kind) = kind {
@@ -356,10 +374,46 @@ pub(crate) fn schema_of(kind: SchemaKind) -> Value {
     }
 }
 
-fn synth(dir: &Path, scale: f64, json_mode: bool) -> Result<(), Failure> {
-    let _ = (dir, scale, json_mode);
-    Err(EnvError::internal(
-        "synth: the synthetic generator (envreg_core::synth) has not landed yet",
-    )
-    .into())
+/// `envreg synth DIR`: the core's synthetic registry, plus ids to query it with.
+fn synth(dir: &Path, divisor: usize, json_mode: bool) -> Result<(), Failure> {
+    use envreg_core::synth::{SynthSpec, generate, sample};
+    let spec = if divisor <= 1 {
+        SynthSpec::default()
+    } else {
+        SynthSpec::scaled_down(divisor)
+    };
+    generate(dir, &spec).map_err(|e| {
+        EnvError::new(
+            ErrorCode::StorageUnwritable,
+            format!(
+                "cannot write the synthetic registry to {}: {e}",
+                dir.display()
+            ),
+        )
+    })?;
+    let sample = sample(&spec);
+    let value = json!({
+        "registry": dir.display().to_string(),
+        "records": spec.total(),
+        "sample": {
+            "environmentId": sample.environment,
+            "serviceId": sample.service,
+            "deploymentId": sample.deployment,
+            "operation": sample.operation,
+            "findQuery": sample.find_query,
+        },
+    });
+    if json_mode {
+        println!("{}", pretty(&value));
+    } else {
+        println!(
+            "Wrote {} records to {}. Try: envreg --registry {} resolve {} --env {}",
+            spec.total(),
+            dir.display(),
+            dir.display(),
+            sample.service,
+            sample.environment
+        );
+    }
+    Ok(())
 }

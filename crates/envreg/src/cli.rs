@@ -123,12 +123,12 @@ pub enum Command {
     /// Write a synthetic registry (for benchmarks): 10,000 records by default.
     #[command(hide = true)]
     Synth {
-        /// Folder to create.
+        /// Folder to write (created if missing).
         dir: PathBuf,
-        /// Scale factor: 1.0 is 100 environments, 2,000 services, 6,000 deployments,
-        /// 200 rule profiles, 1,700 bindings.
-        #[arg(long, default_value_t = 1.0)]
-        scale: f64,
+        /// Divide every count by N (1 = 100 environments, 2,000 services, 6,000
+        /// deployments, 200 rule profiles, 1,700 bindings).
+        #[arg(long, default_value_t = 1)]
+        divisor: usize,
     },
 }
 

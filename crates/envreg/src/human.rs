@@ -80,7 +80,7 @@ pub fn short_diagnostic(d: &Value, p: &Palette) -> String {
     let severity = s(d, "severity");
     let mut out = format!(
         "{}: {}",
-        p.severity(&format!("{severity}[{}]", s(d, "code"))),
+        p.severity(severity, s(d, "code")),
         s(d, "message")
     );
     let file = s(d, "file");

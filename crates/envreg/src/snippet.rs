@@ -37,7 +37,7 @@ pub fn render_diagnostic(diag: &Value, root: &Path, palette: &Palette) -> String
     let _ = writeln!(
         out,
         "{}{}",
-        palette.severity(&format!("{severity}[{code}]")),
+        palette.severity(severity, code),
         palette.bold(&format!(": {message}"))
     );
     let Some(file) = file else {
@@ -200,7 +200,7 @@ pub fn locate(text: &str, path: &str) -> Option<Span> {
                 let key_indent = key_at;
                 if value.is_empty() || value.starts_with('#') {
                     found = Some(span_at(line, i, key_at, k.len()));
-                    range = (i + 1)..block_end(&lines, i + 1, key_indent);
+                    range = (i + 1)..block_end(&lines, i + 1, key_indent, true);
                     parent_indent = Some(key_indent);
                 } else {
                     found = Some(span_at(line, i, value_start, value_len(value)));
@@ -238,7 +238,7 @@ pub fn locate(text: &str, path: &str) -> Option<Span> {
                 } else {
                     // `- key: v` style: the item's fields are on this line and the
                     // lines indented deeper than the dash.
-                    range = i..block_end(&lines, i + 1, indent);
+                    range = i..block_end(&lines, i + 1, indent, false);
                     parent_indent = Some(indent);
                 }
             }
@@ -274,12 +274,18 @@ fn block_indent(line: &str) -> usize {
 }
 
 /// First line at or after `from` that is indented no deeper than `indent` (blank and
-/// comment lines do not end a block).
-fn block_end(lines: &[&str], from: usize, indent: usize) -> usize {
+/// comment lines do not end a block). With `dash_continues`, a `- ` item at exactly
+/// `indent` still belongs to the block: YAML lets a key's sequence sit at the key's own
+/// indentation (`credentials:` then `- ref: x`), which is how serializers write it.
+fn block_end(lines: &[&str], from: usize, indent: usize, dash_continues: bool) -> usize {
     (from..lines.len())
         .find(|&i| {
             let t = lines[i].trim_start();
-            !t.is_empty() && !t.starts_with('#') && lines[i].len() - t.len() <= indent
+            let at = lines[i].len() - t.len();
+            if t.is_empty() || t.starts_with('#') {
+                return false;
+            }
+            at < indent || (at == indent && !(dash_continues && (t.starts_with("- ") || t == "-")))
         })
         .unwrap_or(lines.len())
 }
@@ -418,6 +424,31 @@ logSources:
         assert_eq!(at("hosts[0].address"), (10, 28, 8));
         assert_eq!(at("hosts[1].address"), (12, 14, 8));
         assert_eq!(at("logSources[0].path"), (15, 11, 2));
+    }
+
+    #[test]
+    fn finds_sequences_written_at_the_key_indentation() {
+        let text = "id: prod\ncredentials:\n- ref: kube-prod\n  source: env:A\n- ref: grafana\n  source: file:b\ncreatedAt: x\n";
+        assert_eq!(locate(text, "credentials[1]").map(|s| s.line), Some(5));
+        assert_eq!(
+            locate(text, "credentials[1].source").map(|s| (s.line, s.column)),
+            Some((6, 11))
+        );
+        assert_eq!(locate(text, "createdAt").map(|s| s.line), Some(7));
+    }
+
+    proptest::proptest! {
+        /// The locator reads files from disk: whatever they hold, it answers or says
+        /// "not found", and a found span is on a real line.
+        #[test]
+        fn locate_never_panics(
+            text in "([a-z\\[\\]{}:,\\- \"'#\\n]|é|\t){0,200}",
+            path in "[a-z]{1,3}(\\.[a-z]{1,3}|\\[[0-9]\\]){0,3}",
+        ) {
+            if let Some(span) = locate(&text, &path) {
+                proptest::prop_assert!(span.line >= 1 && span.line <= text.lines().count());
+            }
+        }
     }
 
     #[test]

@@ -68,12 +68,13 @@ impl Palette {
         }
     }
 
-    /// Colour a severity word the way compilers do.
-    pub fn severity(&self, severity: &str) -> String {
+    /// `severity[CODE]`, coloured by severity the way compilers do.
+    pub fn severity(&self, severity: &str, code: &str) -> String {
+        let label = format!("{severity}[{code}]");
         match severity {
-            "error" => self.red(severity),
-            "warning" => self.yellow(severity),
-            _ => self.cyan(severity),
+            "error" => self.red(&label),
+            "warning" => self.yellow(&label),
+            _ => self.cyan(&label),
         }
     }
 

@@ -724,3 +724,52 @@ fn json_errors_have_code_message_details() {
         String::from_utf8_lossy(&output.stderr)
     );
 }
+
+/// The approver asks on the controlling terminal. `script` gives the process a real
+/// pseudo-terminal and types the answer into it.
+#[test]
+fn approval_is_asked_on_the_terminal() {
+    let sandbox = Sandbox::with_example();
+    let prod_path = sandbox.registry().join("environments/prod.yaml");
+    let prod = std::fs::read_to_string(&prod_path).unwrap();
+    let file = sandbox.tmp.path().join("prod.yaml");
+    std::fs::write(&file, prod.replace("Production (EU)", "Production EU")).unwrap();
+    let command_line = format!(
+        "{} --registry {} save environment {}",
+        assert_cmd::cargo::cargo_bin("envreg").display(),
+        sandbox.registry().display(),
+        file.display()
+    );
+    let answer = |typed: &str| {
+        let output = assert_cmd::Command::new("script")
+            .args(["-qec", &command_line, "/dev/null"])
+            .env("NO_COLOR", "1")
+            .env("HOME", sandbox.home())
+            .write_stdin(typed)
+            .output()
+            .unwrap();
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+        )
+    };
+    let (code, text) = answer("n\n");
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("Approve env_save once? [y/N]"), "{text}");
+    assert!(text.contains("POLICY_DENIED"), "{text}");
+    assert_eq!(
+        std::fs::read_to_string(&prod_path).unwrap(),
+        prod,
+        "rejected: nothing written"
+    );
+    let (code, text) = answer("\n");
+    assert_eq!(code, Some(1), "an empty answer is no: {text}");
+    let (code, text) = answer("y\n");
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("Saved environment prod"), "{text}");
+    assert!(
+        std::fs::read_to_string(&prod_path)
+            .unwrap()
+            .contains("Production EU")
+    );
+}

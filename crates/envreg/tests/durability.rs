@@ -131,7 +131,7 @@ fn sigkill_during_save_never_tears_a_record() {
     let mut killed_mid_run = 0usize;
     let mut current = "version-old";
     for round in 0..KILLS {
-        let (file, marker) = if round % 2 == 0 {
+        let (file, marker) = if round.is_multiple_of(2) {
             (&new_file, "version-new")
         } else {
             (&old_file, "version-old")
