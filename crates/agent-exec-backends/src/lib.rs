@@ -1,2 +1,25 @@
-//! Agent backends behind the execution contract.
+//! # agent-exec-backends
+//!
+//! The backends behind the execution contract, and the configuration that declares them.
+//!
+//! * [`command`]: any program from config (argv, prompt on stdin or as an argument, own
+//!   process group, stdout is the text).
+//! * [`openai`]: any OpenAI-compatible streaming chat-completions API; its stream decoder
+//!   is [`sse`].
+//! * [`config`]: the TOML file (`[backends.NAME] kind = "…"`) → a [`agent_exec_contract::Registry`].
+//!
+//! ## Invariants
+//! * Every backend implements [`agent_exec_contract::Backend`] and keeps its rules: a result
+//!   always comes back; `canceled` only when confirmed; a stream or process that ends
+//!   without a final result is `unknown`, never `succeeded`; no credential value in any
+//!   output.
+//! * Parsers of outside input ([`sse`], [`config`]) never panic; each has a fuzz target and
+//!   a property test.
+//!
+//! ## Not here
+//! Attempts, deadlines, process-tree termination and deliverables belong to
+//! `agent-exec-runtime`; the CLI (`agent-exec`) only wires these together.
+
 pub mod command;
+pub mod openai;
+pub mod sse;

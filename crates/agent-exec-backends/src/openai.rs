@@ -1,0 +1,620 @@
+//! The `openai` backend: any OpenAI-compatible streaming chat-completions API (OpenAI,
+//! DeepSeek, vLLM, llama.cpp server, ...).
+//!
+//! * `POST {base_url}/chat/completions` with `stream: true` and
+//!   `stream_options.include_usage` (so the last chunk carries usage); the instructions
+//!   become a `system` message, the request's context its history, the prompt the last
+//!   `user` message; `budget.max_completion_tokens` becomes `max_tokens`.
+//! * The API key is read, at each execution, from the environment variable the config
+//!   names (`api_key_env`); it goes only into the `Authorization` header. It never appears
+//!   in a result, an event, a log line or an error: reqwest errors are stripped of their
+//!   URL and every message passes through [`OpenAiBackend::redact`].
+//! * The stream is decoded by [`crate::sse`]; each delta is an event, in order.
+//!
+//! Outcomes: a complete stream (`[DONE]`, or a finish reason then a clean close) is
+//! `succeeded` (`content_filter` is `failed`, `agent.provider_rejected`); HTTP 4xx is
+//! `failed` (`agent.provider_rejected`); a stream that breaks or turns to garbage after
+//! the first token is `unknown` (`agent.unknown_outcome`, side effects `possible`) —
+//! never `succeeded`; a cancel drops the request, which closes the connection, and is
+//! `canceled` (side effects `none`: the API acts on nothing but our request).
+//!
+//! Retries (invariant 3, the adapter's layer): connection errors, 408, 429 and 5xx, and a
+//! stream that fails before its first token, are retried at most `max_retries` times
+//! with exponential backoff (or the server's `Retry-After`, capped), always under the
+//! caller's cancellation and deadline. Nothing is retried after the first token: the
+//! caller has already seen events from that attempt.
+
+use std::time::Duration;
+
+use agent_exec_contract::{
+    Backend, BackendDescriptor, Capability, ContractRequest, ContractResult, Error, ErrorCode,
+    ExecutionContext, Outcome, SideEffects, Usage, Verification,
+};
+use agent_exec_runtime::cause_code;
+use serde::Deserialize;
+
+use crate::sse::{self, StreamError, truncate};
+
+/// The kind name in config (`kind = "openai"`).
+pub const KIND: &str = "openai";
+
+/// Header carrying the execution id, for the server's logs and idempotency.
+pub const EXECUTION_ID_HEADER: &str = "x-agent-exec-execution-id";
+
+/// The most a single response may stream before it is cut (a runaway server).
+const MAX_STREAM_BYTES: usize = 64 * 1024 * 1024;
+/// The longest `Retry-After` honoured.
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(30);
+
+/// An `openai` backend's configuration (a `[backends.NAME]` table with `kind = "openai"`).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OpenAiConfig {
+    /// Backend name (the config key); not part of the table.
+    #[serde(skip)]
+    pub name: String,
+    /// API root including its version segment, e.g. `https://api.deepseek.com/v1` or
+    /// `http://127.0.0.1:8080/v1`.
+    pub base_url: String,
+    /// Model id sent with every request.
+    pub model: String,
+    /// Name of the environment variable holding the API key; absent for servers that
+    /// need none (a local llama.cpp).
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    /// Transport retries before the first token.
+    #[serde(default = "default_max_retries")]
+    pub max_retries: u32,
+    /// First backoff step in milliseconds (doubled each retry, capped at 8 s).
+    #[serde(default = "default_retry_base_ms")]
+    pub retry_base_ms: u64,
+    /// Connection timeout in milliseconds.
+    #[serde(default = "default_connect_timeout_ms")]
+    pub connect_timeout_ms: u64,
+    /// Ask for usage in the stream (`stream_options.include_usage`); turn off only for
+    /// servers that reject the field.
+    #[serde(default = "default_true")]
+    pub include_usage: bool,
+    #[serde(default)]
+    pub temperature: Option<f64>,
+    /// `max_tokens` when the request's budget sets none.
+    #[serde(default)]
+    pub max_tokens: Option<u64>,
+}
+
+fn default_max_retries() -> u32 {
+    2
+}
+fn default_retry_base_ms() -> u64 {
+    500
+}
+fn default_connect_timeout_ms() -> u64 {
+    10_000
+}
+fn default_true() -> bool {
+    true
+}
+
+impl OpenAiConfig {
+    /// A config with defaults for everything but name, base URL and model.
+    pub fn new(
+        name: impl Into<String>,
+        base_url: impl Into<String>,
+        model: impl Into<String>,
+    ) -> Self {
+        OpenAiConfig {
+            name: name.into(),
+            base_url: base_url.into(),
+            model: model.into(),
+            api_key_env: None,
+            max_retries: default_max_retries(),
+            retry_base_ms: default_retry_base_ms(),
+            connect_timeout_ms: default_connect_timeout_ms(),
+            include_usage: true,
+            temperature: None,
+            max_tokens: None,
+        }
+    }
+}
+
+/// The backend. Holds its configuration and an HTTP connection pool (stateless across
+/// executions, as the contract allows).
+#[derive(Debug, Clone)]
+pub struct OpenAiBackend {
+    config: OpenAiConfig,
+    client: Result<reqwest::Client, String>,
+}
+
+/// Why an attempt at the HTTP exchange did not produce a usable stream.
+enum Exchange {
+    /// Worth another try (before the first token), after at least this long.
+    Transient {
+        reason: String,
+        wait: Option<Duration>,
+    },
+    /// Final.
+    Done(ContractResult),
+}
+
+impl OpenAiBackend {
+    pub fn new(config: OpenAiConfig) -> Self {
+        let client = reqwest::Client::builder()
+            .connect_timeout(Duration::from_millis(config.connect_timeout_ms))
+            .build()
+            .map_err(|e| format!("cannot build the HTTP client: {}", e.without_url()));
+        OpenAiBackend { config, client }
+    }
+
+    fn declared() -> Vec<Capability> {
+        vec![
+            Capability::Text,
+            Capability::Stream,
+            Capability::Usage,
+            Capability::Cancel,
+        ]
+    }
+
+    fn endpoint(&self, path: &str) -> String {
+        format!("{}/{path}", self.config.base_url.trim_end_matches('/'))
+    }
+
+    /// The key, or why there is none. The message names the variable, never a value.
+    fn api_key(&self) -> Result<Option<String>, String> {
+        let Some(var) = &self.config.api_key_env else {
+            return Ok(None);
+        };
+        match std::env::var(var) {
+            Ok(key) if !key.trim().is_empty() => Ok(Some(key.trim().to_owned())),
+            _ => Err(format!(
+                "backend `{}`: the API key variable ${var} is not set or empty; hint: export {var}=…",
+                self.config.name
+            )),
+        }
+    }
+
+    /// Removes the API key (should a server echo it) and URL credentials from `text`.
+    pub fn redact(&self, text: &str) -> String {
+        let mut out = text.to_owned();
+        if let Ok(Some(key)) = self.api_key()
+            && key.len() >= 4
+        {
+            out = out.replace(&key, "[redacted]");
+        }
+        redact_userinfo(&out)
+    }
+
+    fn body(&self, request: &ContractRequest) -> serde_json::Value {
+        let mut messages = Vec::new();
+        if !request.instructions.is_empty() {
+            messages.push(serde_json::json!({"role": "system", "content": request.instructions}));
+        }
+        for m in &request.context {
+            messages.push(serde_json::json!({"role": m.role, "content": m.content}));
+        }
+        messages.push(serde_json::json!({"role": "user", "content": request.prompt}));
+        let mut body = serde_json::json!({
+            "model": self.config.model,
+            "messages": messages,
+            "stream": true,
+        });
+        if self.config.include_usage {
+            body["stream_options"] = serde_json::json!({"include_usage": true});
+        }
+        let max_tokens = match request.budget.max_completion_tokens {
+            0 => self.config.max_tokens,
+            n => Some(self.config.max_tokens.map_or(n, |m| m.min(n))),
+        };
+        if let Some(n) = max_tokens {
+            body["max_tokens"] = serde_json::json!(n);
+        }
+        if let Some(t) = self.config.temperature {
+            body["temperature"] = serde_json::json!(t);
+        }
+        body
+    }
+
+    fn backoff(&self, retry: u32) -> Duration {
+        let step = self
+            .config
+            .retry_base_ms
+            .saturating_mul(1u64 << retry.min(16).saturating_sub(1));
+        Duration::from_millis(step.min(8_000))
+    }
+
+    /// One HTTP exchange: send, check the status, decode the stream.
+    async fn exchange(
+        &self,
+        client: &reqwest::Client,
+        key: Option<&str>,
+        request: &ContractRequest,
+        ctx: &ExecutionContext,
+        log: &mut Vec<String>,
+    ) -> Exchange {
+        let mut http = client
+            .post(self.endpoint("chat/completions"))
+            .header(EXECUTION_ID_HEADER, &request.execution_id)
+            .json(&self.body(request));
+        if let Some(key) = key {
+            http = http.bearer_auth(key);
+        }
+        let response = match http.send().await {
+            Ok(response) => response,
+            Err(e) if e.is_builder() => {
+                return Exchange::Done(failed(
+                    ErrorCode::ProviderUnavailable,
+                    self.redact(&format!(
+                        "backend `{}`: bad request to {}: {}",
+                        self.config.name,
+                        self.config.base_url,
+                        e.without_url()
+                    )),
+                    false,
+                ));
+            }
+            Err(e) => {
+                return Exchange::Transient {
+                    reason: self.redact(&format!(
+                        "request failed: {}",
+                        error_chain(&e.without_url())
+                    )),
+                    wait: None,
+                };
+            }
+        };
+        let status = response.status();
+        if !status.is_success() {
+            let retry_after = response
+                .headers()
+                .get(reqwest::header::RETRY_AFTER)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .map(|s| Duration::from_secs(s).min(MAX_RETRY_AFTER));
+            let text = response.text().await.unwrap_or_default();
+            let message = server_message(&text);
+            let reason = self.redact(&format!(
+                "HTTP {} from {}: {}",
+                status.as_u16(),
+                self.config.base_url,
+                message
+            ));
+            let transient =
+                status.as_u16() == 408 || status.as_u16() == 429 || status.is_server_error();
+            if transient {
+                return Exchange::Transient {
+                    reason,
+                    wait: retry_after,
+                };
+            }
+            let hint = if matches!(status.as_u16(), 401 | 403) {
+                match &self.config.api_key_env {
+                    Some(var) => format!("; hint: check the key in ${var}"),
+                    None => "; hint: set api_key_env for this backend".to_owned(),
+                }
+            } else {
+                String::new()
+            };
+            return Exchange::Done(failed(
+                ErrorCode::ProviderRejected,
+                format!("{reason}{hint}"),
+                false,
+            ));
+        }
+
+        log.push(format!(
+            "HTTP {} from {}",
+            status.as_u16(),
+            self.config.base_url
+        ));
+        let events = ctx.events.clone();
+        let (chat, error) = sse::decode(response.bytes_stream(), MAX_STREAM_BYTES, |_, event| {
+            events.emit(event)
+        })
+        .await;
+        let usage = chat.usage.unwrap_or_default();
+        if let Some(StreamError::Server(message)) = &error {
+            let reason = self.redact(&format!(
+                "the server ended the stream with an error: {message}"
+            ));
+            if !chat.started {
+                return Exchange::Transient { reason, wait: None };
+            }
+            let mut result = failed(ErrorCode::ProviderUnavailable, reason, false);
+            result.usage = usage;
+            return Exchange::Done(result);
+        }
+        if chat.is_complete(error.is_none()) {
+            if let Some(reason) = &chat.finish_reason {
+                log.push(format!("finish_reason={reason}"));
+            }
+            if chat.finish_reason.as_deref() == Some("content_filter") {
+                let mut result = failed(
+                    ErrorCode::ProviderRejected,
+                    "the provider's content filter stopped the completion".to_owned(),
+                    false,
+                );
+                result.usage = usage;
+                return Exchange::Done(result);
+            }
+            let mut result = ContractResult::succeeded(chat.text);
+            result.usage = usage;
+            return Exchange::Done(result);
+        }
+        let why = match &error {
+            Some(e) => self.redact(&e.to_string()),
+            None => "the connection closed before the completion finished".to_owned(),
+        };
+        if !chat.started {
+            return Exchange::Transient {
+                reason: why,
+                wait: None,
+            };
+        }
+        let mut result = ContractResult::with_error(
+            Outcome::Unknown,
+            Error::new(
+                ErrorCode::UnknownOutcome,
+                format!(
+                    "the stream broke after {} bytes of text: {why}",
+                    chat.text.len()
+                ),
+                SideEffects::Possible,
+            ),
+        );
+        result.text = String::new();
+        result.usage = usage;
+        Exchange::Done(result)
+    }
+}
+
+fn failed(code: ErrorCode, reason: String, retryable: bool) -> ContractResult {
+    let mut error = Error::new(code, reason, SideEffects::None);
+    error.retryable = retryable;
+    ContractResult::failed(error)
+}
+
+/// The `error.message` of an OpenAI error body, else the body itself, shortened.
+fn server_message(body: &str) -> String {
+    let parsed: Option<serde_json::Value> = serde_json::from_str(body).ok();
+    let message = parsed
+        .as_ref()
+        .and_then(|v| v.get("error"))
+        .and_then(|e| e.get("message").or(Some(e)))
+        .map(|m| m.as_str().map_or_else(|| m.to_string(), str::to_owned))
+        .unwrap_or_else(|| body.trim().to_owned());
+    truncate(&message, 300)
+}
+
+/// An error with its sources, which carry the useful part ("connection refused").
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
+/// `scheme://user:pass@host/...` → `scheme://host/...` wherever it occurs in `text`.
+fn redact_userinfo(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find("://") {
+        out.push_str(&rest[..i + 3]);
+        rest = &rest[i + 3..];
+        let end = rest
+            .find(|c: char| c == '/' || c.is_whitespace() || c == ')' || c == '"')
+            .unwrap_or(rest.len());
+        if let Some(at) = rest[..end].rfind('@') {
+            rest = &rest[at + 1..];
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+#[async_trait::async_trait]
+impl Backend for OpenAiBackend {
+    fn descriptor(&self) -> BackendDescriptor {
+        BackendDescriptor {
+            name: self.config.name.clone(),
+            capabilities: Self::declared(),
+            adapter_version: format!(
+                "openai/{} model {}",
+                env!("CARGO_PKG_VERSION"),
+                self.config.model
+            ),
+        }
+    }
+
+    /// A real one-token streamed completion: proves the server is there, knows the
+    /// model, streams, and (when asked) reports usage. Costs about one token.
+    async fn verify(&self) -> Verification {
+        let client = match &self.client {
+            Ok(c) => c,
+            Err(e) => return Verification::failed(e.clone()),
+        };
+        let key = match self.api_key() {
+            Ok(key) => key,
+            Err(e) => return Verification::failed(e),
+        };
+        let probe = ContractRequest {
+            execution_id: String::new(),
+            prompt: "Reply with the word ok.".into(),
+            budget: agent_exec_contract::ContractBudget {
+                max_completion_tokens: 1,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let ctx = ExecutionContext::new(agent_exec_contract::EventSink::discard());
+        let mut log = Vec::new();
+        let probe_result = tokio::time::timeout(
+            Duration::from_secs(60),
+            self.exchange(client, key.as_deref(), &probe, &ctx, &mut log),
+        )
+        .await;
+        let result = match probe_result {
+            Err(_) => {
+                return Verification::failed(format!(
+                    "{}: the probe timed out after 60 s",
+                    self.config.base_url
+                ));
+            }
+            Ok(Exchange::Transient { reason, .. }) => {
+                return Verification::failed(format!("{}: {reason}", self.config.base_url));
+            }
+            Ok(Exchange::Done(result)) => result,
+        };
+        if result.outcome != Outcome::Succeeded {
+            let reason = result.err.map(|e| e.reason).unwrap_or_default();
+            return Verification::failed(format!("probe completion did not succeed: {reason}"));
+        }
+        let mut verified = vec![Capability::Text, Capability::Stream, Capability::Cancel];
+        let mut problems = Vec::new();
+        if result.usage != Usage::default() {
+            verified.push(Capability::Usage);
+        } else {
+            problems.push(format!(
+                "usage: the server sent no usage for the probe{}",
+                if self.config.include_usage {
+                    ""
+                } else {
+                    " (include_usage is off)"
+                }
+            ));
+        }
+        Verification {
+            verified,
+            adapter_version: format!(
+                "openai/{} model {}",
+                env!("CARGO_PKG_VERSION"),
+                self.config.model
+            ),
+            problems,
+        }
+    }
+
+    async fn execute(&self, request: &ContractRequest, ctx: ExecutionContext) -> ContractResult {
+        let client = match &self.client {
+            Ok(c) => c.clone(),
+            Err(e) => return failed(ErrorCode::ProviderUnavailable, e.clone(), false),
+        };
+        let key = match self.api_key() {
+            Ok(key) => key,
+            Err(e) => return failed(ErrorCode::ProviderUnavailable, e, false),
+        };
+        let mut log = Vec::new();
+        let mut retry = 0u32;
+        let outcome = loop {
+            let exchange = self.exchange(&client, key.as_deref(), request, &ctx, &mut log);
+            let step = tokio::select! {
+                step = exchange => step,
+                _ = ctx.cancellation.cancelled() => break None,
+            };
+            match step {
+                Exchange::Done(result) => break Some(result),
+                Exchange::Transient { reason, wait } => {
+                    log.push(reason.clone());
+                    if retry >= self.config.max_retries {
+                        break Some(failed(
+                            ErrorCode::ProviderUnavailable,
+                            format!(
+                                "backend `{}`: gave up after {} attempt(s): {reason}",
+                                self.config.name,
+                                retry + 1
+                            ),
+                            true,
+                        ));
+                    }
+                    retry += 1;
+                    let wait = wait.unwrap_or_else(|| self.backoff(retry));
+                    tokio::select! {
+                        _ = tokio::time::sleep(wait) => {}
+                        _ = ctx.cancellation.cancelled() => break None,
+                    }
+                }
+            }
+        };
+        if outcome.is_none() {
+            // The exchange future (and with it the request and its connection) is
+            // dropped; yield once so the connection task sees the close before we report.
+            // This also means a caller racing our return against its own cancel signal
+            // observes the cancel first.
+            tokio::task::yield_now().await;
+        }
+        let mut result = outcome.unwrap_or_else(|| {
+            // Dropping the exchange future dropped the request: the connection is closed,
+            // nothing of ours runs any more.
+            ContractResult::with_error(
+                Outcome::Canceled,
+                Error::new(
+                    cause_code(ctx.cancellation.cause()),
+                    "the request was aborted and its connection closed",
+                    SideEffects::None,
+                ),
+            )
+        });
+        if retry > 0 {
+            log.push(format!(
+                "{retry} transport retr{} before the first token",
+                if retry == 1 { "y" } else { "ies" }
+            ));
+        }
+        result.logs = log.join("\n");
+        result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn credentials_in_urls_are_cut() {
+        assert_eq!(
+            redact_userinfo("HTTP 500 from https://u:secret@api.example/v1: boom"),
+            "HTTP 500 from https://api.example/v1: boom"
+        );
+        assert_eq!(redact_userinfo("no url here"), "no url here");
+        assert_eq!(redact_userinfo("http://h/x@y"), "http://h/x@y");
+    }
+
+    #[test]
+    fn server_messages_come_from_the_error_object() {
+        assert_eq!(
+            server_message(r#"{"error":{"message":"Rate limit","type":"x"}}"#),
+            "Rate limit"
+        );
+        assert_eq!(server_message("plain text\n"), "plain text");
+    }
+
+    #[test]
+    fn the_body_carries_instructions_history_prompt_and_budget() {
+        let backend = OpenAiBackend::new(OpenAiConfig::new("o", "http://h/v1/", "m"));
+        let request = ContractRequest {
+            prompt: "p".into(),
+            instructions: "be brief".into(),
+            context: vec![agent_exec_contract::Message {
+                role: "assistant".into(),
+                content: "earlier".into(),
+            }],
+            budget: agent_exec_contract::ContractBudget {
+                max_completion_tokens: 9,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let body = backend.body(&request);
+        assert_eq!(body["messages"][0]["role"], "system");
+        assert_eq!(body["messages"][1]["content"], "earlier");
+        assert_eq!(body["messages"][2]["content"], "p");
+        assert_eq!(body["stream_options"]["include_usage"], true);
+        assert_eq!(body["max_tokens"], 9);
+        assert_eq!(
+            backend.endpoint("chat/completions"),
+            "http://h/v1/chat/completions"
+        );
+    }
+}

@@ -1,0 +1,231 @@
+//! The `openai` backend against a scripted OpenAI-compatible server on loopback: real
+//! HTTP, real SSE framing, only the model's words scripted (see `support`).
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_exec_backends::openai::{OpenAiBackend, OpenAiConfig};
+use agent_exec_contract::{
+    Backend, Capability, ContractRequest, ContractResult, ErrorCode, EventKind, EventSink,
+    ExecutionContext, Outcome, Registry, ResolveError, SideEffects,
+};
+use futures::StreamExt as _;
+use support::ScriptedServer;
+
+fn backend(server: &ScriptedServer, model: &str) -> OpenAiBackend {
+    let mut config = OpenAiConfig::new("llm", &server.base_url, model);
+    config.retry_base_ms = 1;
+    OpenAiBackend::new(config)
+}
+
+fn request(id: &str, prompt: &str) -> ContractRequest {
+    ContractRequest {
+        execution_id: id.into(),
+        prompt: prompt.into(),
+        ..Default::default()
+    }
+}
+
+async fn run(
+    backend: &OpenAiBackend,
+    request: &ContractRequest,
+) -> (ContractResult, Vec<agent_exec_contract::Event>) {
+    let (sink, receiver) = EventSink::channel();
+    let result = backend.execute(request, ExecutionContext::new(sink)).await;
+    let events = receiver.collect::<Vec<_>>().await;
+    (result, events)
+}
+
+#[tokio::test]
+async fn a_stream_gives_text_ordered_events_and_usage() {
+    let server = ScriptedServer::start();
+    let (result, events) = run(
+        &backend(&server, "echo"),
+        &request("s-1", "hello big world"),
+    )
+    .await;
+    assert_eq!(result.outcome, Outcome::Succeeded, "{result:?}");
+    assert_eq!(result.text, "echo: hello big world");
+    assert_eq!(result.usage.prompt_tokens, 8);
+    assert_eq!(result.usage.completion_tokens, 2);
+    let deltas: String = events
+        .iter()
+        .filter(|e| e.kind == EventKind::TextDelta)
+        .map(|e| e.text.as_str())
+        .collect();
+    assert_eq!(deltas, result.text, "events carry the text in order");
+    assert!(
+        events
+            .iter()
+            .filter(|e| e.kind == EventKind::TextDelta)
+            .count()
+            >= 2
+    );
+    assert_eq!(events.last().unwrap().kind, EventKind::MessageEnd);
+
+    let sent = server.requests();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].execution_id.as_deref(), Some("s-1"));
+    assert_eq!(sent[0].body["stream"], true);
+    assert_eq!(sent[0].body["stream_options"]["include_usage"], true);
+    assert_eq!(sent[0].authorization, None, "no key configured, none sent");
+}
+
+#[tokio::test]
+async fn a_429_is_retried_before_the_first_token() {
+    let server = ScriptedServer::start();
+    let (result, events) = run(&backend(&server, "flaky"), &request("r-1", "again")).await;
+    assert_eq!(result.outcome, Outcome::Succeeded, "{result:?}");
+    assert_eq!(result.text, "echo: again");
+    assert_eq!(
+        server.invocations(),
+        ["r-1", "r-1"],
+        "one retry, same execution id"
+    );
+    assert!(result.logs.contains("HTTP 429"), "{}", result.logs);
+    assert!(result.logs.contains("1 transport retry"), "{}", result.logs);
+    let deltas: String = events.iter().map(|e| e.text.as_str()).collect();
+    assert_eq!(deltas, "echo: again", "no event from the failed try");
+}
+
+#[tokio::test]
+async fn a_stream_cut_before_the_first_token_is_retried() {
+    let server = ScriptedServer::start();
+    let (result, _) = run(&backend(&server, "early-cut"), &request("e-1", "x")).await;
+    assert_eq!(result.outcome, Outcome::Succeeded, "{result:?}");
+    assert_eq!(server.invocations().len(), 2);
+}
+
+#[tokio::test]
+async fn a_disconnect_mid_stream_is_unknown_never_succeeded() {
+    let server = ScriptedServer::start();
+    for model in ["cut", "garbage"] {
+        let (result, events) = run(
+            &backend(&server, model),
+            &request(&format!("{model}-1"), "x"),
+        )
+        .await;
+        assert_eq!(result.outcome, Outcome::Unknown, "{model}: {result:?}");
+        let err = result.err.as_ref().unwrap();
+        assert_eq!(err.code, ErrorCode::UnknownOutcome);
+        assert_eq!(err.side_effects, SideEffects::Possible);
+        assert!(result.text.is_empty(), "no partial text passes as a result");
+        assert!(
+            !events.is_empty(),
+            "the events seen before the cut were delivered"
+        );
+    }
+    assert_eq!(
+        server.invocations(),
+        ["cut-1", "garbage-1"],
+        "nothing retried after a token"
+    );
+}
+
+#[tokio::test]
+async fn rejections_fail_without_retry_and_outages_give_up_retryable() {
+    let server = ScriptedServer::start();
+    let (result, _) = run(&backend(&server, "reject"), &request("x-1", "x")).await;
+    assert_eq!(result.outcome, Outcome::Failed);
+    let err = result.err.unwrap();
+    assert_eq!(err.code, ErrorCode::ProviderRejected);
+    assert_eq!(err.side_effects, SideEffects::None);
+    assert!(err.reason.contains("model refuses"), "{}", err.reason);
+    assert_eq!(server.invocations(), ["x-1"]);
+
+    let (result, _) = run(&backend(&server, "down"), &request("d-1", "x")).await;
+    assert_eq!(result.outcome, Outcome::Failed);
+    let err = result.err.unwrap();
+    assert_eq!(err.code, ErrorCode::ProviderUnavailable);
+    assert!(err.retryable);
+    assert_eq!(err.side_effects, SideEffects::None);
+    assert_eq!(
+        server.invocations().iter().filter(|i| *i == "d-1").count(),
+        3,
+        "1 + max_retries (2)"
+    );
+}
+
+#[tokio::test]
+async fn cancel_aborts_the_stream() {
+    let server = ScriptedServer::start();
+    let backend = backend(&server, "hang");
+    let (sink, mut receiver) = EventSink::channel();
+    let ctx = ExecutionContext::new(sink);
+    let cancellation = ctx.cancellation.clone();
+    let request = request("h-1", "x");
+    let run = tokio::spawn(async move { backend.execute(&request, ctx).await });
+    let first = tokio::time::timeout(Duration::from_secs(10), receiver.next())
+        .await
+        .expect("the first token arrives")
+        .unwrap();
+    assert_eq!(first.text, "thinking");
+    cancellation.cancel(agent_exec_contract::CancelCause::Caller);
+    let result = tokio::time::timeout(Duration::from_secs(10), run)
+        .await
+        .expect("execute returns promptly after a cancel")
+        .unwrap();
+    assert_eq!(result.outcome, Outcome::Canceled, "{result:?}");
+    assert_eq!(result.err.unwrap().code, ErrorCode::Canceled);
+}
+
+#[tokio::test]
+async fn a_missing_key_variable_is_named_and_nothing_is_sent() {
+    let server = ScriptedServer::start();
+    let mut config = OpenAiConfig::new("llm", &server.base_url, "echo");
+    config.api_key_env = Some("AGENT_EXEC_TEST_NEVER_SET_KEY".into());
+    let backend = OpenAiBackend::new(config);
+    let (result, _) = run(&backend, &request("k-1", "x")).await;
+    assert_eq!(result.outcome, Outcome::Failed);
+    let err = result.err.unwrap();
+    assert_eq!(err.code, ErrorCode::ProviderUnavailable);
+    assert!(
+        err.reason.contains("$AGENT_EXEC_TEST_NEVER_SET_KEY"),
+        "{}",
+        err.reason
+    );
+    assert!(server.requests().is_empty());
+    let verification = backend.verify().await;
+    assert!(verification.verified.is_empty());
+}
+
+#[tokio::test]
+async fn capabilities_are_verified_by_a_real_probe() {
+    let server = ScriptedServer::start();
+    let mut registry = Registry::new();
+    registry
+        .register(Arc::new(backend(&server, "echo")))
+        .unwrap();
+    let resolved = registry
+        .resolve(
+            "llm",
+            &[
+                Capability::Text,
+                Capability::Stream,
+                Capability::Usage,
+                Capability::Cancel,
+            ],
+        )
+        .await
+        .unwrap();
+    assert_eq!(resolved.name, "llm");
+    let probe = &server.requests()[0];
+    assert_eq!(probe.execution_id, None, "the probe is not an execution");
+    assert_eq!(probe.body["max_tokens"], 1);
+
+    let down = ScriptedServer::start();
+    let mut registry = Registry::new();
+    registry.register(Arc::new(backend(&down, "down"))).unwrap();
+    let refused = registry.resolve("llm", &[Capability::Text]).await;
+    let Err(ResolveError::MissingCapability { problems, .. }) = refused else {
+        panic!(
+            "a server that is down verifies nothing: {:?}",
+            refused.err()
+        );
+    };
+    assert!(problems[0].contains("503"), "{problems:?}");
+    assert!(registry.resolve("llm", &[Capability::Files]).await.is_err());
+}
