@@ -960,6 +960,25 @@ mod tests {
         assert_eq!(destructive, ["env_delete"]);
     }
 
+    /// What every host lists (names, descriptions, input schemas, hints): a change is
+    /// reviewed as a snapshot diff, not discovered by a model. Output schemas are left
+    /// out on purpose: they follow the core's output types (owned elsewhere) and are
+    /// checked for truthfulness by the Python MCP client against real results.
+    #[test]
+    fn tool_list_snapshot() {
+        let specs: Vec<Value> = tool_specs()
+            .into_iter()
+            .map(|s| {
+                json!({
+                    "name": s.name, "description": s.description,
+                    "inputSchema": s.input_schema,
+                    "readOnly": s.read_only, "destructive": s.destructive, "idempotent": s.idempotent,
+                })
+            })
+            .collect();
+        insta::assert_json_snapshot!("tool_specs", specs);
+    }
+
     #[test]
     fn checker_names_each_bad_field() {
         let err = check_arguments("env_delete", &json!({"kind": "planet", "id": 3}))
