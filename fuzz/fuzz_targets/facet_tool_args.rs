@@ -1,7 +1,8 @@
 //! facet-core's decision on arbitrary tool arguments: the first bytes pick the tool,
 //! the mode, the approval channel and whether a focus narrows the facet; the rest is
 //! parsed as JSON (or, when it is not JSON, used as a bare string argument). Judging,
-//! reading a `facet` action and listing requested paths must never panic.
+//! reading a `facet` action, listing requested paths and parsing the same bytes as a
+//! configuration file must never panic.
 //! The CI twin is crates/facet-core/tests/args_never_panic.rs.
 #![no_main]
 
@@ -36,4 +37,8 @@ fuzz_target!(|data: &[u8]| {
     }
     let _ = FacetAction::parse(&args);
     let _ = facet_core::session::requested_paths(&args);
+    // The user's configuration file is outside input too.
+    if let Ok(text) = std::str::from_utf8(rest) {
+        let _ = facet_core::Config::from_toml(text, std::path::Path::new("fuzz.toml"));
+    }
 });

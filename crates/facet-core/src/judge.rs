@@ -2,15 +2,13 @@
 //! seed's sentence.
 
 use std::borrow::Cow;
-use std::collections::BTreeMap;
 use std::path::Path;
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::config::Config;
 use crate::seed::{
-    FACET_TOOL, Mode, NO_CHANNEL_REACH, implicit_search_reason, is_widening_call, outside_reason,
-    widen_reason,
+    Mode, NO_CHANNEL_REACH, implicit_search_reason, is_widening_call, outside_reason, widen_reason,
 };
 use crate::session::{Session, requested_paths};
 use crate::tools::{Location, ToolTable, locations};
@@ -33,34 +31,6 @@ impl Decision {
         match self {
             Decision::NoOpinion => None,
             Decision::Ask(reason) | Decision::Deny(reason) => Some(reason),
-        }
-    }
-}
-
-/// The guard's configuration (all fields optional in a configuration file).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct Config {
-    /// The names the host calls the facet tool by: the seed's bare `facet` and the
-    /// host-qualified `mcp__facet__facet` (the server registered as `facet` in Claude
-    /// Code or DeepSeek Harness).
-    pub facet_tool_names: Vec<String>,
-    /// User-configured tools (typically MCP): the name the host calls them by → the
-    /// top-level string arguments that are paths.
-    pub tools: BTreeMap<String, Vec<String>>,
-    /// File names, besides `.git`, that mark a project's top level.
-    pub project_markers: Vec<String>,
-    /// The mode a session starts in.
-    pub default_mode: Mode,
-}
-
-impl Default for Config {
-    fn default() -> Config {
-        Config {
-            facet_tool_names: vec![FACET_TOOL.to_string(), "mcp__facet__facet".to_string()],
-            tools: BTreeMap::new(),
-            project_markers: Vec::new(),
-            default_mode: Mode::Ask,
         }
     }
 }

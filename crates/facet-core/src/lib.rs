@@ -29,6 +29,7 @@
 //!   the seed's and held by snapshot tests.
 //! - [`tools`]: which arguments name locations, for DeepSeek Harness, Claude Code and
 //!   configured MCP tools; glob patterns judged by their fixed prefix.
+//! - [`config`]: [`Config`], read from a user-owned TOML file.
 //! - [`judge`]: [`Policy::judge`] → [`Decision`] per mode and approval channel.
 //! - [`session`]: the [`Session`] state and its changes (grant, revoke, reset, focus).
 //! - [`project`]: project top-level detection (`.git` or configured markers).
@@ -52,6 +53,7 @@
 //!   a scope, not an OS sandbox.
 //! - No protocol: hook envelopes, MCP and output JSON live in the `facet` binary.
 
+pub mod config;
 pub mod judge;
 pub mod project;
 pub mod seed;
@@ -59,7 +61,8 @@ pub mod session;
 pub mod store;
 pub mod tools;
 
-pub use judge::{Config, Decision, Policy};
+pub use config::{Config, ConfigError};
+pub use judge::{Decision, Policy};
 pub use seed::Mode;
 pub use session::{ActionError, Change, FacetAction, GrantError, Session};
 pub use store::{Listing, SessionId, StateStore, StoreError};

@@ -14,7 +14,7 @@ use std::io::{self, Write};
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
-use crate::judge::Config;
+use crate::config::Config;
 use crate::project::is_project_top;
 use crate::session::Session;
 

@@ -85,4 +85,15 @@ proptest! {
         let _ = FacetAction::parse(&args);
         let _ = facet_core::session::requested_paths(&args);
     }
+
+    #[test]
+    fn config_parse_never_panics(text in prop_oneof![
+        any::<String>(),
+        prop::collection::vec(prop::sample::select(vec![
+            "default_mode = ", "\"ask\"", "[tools]\n", "\"mcp__x\" = ", "[\"path\"]", "\n",
+            "project_markers = ", "[\"..\"]", "facet_tool_names", " = [", "]", "\"\"", "=",
+        ]), 0..10).prop_map(|parts| parts.concat()),
+    ]) {
+        let _ = facet_core::Config::from_toml(&text, std::path::Path::new("p.toml"));
+    }
 }

@@ -579,3 +579,41 @@ fn project_top_detection() {
         &["../w/proj/.git".to_string()]
     ));
 }
+
+#[test]
+fn configuration_files() {
+    use facet_core::ConfigError;
+    let origin = Path::new("/home/u/.config/facet/config.toml");
+    let config = Config::from_toml(
+        r#"
+default_mode = "deny"
+project_markers = [".facet-top"]
+[tools]
+"mcp__fs__read_file" = ["path"]
+"#,
+        origin,
+    )
+    .unwrap();
+    assert_eq!(config.default_mode, Mode::Deny);
+    assert_eq!(config.facet_tool_names, Config::default().facet_tool_names);
+    assert_eq!(config.tools["mcp__fs__read_file"], vec!["path".to_string()]);
+    let errors: Vec<String> = [
+        "default_mode = \"maybe\"",
+        "unknown_key = 1",
+        "[tools]\n\"mcp__x\" = []",
+        "project_markers = [\"../x\"]",
+        "facet_tool_names = [\"\"]",
+        "not toml at all",
+    ]
+    .iter()
+    .map(|text| Config::from_toml(text, origin).unwrap_err().to_string())
+    .collect();
+    insta::assert_snapshot!("config_errors", errors.join("\n"));
+    // A missing file is the default; an unreadable one is an error.
+    let dir = tempfile::tempdir().unwrap();
+    assert_eq!(
+        Config::load(&dir.path().join("none.toml")).unwrap(),
+        Config::default()
+    );
+    assert!(matches!(Config::load(dir.path()), Err(ConfigError { .. })));
+}

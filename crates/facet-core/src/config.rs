@@ -1,0 +1,134 @@
+//! The guard's configuration: which names the host gives the facet tool, which
+//! further tools carry paths, what marks a project's top level, the starting mode.
+//!
+//! Read from a TOML file the user owns (the agent has no write path to it):
+//!
+//! ```toml
+//! default_mode = "ask"                              # ask | deny | off
+//! facet_tool_names = ["facet", "mcp__facet__facet"] # replaces the default list
+//! project_markers = [".facet-top"]                  # besides .git
+//!
+//! [tools]                                           # MCP tools, by host-qualified name
+//! "mcp__fs__read_file" = ["path"]
+//! "mcp__fs__move_file" = ["source", "destination"]
+//! ```
+//!
+//! A missing file is the default configuration; a file that cannot be read or parsed is
+//! an error naming the file and the fault — never silently the default, because a guard
+//! that quietly dropped its user's tool list would guard less than they think.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::seed::{FACET_TOOL, Mode};
+
+/// The guard's configuration (all fields optional in a configuration file).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// The names the host calls the facet tool by: the seed's bare `facet` and the
+    /// host-qualified `mcp__facet__facet` (the server registered as `facet` in Claude
+    /// Code or DeepSeek Harness).
+    pub facet_tool_names: Vec<String>,
+    /// User-configured tools (typically MCP): the name the host calls them by → the
+    /// top-level string arguments that are paths.
+    pub tools: BTreeMap<String, Vec<String>>,
+    /// File names, besides `.git`, that mark a project's top level.
+    pub project_markers: Vec<String>,
+    /// The mode a session starts in.
+    pub default_mode: Mode,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            facet_tool_names: vec![FACET_TOOL.to_string(), "mcp__facet__facet".to_string()],
+            tools: BTreeMap::new(),
+            project_markers: Vec::new(),
+            default_mode: Mode::Ask,
+        }
+    }
+}
+
+impl Config {
+    /// `$XDG_CONFIG_HOME/facet/config.toml`, else `~/.config/facet/config.toml`.
+    pub fn default_path() -> Option<PathBuf> {
+        dirs::config_dir()
+            .or_else(|| dirs::home_dir().map(|home| home.join(".config")))
+            .map(|config| config.join("facet").join("config.toml"))
+    }
+
+    /// Parse and check a configuration text. `origin` names it in errors.
+    pub fn from_toml(text: &str, origin: &Path) -> Result<Config, ConfigError> {
+        let config: Config = toml::from_str(text).map_err(|error| {
+            let line = error
+                .span()
+                .map(|span| text[..span.start.min(text.len())].matches('\n').count() + 1);
+            ConfigError {
+                path: origin.to_path_buf(),
+                message: match line {
+                    Some(line) => format!("line {line}: {}", error.message()),
+                    None => error.message().to_string(),
+                },
+            }
+        })?;
+        config.check().map_err(|message| ConfigError {
+            path: origin.to_path_buf(),
+            message,
+        })?;
+        Ok(config)
+    }
+
+    /// Load `path`; a file that does not exist is the default configuration.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => Config::from_toml(&text, path),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(Config::default()),
+            Err(error) => Err(ConfigError {
+                path: path.to_path_buf(),
+                message: error.to_string(),
+            }),
+        }
+    }
+
+    fn check(&self) -> Result<(), String> {
+        if self
+            .facet_tool_names
+            .iter()
+            .any(|name| name.trim().is_empty())
+        {
+            return Err("`facet_tool_names` holds an empty name".to_string());
+        }
+        for (tool, args) in &self.tools {
+            if tool.trim().is_empty() {
+                return Err("`[tools]` holds an empty tool name".to_string());
+            }
+            if args.is_empty() || args.iter().any(|arg| arg.trim().is_empty()) {
+                return Err(format!(
+                    "`[tools]` entry {tool:?} needs a list of argument names, e.g. [\"path\"]"
+                ));
+            }
+        }
+        for marker in &self.project_markers {
+            if marker.is_empty() || marker == "." || marker == ".." || marker.contains(['/', '\0'])
+            {
+                return Err(format!(
+                    "`project_markers` entry {marker:?} must be a file name, not a path"
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A configuration file that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("facet configuration {path}: {message}")]
+pub struct ConfigError {
+    /// The file.
+    pub path: PathBuf,
+    /// What is wrong with it.
+    pub message: String,
+}
