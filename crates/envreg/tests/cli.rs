@@ -773,3 +773,104 @@ fn approval_is_asked_on_the_terminal() {
             .contains("Production EU")
     );
 }
+
+/// The hidden `synth` subcommand the benchmark script uses: a registry that validates
+/// and whose sample ids resolve.
+#[test]
+fn synth_writes_a_valid_registry_with_a_resolvable_sample() {
+    let sandbox = Sandbox::empty();
+    let dir = sandbox.tmp.path().join("synth");
+    let output = sandbox
+        .bare()
+        .arg("--json")
+        .arg("synth")
+        .arg(&dir)
+        .args(["--divisor", "100"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        transcript(&sandbox, &output)
+    );
+    let written = json_of(&sandbox, &output);
+    let sample = &written["sample"];
+    let run = |args: &[&str]| {
+        let output = sandbox
+            .bare()
+            .arg("--registry")
+            .arg(&dir)
+            .arg("--json")
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            transcript(&sandbox, &output)
+        );
+        json_of(&sandbox, &output)
+    };
+    let validated = run(&["validate"]);
+    assert_eq!(validated["ok"], true);
+    let total: u64 = validated["counts"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_u64().unwrap())
+        .sum();
+    assert_eq!(Some(total), written["records"].as_u64());
+    let env = sample["environmentId"].as_str().unwrap();
+    let service = sample["serviceId"].as_str().unwrap();
+    let deployment = sample["deploymentId"].as_str().unwrap();
+    let resolved = run(&["resolve", service, "--env", env, "--deployment", deployment]);
+    assert_eq!(resolved["deployment"]["id"], deployment);
+    let operation = sample["operation"].as_str().unwrap();
+    let op = run(&[
+        "resolve-operation",
+        operation,
+        "--env",
+        env,
+        "--service",
+        service,
+        "--deployment",
+        deployment,
+    ]);
+    assert_eq!(op["operation"], operation);
+}
+
+/// Colour only on a terminal, and never with NO_COLOR.
+#[test]
+fn colour_only_on_a_terminal_without_no_color() {
+    let sandbox = Sandbox::with_example();
+    const ESC: char = '\u{1b}';
+    let piped = sandbox
+        .envreg()
+        .env_remove("NO_COLOR")
+        .arg("validate")
+        .output()
+        .unwrap();
+    assert!(
+        !String::from_utf8_lossy(&piped.stdout).contains(ESC),
+        "piped output is plain"
+    );
+    let command_line = format!(
+        "{} --registry {} list --kind environment",
+        assert_cmd::cargo::cargo_bin("envreg").display(),
+        sandbox.registry().display()
+    );
+    let on_tty = |no_color: Option<&str>| {
+        let mut cmd = assert_cmd::Command::new("script");
+        cmd.args(["-qec", &command_line, "/dev/null"])
+            .env("HOME", sandbox.home())
+            .env_remove("NO_COLOR");
+        if let Some(v) = no_color {
+            cmd.env("NO_COLOR", v);
+        }
+        String::from_utf8_lossy(&cmd.write_stdin("").output().unwrap().stdout).into_owned()
+    };
+    assert!(on_tty(None).contains(ESC), "a terminal gets colour");
+    assert!(!on_tty(Some("1")).contains(ESC), "NO_COLOR turns it off");
+}
