@@ -462,3 +462,36 @@ fn a_session_id_is_data_not_a_path() {
     let listed: Vec<Value> = serde_json::from_str(&sessions.stdout).unwrap();
     assert_eq!(listed.len(), 5);
 }
+
+#[test]
+fn the_panel_defaults_to_the_most_recently_changed_session() {
+    let tree = Tree::new();
+    let room = tree.room();
+    tree.hook(&[], &session_event("older", &room, "SessionStart"));
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    tree.hook(&[], &session_event("newer", &room, "SessionStart"));
+    let shown = tree.panel(&["status", "--json"]);
+    let value: Value = serde_json::from_str(&shown.stdout).unwrap();
+    assert_eq!(value["binding"]["session"], "newer");
+
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let grant = tree.panel(&["grant", "/etc", "--session", "older", "--json"]);
+    let value: Value = serde_json::from_str(&grant.stdout).unwrap();
+    assert_eq!(value["change"]["kind"], "granted");
+    let listed: Vec<Value> =
+        serde_json::from_str(&tree.panel(&["sessions", "--json"]).stdout).unwrap();
+    let order: Vec<&str> = listed
+        .iter()
+        .map(|row| row["session"].as_str().unwrap())
+        .collect();
+    assert_eq!(order, vec!["older", "newer"]);
+
+    // An unknown session is a clear error, not a new session.
+    let unknown = tree.panel(&["status", "--session", "nope"]);
+    assert_eq!(unknown.code, 1);
+    assert!(
+        unknown.stderr.contains("no facet state for session nope"),
+        "{}",
+        unknown.stderr
+    );
+}
