@@ -495,3 +495,30 @@ fn the_panel_defaults_to_the_most_recently_changed_session() {
         unknown.stderr
     );
 }
+
+#[test]
+fn the_facet_tool_name_is_configurable() {
+    let tree = Tree::new();
+    let room = tree.room();
+    let add = json!({"action": "add", "paths": ["/etc"]});
+    let renamed = "mcp__scope__facet";
+    // Unknown under the default name: no opinion.
+    tree.hook(&[], &pre_tool_use("named", &room, renamed, add.clone()))
+        .assert_no_opinion("unrecognised facet tool");
+    let (decision, _) = tree
+        .hook(
+            &["--facet-tool", renamed],
+            &pre_tool_use("named", &room, renamed, add.clone()),
+        )
+        .decision()
+        .unwrap();
+    assert_eq!(decision, "ask");
+    tree.hook(
+        &["--facet-tool", renamed],
+        &post_tool_use("named", &room, renamed, add, json!({})),
+    );
+    assert_eq!(
+        status(&tree, "named")["binding"]["granted"],
+        json!(["/etc"])
+    );
+}
