@@ -18,8 +18,9 @@ use crate::config::Config;
 use crate::project::is_project_top;
 use crate::session::Session;
 
-/// The longest session id accepted, in bytes. Encoded, it stays under the 255-byte file
-/// name limit (at most three bytes per id byte, plus the extension).
+/// The longest session id accepted, in bytes. Encoded (at most three bytes per id
+/// byte: 240), plus `.json` and the atomic writer's temporary `.<name>.XXXXXX` form
+/// (253), it stays under the 255-byte file name limit.
 pub const MAX_SESSION_ID_BYTES: usize = 80;
 
 /// A host's session id, validated. Ids are data, not paths: the file name is an
@@ -104,6 +105,14 @@ pub enum StoreError {
     Corrupt {
         /// The file.
         path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// The state cannot be written as JSON (a path that is not UTF-8).
+    #[error("cannot write the state of session {id}: {reason}")]
+    Encode {
+        /// The session id.
+        id: String,
         /// Why.
         reason: String,
     },
@@ -207,8 +216,8 @@ impl StateStore {
 
     fn save(&self, session: &Session, id: &SessionId) -> Result<(), StoreError> {
         let path = self.state_path(id);
-        let mut json = serde_json::to_vec_pretty(session).map_err(|error| StoreError::Corrupt {
-            path: path.clone(),
+        let mut json = serde_json::to_vec_pretty(session).map_err(|error| StoreError::Encode {
+            id: id.as_str().to_string(),
             reason: error.to_string(),
         })?;
         json.push(b'\n');

@@ -229,3 +229,19 @@ fn two_processes_granting_at_once_both_survive() {
     }
     assert_all_grants(&StateStore::open(&state).unwrap(), &top, &["one", "two"]);
 }
+
+#[test]
+fn a_directory_that_is_not_utf8_is_a_clear_error() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let (_dir, top) = tree();
+    let odd = top.join(OsStr::from_bytes(b"room-\xff"));
+    fs::create_dir(&odd).unwrap();
+    let store = StateStore::open(top.join("state")).unwrap();
+    let id = SessionId::new("odd").unwrap();
+    let error = store
+        .load_or_init(&id, &odd, &Config::default())
+        .unwrap_err();
+    assert!(matches!(error, StoreError::Encode { .. }), "{error}");
+    assert!(store.load(&id).unwrap().is_none());
+}
