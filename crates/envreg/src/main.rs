@@ -1,48 +1,5 @@
-//! # envreg: the environment registry on the command line
-//!
-//! A thin shell over `envreg-core`. Every registry subcommand (`list`, `get`, `find`,
-//! `resolve`, `resolve-operation`, `context`, `save`, `delete`, `validate`) becomes one
-//! call of `envreg_core::tools::call_tool` — the very function the MCP server calls —
-//! so the CLI and an agent see the same values, the same errors and the same render
-//! lines. `--json` prints the tool's JSON value unchanged; without it the render line
-//! comes first, then a readable body ([`human`]).
-//!
-//! ## Modules
-//! - [`cli`]: the clap definition, spelt as issue 2 §3 fixes it.
-//! - [`locate`]: which registry (`--registry`, `$ENVREG_REGISTRY`, nearest `envreg.yaml`).
-//! - [`app`]: one invocation: subcommand → tool call → output and exit code.
-//! - [`human`], [`snippet`], [`style`]: human output; compiler-style diagnostics; colour
-//!   only on a terminal, never with `NO_COLOR`.
-//! - [`approve`]: approval on `/dev/tty` or `--yes`; no terminal means denied.
-//! - [`init`]: `envreg init DIR`.
-//! - [`record_file`]: the YAML/JSON file given to `save`.
-//! - `serve`: the MCP server (owned by the MCP engineers).
-//!
-//! ## Invariants
-//! - stdout carries only the result (the JSON value, the error object, or the human
-//!   view); prompts go to the terminal, hints and human errors to stderr.
-//! - The CLI never reads a credential: it prints what the core returns, and the core
-//!   reports credentials as `{ref, configured, source}`.
-//! - Exit codes: 0 success, 1 expected failure, 2 usage error.
-//!
-//! ## Deliberately not done
-//! - No interactive editing (`save` takes a whole record, as the contract says).
-//! - No output formats beyond human and JSON.
-
-mod app;
-mod approve;
-mod cli;
-mod human;
-mod init;
-mod locate;
-mod record_file;
-mod serve;
-mod snippet;
-mod style;
-
-use clap::Parser;
+//! The `envreg` binary: everything lives in the library (`lib.rs`).
 
 fn main() -> std::process::ExitCode {
-    let cli = cli::Cli::parse();
-    app::run(cli)
+    envreg::main()
 }
