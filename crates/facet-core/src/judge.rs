@@ -72,6 +72,14 @@ impl Policy {
     /// own. `can_ask` is false when no approval request can reach the user (Claude
     /// Code's `bypassPermissions`): then every "ask" becomes "deny".
     ///
+    /// In order: mode `off` or an unscoped session → no opinion (widening included:
+    /// there is no facet to widen); `facet action=add` → ask (deny without a channel),
+    /// whatever the mode, since `deny` still lets the user grant; a tool not in the
+    /// table → no opinion; otherwise each location the call names (path arguments,
+    /// escaping glob prefixes, or the session directory for a bare search) must lie in
+    /// the facet or a grant, else the first one outside is asked about (mode `ask`
+    /// with a channel) or refused.
+    ///
     /// Never panics on any `args`: unknown shapes are skipped, as the seed skips them,
     /// and a path that cannot be resolved (loop, NUL, unreadable) is judged outside.
     pub fn judge(
