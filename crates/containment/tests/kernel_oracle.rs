@@ -269,6 +269,16 @@ fn check(entries: &[Entry], probe: &Probe) -> Result<(), TestCaseError> {
             prop_assert_eq!(resolved.exists(), existed);
             let inside = expected.starts_with(root.path());
             prop_assert_eq!(verdict.unwrap().is_inside(), inside);
+            // The read helper agrees: an inside file is read, an outside one refused.
+            if fs::metadata(&expected).is_ok_and(|meta| meta.is_file()) {
+                match root.read(&raw, &base) {
+                    Ok(bytes) => prop_assert!(inside && bytes == b"file"),
+                    Err(error) => prop_assert!(
+                        !inside && matches!(error, Error::OutsideRoot { .. }),
+                        "{error}"
+                    ),
+                }
+            }
         }
         (Err(Error::SymlinkLoop { .. }), Oracle::Loop) => {}
         (Err(Error::NotADirectory { .. }), Oracle::NotADirectory) => {}
