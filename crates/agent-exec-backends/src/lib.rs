@@ -21,5 +21,6 @@
 //! `agent-exec-runtime`; the CLI (`agent-exec`) only wires these together.
 
 pub mod command;
+pub mod config;
 pub mod openai;
 pub mod sse;

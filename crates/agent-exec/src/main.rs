@@ -1,3 +1,57 @@
-//! The agent-exec command-line tool.
+//! The agent-exec command-line tool: one execution contract over interchangeable agent
+//! backends, from the shell.
+//!
+//! A thin shell: argument parsing ([`cli`]), wiring of the config
+//! (`agent_exec_backends::config`), the runtime and the journal, and output shaping at
+//! the edge. The result JSON on stdout is the contract's `ContractResult` with the Go
+//! struct tags; events go to stderr, one JSON object per line; diagnostics go to stderr.
+//!
+//! Exit codes: 0 succeeded, 1 failed, 2 bad usage or config, 3 unknown, 4 canceled.
 
-fn main() {}
+mod cli;
+mod duration;
+mod listing;
+mod run;
+
+use std::process::ExitCode;
+
+use clap::Parser as _;
+
+/// Exit code for bad usage, bad config, an unreadable journal.
+pub const EXIT_USAGE: u8 = 2;
+
+fn main() -> ExitCode {
+    let args = cli::Args::parse();
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("AGENT_EXEC_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("agent-exec: cannot start the async runtime: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let code = runtime.block_on(async {
+        match &args.command {
+            cli::Command::Run(run) => run::run(&args, run).await,
+            cli::Command::Backends(b) => listing::backends(&args, b).await,
+            cli::Command::Runs(r) => listing::runs(&args, r).await,
+        }
+    });
+    match code {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("agent-exec: {e:#}");
+            ExitCode::from(EXIT_USAGE)
+        }
+    }
+}

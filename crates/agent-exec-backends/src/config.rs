@@ -1,0 +1,398 @@
+//! The `agent-exec` configuration file (TOML) and the registry it declares.
+//!
+//! ```toml
+//! [journal]                       # optional; default: the XDG state directory
+//! path = "/var/lib/agent-exec/journal.sqlite3"   # or: url = "postgres://…"
+//!
+//! [backends.review]               # the table key is the backend's name
+//! kind = "command"
+//! argv = ["my-agent", "--headless"]
+//!
+//! [backends.deepseek]
+//! kind = "openai"
+//! base_url = "https://api.deepseek.com/v1"
+//! model = "deepseek-chat"
+//! api_key_env = "DEEPSEEK_API_KEY"
+//!
+//! [aliases]
+//! old-review = "review"           # resolves, with a deprecation warning
+//! ```
+//!
+//! Where it is found: `--config FILE`, else `$AGENT_EXEC_CONFIG`, else
+//! `$XDG_CONFIG_HOME/agent-exec/config.toml` (`~/.config/…`). An explicit file that does
+//! not exist is an error; the XDG default may be absent (no backends then).
+//!
+//! Invariants: loading never panics, whatever the bytes; every error names the file and
+//! the key (`backends.review.argv`) or the line and column; an unknown `kind`, an unknown
+//! key, a missing `argv` or an empty one are errors, never defaults. Backend names are
+//! data — `[a-z0-9][a-z0-9._-]*`, at most 64 bytes — never paths.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use agent_exec_contract::Registry;
+use serde::Deserialize;
+
+use crate::command::{self, CommandBackend, CommandConfig};
+use crate::openai::{self, OpenAiBackend, OpenAiConfig};
+
+/// The environment variable naming the config file.
+pub const CONFIG_ENV: &str = "AGENT_EXEC_CONFIG";
+
+/// The kinds of backend a config can declare.
+pub const KINDS: [&str; 2] = [command::KIND, openai::KIND];
+
+/// A bad configuration: always says which file, and where in it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("config {}: {message}", file.display())]
+pub struct ConfigError {
+    pub file: PathBuf,
+    pub message: String,
+}
+
+/// The whole file.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Config {
+    /// The file it came from (`None`: no file, the built-in empty config).
+    pub file: Option<PathBuf>,
+    pub journal: JournalConfig,
+    /// Backends by name, in name order.
+    pub backends: BTreeMap<String, BackendConfig>,
+    /// Alias → canonical name.
+    pub aliases: BTreeMap<String, String>,
+}
+
+/// `[journal]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JournalConfig {
+    /// SQLite file.
+    #[serde(default)]
+    pub path: Option<PathBuf>,
+    /// PostgreSQL URL (`postgres://…`). Mutually exclusive with `path`.
+    #[serde(default)]
+    pub url: Option<String>,
+}
+
+/// One `[backends.NAME]` table.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BackendConfig {
+    Command(CommandConfig),
+    OpenAi(OpenAiConfig),
+}
+
+impl BackendConfig {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            BackendConfig::Command(_) => command::KIND,
+            BackendConfig::OpenAi(_) => openai::KIND,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFile {
+    #[serde(default)]
+    journal: JournalConfig,
+    #[serde(default)]
+    backends: BTreeMap<String, toml::Table>,
+    #[serde(default)]
+    aliases: BTreeMap<String, String>,
+}
+
+/// Whether `name` may name a backend or an alias.
+pub fn valid_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    name.len() <= 64
+        && chars
+            .next()
+            .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && chars
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '.' | '_' | '-'))
+}
+
+impl Config {
+    /// Parses `text` as the contents of `file`. Never panics.
+    pub fn parse(file: &Path, text: &str) -> Result<Config, ConfigError> {
+        let error = |message: String| ConfigError {
+            file: file.to_owned(),
+            message,
+        };
+        let raw: RawFile =
+            toml::from_str(text).map_err(|e| error(e.to_string().trim_end().to_owned()))?;
+        if raw.journal.path.is_some() && raw.journal.url.is_some() {
+            return Err(error(
+                "journal: set `path` (SQLite) or `url` (PostgreSQL), not both".into(),
+            ));
+        }
+        let mut backends = BTreeMap::new();
+        for (name, mut table) in raw.backends {
+            if !valid_name(&name) {
+                return Err(error(format!(
+                    "backends.{name}: invalid backend name; use lower-case letters, digits, `.`, `_`, `-` (at most 64)"
+                )));
+            }
+            let kind = match table.remove("kind") {
+                Some(toml::Value::String(kind)) => kind,
+                Some(other) => {
+                    return Err(error(format!(
+                        "backends.{name}.kind: expected a string, found {}",
+                        other.type_str()
+                    )));
+                }
+                None => {
+                    return Err(error(format!(
+                        "backends.{name}.kind: missing; one of: {}",
+                        KINDS.join(", ")
+                    )));
+                }
+            };
+            let in_table = |e: toml::de::Error| error(format!("backends.{name}: {}", e.message()));
+            let backend = match kind.as_str() {
+                command::KIND => {
+                    let mut config: CommandConfig =
+                        toml::Value::Table(table).try_into().map_err(in_table)?;
+                    if config.argv.first().is_none_or(|p| p.trim().is_empty()) {
+                        return Err(error(format!(
+                            "backends.{name}.argv: must name a program, e.g. argv = [\"my-agent\", \"--headless\"]"
+                        )));
+                    }
+                    config.name = name.clone();
+                    BackendConfig::Command(config)
+                }
+                openai::KIND => {
+                    let mut config: OpenAiConfig =
+                        toml::Value::Table(table).try_into().map_err(in_table)?;
+                    if !(config.base_url.starts_with("http://")
+                        || config.base_url.starts_with("https://"))
+                    {
+                        return Err(error(format!(
+                            "backends.{name}.base_url: must start with http:// or https://"
+                        )));
+                    }
+                    if config.model.trim().is_empty() {
+                        return Err(error(format!("backends.{name}.model: must not be empty")));
+                    }
+                    if config
+                        .api_key_env
+                        .as_deref()
+                        .is_some_and(|v| v.trim().is_empty())
+                    {
+                        return Err(error(format!(
+                            "backends.{name}.api_key_env: must name an environment variable (the key itself never goes in the file)"
+                        )));
+                    }
+                    config.name = name.clone();
+                    BackendConfig::OpenAi(config)
+                }
+                other => {
+                    return Err(error(format!(
+                        "backends.{name}.kind: unknown kind `{other}`; one of: {}",
+                        KINDS.join(", ")
+                    )));
+                }
+            };
+            backends.insert(name, backend);
+        }
+        for (alias, target) in &raw.aliases {
+            if !valid_name(alias) {
+                return Err(error(format!("aliases.{alias}: invalid alias name")));
+            }
+            if backends.contains_key(alias) {
+                return Err(error(format!(
+                    "aliases.{alias}: a backend already has this name"
+                )));
+            }
+            if !backends.contains_key(target) {
+                return Err(error(format!(
+                    "aliases.{alias}: points at `{target}`, which is not a backend in this file"
+                )));
+            }
+        }
+        Ok(Config {
+            file: Some(file.to_owned()),
+            journal: raw.journal,
+            backends,
+            aliases: raw.aliases,
+        })
+    }
+
+    /// Reads and parses `file`.
+    pub fn load(file: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(file).map_err(|e| ConfigError {
+            file: file.to_owned(),
+            message: format!("cannot read: {e}"),
+        })?;
+        Config::parse(file, &text)
+    }
+
+    /// Finds and loads the config: `explicit` (from `--config`), else `$AGENT_EXEC_CONFIG`,
+    /// else the XDG default if it exists, else the empty config.
+    pub fn discover(explicit: Option<&Path>) -> Result<Config, ConfigError> {
+        if let Some(file) = explicit {
+            return Config::load(file);
+        }
+        if let Some(file) = std::env::var_os(CONFIG_ENV).filter(|v| !v.is_empty()) {
+            return Config::load(Path::new(&file));
+        }
+        match default_path() {
+            Some(file) if file.exists() => Config::load(&file),
+            _ => Ok(Config::default()),
+        }
+    }
+
+    /// The registry of every configured backend and alias (aliases declared here are
+    /// deprecated names: they resolve with a warning).
+    pub fn registry(&self) -> Result<Registry, ConfigError> {
+        let file = self.file.clone().unwrap_or_default();
+        let mut registry = Registry::new();
+        for backend in self.backends.values() {
+            let backend: Arc<dyn agent_exec_contract::Backend> = match backend {
+                BackendConfig::Command(c) => Arc::new(CommandBackend::new(c.clone())),
+                BackendConfig::OpenAi(c) => Arc::new(OpenAiBackend::new(c.clone())),
+            };
+            registry.register(backend).map_err(|e| ConfigError {
+                file: file.clone(),
+                message: e.to_string(),
+            })?;
+        }
+        for (alias, canonical) in &self.aliases {
+            registry.alias(alias, canonical, true);
+        }
+        Ok(registry)
+    }
+}
+
+/// `$XDG_CONFIG_HOME/agent-exec/config.toml`, falling back to `~/.config/…`.
+pub fn default_path() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))?;
+    Some(base.join("agent-exec").join("config.toml"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Config, ConfigError> {
+        Config::parse(Path::new("/etc/agent-exec.toml"), text)
+    }
+
+    fn message(text: &str) -> String {
+        parse(text).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn a_full_config_parses() {
+        let config = parse(
+            r#"
+[journal]
+path = "/tmp/j.sqlite3"
+
+[backends.review]
+kind = "command"
+argv = ["my-agent", "--headless"]
+prompt = "argument"
+
+[backends.deep]
+kind = "openai"
+base_url = "https://api.deepseek.com/v1"
+model = "deepseek-chat"
+api_key_env = "DEEPSEEK_API_KEY"
+
+[aliases]
+old-review = "review"
+"#,
+        )
+        .unwrap();
+        let BackendConfig::Command(review) = &config.backends["review"] else {
+            panic!()
+        };
+        assert_eq!(review.name, "review");
+        assert_eq!(review.argv, ["my-agent", "--headless"]);
+        assert_eq!(review.prompt, command::PromptMode::Argument);
+        let BackendConfig::OpenAi(deep) = &config.backends["deep"] else {
+            panic!()
+        };
+        assert_eq!(deep.api_key_env.as_deref(), Some("DEEPSEEK_API_KEY"));
+        assert_eq!(
+            config.journal.path.as_deref(),
+            Some(Path::new("/tmp/j.sqlite3"))
+        );
+        let registry = config.registry().unwrap();
+        assert_eq!(registry.names(), ["deep", "review"]);
+        let (canonical, warning) = registry.canonical("old-review").unwrap();
+        assert_eq!(canonical, "review");
+        assert!(warning.unwrap().contains("deprecated"));
+    }
+
+    #[test]
+    fn bad_configs_name_the_file_and_the_key() {
+        let m = message("[backends.review]\nkind = \"telepathy\"\nargv = [\"x\"]\n");
+        assert!(m.starts_with("config /etc/agent-exec.toml: "), "{m}");
+        assert!(
+            m.contains("backends.review.kind: unknown kind `telepathy`"),
+            "{m}"
+        );
+        assert!(m.contains("command, openai"), "{m}");
+
+        let m = message("[backends.review]\nkind = \"command\"\n");
+        assert!(m.contains("backends.review") && m.contains("argv"), "{m}");
+        let m = message("[backends.review]\nkind = \"command\"\nargv = []\n");
+        assert!(
+            m.contains("backends.review.argv: must name a program"),
+            "{m}"
+        );
+        let m = message("[backends.review]\nargv = [\"x\"]\n");
+        assert!(m.contains("backends.review.kind: missing"), "{m}");
+        let m = message("[backends.review]\nkind = \"command\"\nargv = [\"x\"]\nargs = 1\n");
+        assert!(m.contains("backends.review") && m.contains("args"), "{m}");
+        let m = message("[backends.review\nkind = 1");
+        assert!(m.contains("line 1"), "{m}");
+        let m = message("[backends.\"../etc\"]\nkind = \"command\"\nargv = [\"x\"]\n");
+        assert!(m.contains("invalid backend name"), "{m}");
+        let m = message("[backends.o]\nkind = \"openai\"\nbase_url = \"ftp://x\"\nmodel = \"m\"\n");
+        assert!(m.contains("backends.o.base_url"), "{m}");
+        let m = message("[aliases]\nold = \"nothing\"\n");
+        assert!(m.contains("aliases.old"), "{m}");
+        let m = message("[journal]\npath = \"a\"\nurl = \"postgres://h/d\"\n");
+        assert!(m.contains("not both"), "{m}");
+        let m = message("[telemetry]\non = true\n");
+        assert!(m.contains("telemetry"), "{m}");
+    }
+
+    #[test]
+    fn an_explicit_missing_file_is_an_error() {
+        let err = Config::load(Path::new("/nonexistent/agent-exec.toml")).unwrap_err();
+        assert!(err.to_string().contains("/nonexistent/agent-exec.toml"));
+        assert!(err.to_string().contains("cannot read"));
+    }
+
+    mod properties {
+        use super::*;
+        use proptest::prelude::*;
+
+        proptest! {
+            #[test]
+            fn any_text_parses_or_errors_without_panic(text in "\\PC{0,200}") {
+                let _ = parse(&text);
+            }
+
+            #[test]
+            fn backend_tables_with_arbitrary_values_never_panic(
+                kind in "[a-z]{0,8}|command|openai",
+                key in "[a-z_]{1,12}",
+                value in "\\PC{0,20}",
+            ) {
+                let text = format!(
+                    "[backends.x]\nkind = {kind:?}\nargv = [{value:?}]\nbase_url = {value:?}\nmodel = {value:?}\n{key} = {value:?}\n"
+                );
+                let _ = parse(&text);
+            }
+        }
+    }
+}

@@ -1,0 +1,106 @@
+//! The command line, exactly as issue 5 §5 spells it.
+
+use std::path::PathBuf;
+
+use clap::{Args as ClapArgs, Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "agent-exec",
+    version,
+    about = "Run work on interchangeable agent backends under one execution contract, with honest outcomes."
+)]
+pub struct Args {
+    /// Config file (TOML). Default: $AGENT_EXEC_CONFIG, else $XDG_CONFIG_HOME/agent-exec/config.toml.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Journal: an SQLite file path or a postgres:// URL. Default: the config's [journal],
+    /// else $XDG_STATE_HOME/agent-exec/journal.sqlite3.
+    #[arg(long, global = true, value_name = "PATH")]
+    pub journal: Option<String>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run one execution and print its result.
+    Run(RunArgs),
+    /// List the configured backends, their aliases and capabilities.
+    Backends(BackendsArgs),
+    /// List journaled executions, or show one.
+    Runs(RunsArgs),
+}
+
+#[derive(Debug, ClapArgs)]
+pub struct RunArgs {
+    /// Backend name (or alias).
+    #[arg(long, value_name = "NAME")]
+    pub backend: String,
+    /// The prompt.
+    #[arg(
+        long,
+        value_name = "TEXT",
+        conflicts_with = "prompt_file",
+        required_unless_present = "prompt_file"
+    )]
+    pub prompt: Option<String>,
+    /// Read the prompt from a file.
+    #[arg(long, value_name = "F")]
+    pub prompt_file: Option<PathBuf>,
+    /// The workspace root (the backend's working directory; deliverables are read back only from inside it).
+    #[arg(long, value_name = "DIR")]
+    pub workspace: PathBuf,
+    /// A deliverable, relative to the workspace; repeatable.
+    #[arg(long = "target", value_name = "PATH")]
+    pub targets: Vec<String>,
+    /// Deadline for the whole execution, e.g. 90s, 5m, 1h30m, 500ms.
+    #[arg(long, value_name = "DURATION")]
+    pub deadline: Option<String>,
+    /// Required capabilities, comma-separated (text, files, stream, tools, cancel, resume, usage, structured-output).
+    #[arg(long, value_name = "CAPS", value_delimiter = ',')]
+    pub require: Vec<String>,
+    /// Execution id (reuse one to retry a step under the same id, deadline and budget). Default: a new UUIDv7.
+    #[arg(long, value_name = "ID")]
+    pub execution_id: Option<String>,
+    /// Print the result as JSON (the contract's Go tags) on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Print events as JSON lines on stderr while running.
+    #[arg(long)]
+    pub events: bool,
+}
+
+#[derive(Debug, ClapArgs)]
+pub struct BackendsArgs {
+    /// Run each backend's probe and list what it verified.
+    #[arg(long)]
+    pub verify: bool,
+    /// JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, ClapArgs)]
+pub struct RunsArgs {
+    #[command(subcommand)]
+    pub show: Option<RunsCommand>,
+    /// JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// How many executions to list, newest first.
+    #[arg(long, default_value_t = 50)]
+    pub limit: u32,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RunsCommand {
+    /// Everything the journal has on one execution.
+    Show {
+        /// The execution id.
+        id: String,
+        /// JSON on stdout.
+        #[arg(long)]
+        json: bool,
+    },
+}

@@ -1,0 +1,264 @@
+//! `agent-exec backends` and `agent-exec runs`: read-only views.
+
+use std::fmt::Write as _;
+
+use agent_exec_backends::config::Config;
+use agent_exec_journal::{ExecutionRecord, ExecutionSummary};
+use serde::Serialize;
+
+use crate::cli::{Args, BackendsArgs, RunsArgs, RunsCommand};
+use crate::run::open_journal;
+
+#[derive(Debug, Serialize)]
+struct AliasView {
+    name: String,
+    deprecated: bool,
+}
+
+#[derive(Debug, Serialize)]
+struct BackendView {
+    name: String,
+    kind: String,
+    aliases: Vec<AliasView>,
+    declared: Vec<String>,
+    /// `None` until probed (`--verify`).
+    verified: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    problems: Vec<String>,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    adapter_version: String,
+}
+
+pub async fn backends(args: &Args, b: &BackendsArgs) -> anyhow::Result<u8> {
+    let config = Config::discover(args.config.as_deref())?;
+    let registry = config.registry()?;
+    let mut views = Vec::new();
+    for name in registry.names() {
+        let Some(descriptor) = registry.descriptor(&name) else {
+            continue;
+        };
+        let mut view = BackendView {
+            kind: config
+                .backends
+                .get(&name)
+                .map_or("built-in", |c| c.kind())
+                .to_owned(),
+            aliases: registry
+                .aliases_of(&name)
+                .into_iter()
+                .map(|(alias, a)| AliasView {
+                    name: alias,
+                    deprecated: a.deprecated,
+                })
+                .collect(),
+            declared: descriptor
+                .capabilities
+                .iter()
+                .map(|c| c.to_string())
+                .collect(),
+            verified: None,
+            problems: Vec::new(),
+            adapter_version: descriptor.adapter_version.clone(),
+            name,
+        };
+        if b.verify {
+            let verification = registry.verification(&view.name).await?;
+            view.verified = Some(
+                verification
+                    .verified
+                    .iter()
+                    .map(|c| c.to_string())
+                    .collect(),
+            );
+            view.problems = verification.problems;
+            if !verification.adapter_version.is_empty() {
+                view.adapter_version = verification.adapter_version;
+            }
+        }
+        views.push(view);
+    }
+    if b.json {
+        println!("{}", serde_json::to_string_pretty(&views)?);
+    } else {
+        print!("{}", render_backends(&views, config.file.as_deref()));
+    }
+    Ok(0)
+}
+
+fn render_backends(views: &[BackendView], file: Option<&std::path::Path>) -> String {
+    let mut out = String::new();
+    if views.is_empty() {
+        let _ = writeln!(
+            out,
+            "no backends configured{}; declare one, e.g.\n\n  [backends.review]\n  kind = \"command\"\n  argv = [\"my-agent\", \"--headless\"]",
+            file.map(|f| format!(" in {}", f.display()))
+                .unwrap_or_default()
+        );
+        return out;
+    }
+    for v in views {
+        let _ = writeln!(out, "{} ({})", v.name, v.kind);
+        if !v.aliases.is_empty() {
+            let aliases: Vec<_> = v
+                .aliases
+                .iter()
+                .map(|a| {
+                    if a.deprecated {
+                        format!("{} (deprecated)", a.name)
+                    } else {
+                        a.name.clone()
+                    }
+                })
+                .collect();
+            let _ = writeln!(out, "  aliases:  {}", aliases.join(", "));
+        }
+        let _ = writeln!(out, "  declared: {}", v.declared.join(", "));
+        match &v.verified {
+            None => {
+                let _ = writeln!(out, "  verified: (not probed; use --verify)");
+            }
+            Some(verified) if verified.is_empty() => {
+                let _ = writeln!(out, "  verified: none");
+            }
+            Some(verified) => {
+                let _ = writeln!(out, "  verified: {}", verified.join(", "));
+            }
+        }
+        for problem in &v.problems {
+            let _ = writeln!(out, "  problem:  {problem}");
+        }
+        if !v.adapter_version.is_empty() {
+            let _ = writeln!(out, "  version:  {}", v.adapter_version);
+        }
+    }
+    out
+}
+
+pub async fn runs(args: &Args, r: &RunsArgs) -> anyhow::Result<u8> {
+    let config = Config::discover(args.config.as_deref())?;
+    let journal = open_journal(args, &config).await?;
+    match &r.show {
+        None => {
+            let list = journal.list(r.limit).await?;
+            if r.json {
+                println!("{}", serde_json::to_string_pretty(&list)?);
+            } else {
+                print!("{}", render_runs(&list));
+            }
+            Ok(0)
+        }
+        Some(RunsCommand::Show { id, json }) => match journal.show(id).await? {
+            None => {
+                eprintln!("agent-exec: no execution {id:?} in the journal");
+                Ok(1)
+            }
+            Some(record) => {
+                if *json || r.json {
+                    println!("{}", serde_json::to_string_pretty(&record)?);
+                } else {
+                    print!("{}", render_record(&record));
+                }
+                Ok(0)
+            }
+        },
+    }
+}
+
+fn render_runs(list: &[ExecutionSummary]) -> String {
+    let mut out = String::new();
+    if list.is_empty() {
+        out.push_str("no executions in the journal\n");
+        return out;
+    }
+    let width = list
+        .iter()
+        .map(|s| s.execution_id.len())
+        .max()
+        .unwrap_or(0)
+        .max(12);
+    let _ = writeln!(
+        out,
+        "{:<width$}  {:<10}  {:<12}  {:>8}  {:<27}  ERROR",
+        "EXECUTION", "STATE", "BACKEND", "ATTEMPTS", "UPDATED"
+    );
+    for s in list {
+        let _ = writeln!(
+            out,
+            "{:<width$}  {:<10}  {:<12}  {:>8}  {:<27}  {}{}",
+            s.execution_id,
+            s.state.as_str(),
+            s.backend,
+            s.attempts,
+            s.updated_at,
+            s.error_code.as_deref().unwrap_or("-"),
+            if s.cancel_requested {
+                " (cancel requested)"
+            } else {
+                ""
+            }
+        );
+    }
+    out
+}
+
+fn render_record(record: &ExecutionRecord) -> String {
+    let s = &record.summary;
+    let mut out = String::new();
+    let _ = writeln!(out, "execution {}", s.execution_id);
+    let _ = writeln!(
+        out,
+        "  state:    {}{}",
+        s.state,
+        if s.cancel_requested {
+            " (cancel requested)"
+        } else {
+            ""
+        }
+    );
+    let _ = writeln!(out, "  backend:  {}", s.backend);
+    let _ = writeln!(out, "  created:  {}", s.created_at);
+    let _ = writeln!(out, "  updated:  {}", s.updated_at);
+    if let Some(deadline) = &s.deadline {
+        let _ = writeln!(out, "  deadline: {deadline}");
+    }
+    let _ = writeln!(
+        out,
+        "  usage:    {} prompt / {} completion tokens",
+        s.usage.prompt_tokens, s.usage.completion_tokens
+    );
+    if let Some(error) = &record.error {
+        let _ = writeln!(out, "  error:    {error}");
+    }
+    let _ = writeln!(
+        out,
+        "  owner:    pid {} on {}",
+        record.owner.pid, record.owner.host
+    );
+    for a in &record.attempts {
+        let _ = writeln!(
+            out,
+            "  attempt {} on {}: {} ({} → {})",
+            a.attempt,
+            a.backend,
+            a.state,
+            a.started_at,
+            a.finished_at.as_deref().unwrap_or("…")
+        );
+    }
+    let _ = writeln!(out, "  transitions:");
+    for t in &record.transitions {
+        let _ = writeln!(
+            out,
+            "    {}  #{} {} → {}{}",
+            t.at,
+            t.attempt,
+            t.from.map_or("-", |f| f.as_str()),
+            t.to,
+            t.note
+                .as_deref()
+                .map(|n| format!("  ({n})"))
+                .unwrap_or_default()
+        );
+    }
+    out
+}

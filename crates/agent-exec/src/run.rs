@@ -1,0 +1,245 @@
+//! `agent-exec run`: one execution, start to journaled end.
+
+use std::io::Write as _;
+use std::sync::Arc;
+
+use agent_exec_backends::config::Config;
+use agent_exec_contract::{
+    CancelCause, Cancellation, Capability, ContractBudget, ContractRequest, ContractResult,
+    EventSink, Outcome, WorkspaceHandle,
+};
+use agent_exec_journal::{Journal, JournalLocation};
+use agent_exec_runtime::{RunOptions, Runtime};
+use anyhow::{Context as _, anyhow, bail};
+use futures::StreamExt as _;
+
+use crate::cli::{Args, RunArgs};
+use crate::duration;
+
+/// Exit code of an outcome.
+pub fn exit_code(outcome: &Outcome) -> u8 {
+    match outcome.effective() {
+        Outcome::Succeeded => 0,
+        Outcome::Failed => 1,
+        Outcome::Canceled => 4,
+        _ => 3,
+    }
+}
+
+/// Where the journal is: `--journal`, else the config's `[journal]`, else the XDG default.
+pub fn journal_location(args: &Args, config: &Config) -> anyhow::Result<JournalLocation> {
+    if let Some(text) = &args.journal {
+        return Ok(JournalLocation::parse(text));
+    }
+    if let Some(url) = &config.journal.url {
+        return Ok(JournalLocation::Postgres(url.clone()));
+    }
+    if let Some(path) = &config.journal.path {
+        return Ok(JournalLocation::Sqlite(path.clone()));
+    }
+    JournalLocation::default_path()
+        .map(JournalLocation::Sqlite)
+        .ok_or_else(|| {
+            anyhow!("no journal location: set --journal, [journal] in the config, or HOME")
+        })
+}
+
+/// Opens the journal, saying on stderr what recovery found.
+pub async fn open_journal(args: &Args, config: &Config) -> anyhow::Result<Journal> {
+    let location = journal_location(args, config)?;
+    let (journal, recovered) = Journal::open(&location).await?;
+    for r in &recovered {
+        eprintln!(
+            "agent-exec: journal: execution {} marked unknown ({})",
+            r.execution_id, r.reason
+        );
+    }
+    Ok(journal)
+}
+
+/// Ids are data: printable, no whitespace or control characters, bounded.
+fn check_execution_id(id: &str) -> anyhow::Result<()> {
+    if id.is_empty() || id.len() > 128 || id.chars().any(|c| c.is_control() || c.is_whitespace()) {
+        bail!("invalid --execution-id {id:?}: 1 to 128 printable characters without spaces");
+    }
+    Ok(())
+}
+
+fn parse_required(names: &[String]) -> anyhow::Result<Vec<Capability>> {
+    let mut required = Vec::new();
+    for name in names.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {
+        let capability = Capability::from_wire(name);
+        if let Capability::Other(_) = capability {
+            let known: Vec<_> = Capability::KNOWN.iter().map(Capability::as_str).collect();
+            bail!(
+                "unknown capability {name:?} in --require; one of: {}",
+                known.join(", ")
+            );
+        }
+        if !required.contains(&capability) {
+            required.push(capability);
+        }
+    }
+    Ok(required)
+}
+
+pub async fn run(args: &Args, run: &RunArgs) -> anyhow::Result<u8> {
+    // Orphaned grandchildren are re-parented to us, not to init, so the runtime can
+    // find and reap every member of a backend's tree.
+    if let Err(e) = agent_exec_runtime::become_subreaper() {
+        tracing::warn!(%e, "cannot become a child subreaper; orphaned processes may escape");
+    }
+    let config = Config::discover(args.config.as_deref())?;
+    let registry = config.registry()?;
+
+    let prompt = match (&run.prompt, &run.prompt_file) {
+        (Some(text), _) => text.clone(),
+        (None, Some(file)) => std::fs::read_to_string(file)
+            .with_context(|| format!("cannot read --prompt-file {}", file.display()))?,
+        (None, None) => bail!("give --prompt TEXT or --prompt-file F"),
+    };
+    let root = std::fs::canonicalize(&run.workspace)
+        .with_context(|| format!("--workspace {}", run.workspace.display()))?;
+    if !root.is_dir() {
+        bail!("--workspace {} is not a directory", root.display());
+    }
+    let root = root
+        .to_str()
+        .ok_or_else(|| anyhow!("--workspace {} is not valid UTF-8", root.display()))?
+        .to_owned();
+    let deadline = match &run.deadline {
+        None => None,
+        Some(text) => {
+            let d = duration::parse(text).map_err(|e| anyhow!("--deadline: {e}"))?;
+            let d = time::Duration::try_from(d)
+                .map_err(|_| anyhow!("--deadline {text} is too long"))?;
+            Some(time::OffsetDateTime::now_utc() + d)
+        }
+    };
+    let required = parse_required(&run.require)?;
+    let execution_id = match &run.execution_id {
+        Some(id) => {
+            check_execution_id(id)?;
+            id.clone()
+        }
+        None => uuid::Uuid::now_v7().to_string(),
+    };
+    let request = ContractRequest {
+        execution_id: execution_id.clone(),
+        prompt,
+        targets: run.targets.clone(),
+        workspace: WorkspaceHandle {
+            root,
+            writable: Vec::new(),
+        },
+        budget: ContractBudget {
+            deadline,
+            ..Default::default()
+        },
+        required: required.clone(),
+        ..Default::default()
+    };
+
+    let resolved = match registry.resolve(&run.backend, &required).await {
+        Ok(resolved) => resolved,
+        Err(e) => {
+            // Nothing ran: report it as the contract's refusal, in the same shape.
+            eprintln!("agent-exec: {e}");
+            let result = ContractResult::failed(e.to_contract_error());
+            print_result(run, &execution_id, &result)?;
+            return Ok(match e {
+                agent_exec_contract::ResolveError::MissingCapability { .. } => 1,
+                _ => crate::EXIT_USAGE,
+            });
+        }
+    };
+    if let Some(warning) = &resolved.deprecation_warning {
+        eprintln!("agent-exec: warning: {warning}");
+    }
+
+    let journal = open_journal(args, &config).await?;
+    let runtime = Runtime::new().with_journal(Arc::new(journal));
+
+    let (events, printer) = if run.events {
+        let (sink, mut receiver) = EventSink::channel();
+        let printer = tokio::spawn(async move {
+            while let Some(event) = receiver.next().await {
+                if let Ok(line) = serde_json::to_string(&event) {
+                    // One write per line, so lines never interleave with diagnostics.
+                    let _ = std::io::stderr().write_all(format!("{line}\n").as_bytes());
+                }
+            }
+        });
+        (sink, Some(printer))
+    } else {
+        (EventSink::discard(), None)
+    };
+    let cancellation = Cancellation::new();
+    let on_signal = cancellation.clone();
+    let signals = tokio::spawn(async move {
+        let mut terminate =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+        let sigterm = async {
+            match terminate.as_mut() {
+                Some(s) => {
+                    s.recv().await;
+                }
+                None => std::future::pending::<()>().await,
+            }
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = sigterm => {}
+        }
+        eprintln!("agent-exec: canceling… (waiting for the backend to stop)");
+        on_signal.cancel(CancelCause::Caller);
+    });
+
+    let options = RunOptions {
+        events,
+        cancellation,
+        ..Default::default()
+    };
+    let result = runtime.run(request, &resolved, options).await;
+    signals.abort();
+    if let Some(printer) = printer {
+        let _ = printer.await;
+    }
+    print_result(run, &execution_id, &result)?;
+    Ok(exit_code(&result.outcome))
+}
+
+fn print_result(run: &RunArgs, execution_id: &str, result: &ContractResult) -> anyhow::Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    if run.json {
+        let json = serde_json::to_string(result).context("cannot encode the result")?;
+        writeln!(stdout, "{json}")?;
+    } else {
+        stdout.write_all(result.text.as_bytes())?;
+        if !result.text.is_empty() && !result.text.ends_with('\n') {
+            writeln!(stdout)?;
+        }
+        for (path, bytes) in &result.files {
+            eprintln!("agent-exec: deliverable {path} ({} bytes)", bytes.len());
+        }
+        let mut line = format!("agent-exec: {} (execution {execution_id}", result.outcome);
+        if result.usage.prompt_tokens > 0 || result.usage.completion_tokens > 0 {
+            line.push_str(&format!(
+                ", tokens {} in / {} out",
+                result.usage.prompt_tokens, result.usage.completion_tokens
+            ));
+        }
+        line.push(')');
+        if let Some(err) = &result.err {
+            line.push_str(&format!(
+                "\n  {}: {} (side effects: {})",
+                err.code,
+                err.reason,
+                err.side_effects.as_str()
+            ));
+        }
+        eprintln!("{line}");
+    }
+    stdout.flush()?;
+    Ok(())
+}

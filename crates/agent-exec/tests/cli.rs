@@ -1,0 +1,547 @@
+//! The `agent-exec` binary end to end: real processes, a real journal file, real signals.
+#![allow(clippy::unwrap_used)]
+
+#[path = "../../agent-exec-backends/tests/support/mod.rs"]
+mod support;
+
+use std::path::PathBuf;
+use std::process::{Command as StdCommand, Stdio};
+use std::time::{Duration, Instant};
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+/// A sandbox: its own config, state and home directories, a workspace and a journal.
+struct Sandbox {
+    dir: tempfile::TempDir,
+}
+
+impl Sandbox {
+    fn new(config: &str) -> Sandbox {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("ws")).unwrap();
+        std::fs::write(dir.path().join("config.toml"), config).unwrap();
+        Sandbox { dir }
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    fn std_command(&self) -> StdCommand {
+        let mut cmd = StdCommand::new(assert_cmd::cargo::cargo_bin!("agent-exec"));
+        cmd.env_remove("AGENT_EXEC_CONFIG")
+            .env("HOME", self.path("home"))
+            .env("XDG_CONFIG_HOME", self.path("xdg-config"))
+            .env("XDG_STATE_HOME", self.path("xdg-state"))
+            .arg("--config")
+            .arg(self.path("config.toml"))
+            .arg("--journal")
+            .arg(self.path("journal.sqlite3"));
+        cmd
+    }
+
+    fn cmd(&self) -> Command {
+        Command::from_std(self.std_command())
+    }
+
+    fn run_args(&self, backend: &str, prompt: &str) -> Vec<String> {
+        vec![
+            "run".into(),
+            "--backend".into(),
+            backend.into(),
+            "--prompt".into(),
+            prompt.into(),
+            "--workspace".into(),
+            self.path("ws").to_str().unwrap().into(),
+        ]
+    }
+
+    fn show(&self, id: &str) -> Value {
+        let out = self
+            .cmd()
+            .args(["runs", "show", id, "--json"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+}
+
+fn command_config(name: &str, script: &str) -> String {
+    format!(
+        "[backends.{name}]\nkind = \"command\"\nargv = [\"sh\", \"-c\", {}]\ngrace_ms = 300\n",
+        toml_string(script)
+    )
+}
+
+fn toml_string(s: &str) -> String {
+    serde_json::to_string(s).unwrap()
+}
+
+fn json_lines(bytes: &[u8]) -> Vec<Value> {
+    String::from_utf8_lossy(bytes)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+#[test]
+fn a_run_through_the_command_backend_end_to_end() {
+    let script = "body=$(cat); printf 'wrote %s' \"$body\"; mkdir -p out; printf '%s' \"$body\" > out/reply.md";
+    let sandbox = Sandbox::new(&command_config("review", script));
+    let mut args = sandbox.run_args("review", "the answer");
+    args.extend(
+        [
+            "--target",
+            "out/reply.md",
+            "--require",
+            "text,files",
+            "--execution-id",
+            "e2e-1",
+            "--deadline",
+            "60s",
+            "--json",
+            "--events",
+        ]
+        .map(String::from),
+    );
+    let out = sandbox.cmd().args(&args).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // --json: exactly the contract's Go tags.
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(result["outcome"], "succeeded");
+    assert_eq!(result["text"], "wrote the answer");
+    assert_eq!(
+        result["files"]["out/reply.md"], "dGhlIGFuc3dlcg==",
+        "base64, as Go encodes []byte"
+    );
+    let keys: Vec<_> = result.as_object().unwrap().keys().cloned().collect();
+    for key in &keys {
+        assert!(
+            ["outcome", "text", "files", "logs", "err", "usage"].contains(&key.as_str()),
+            "{key}"
+        );
+    }
+    assert!(result.get("err").is_none(), "no err on success (omitempty)");
+
+    // --events: JSON lines on stderr, in order, text deltas adding up to the text.
+    let events = json_lines(&out.stderr);
+    let text: String = events
+        .iter()
+        .filter(|e| e["kind"] == "text_delta")
+        .map(|e| e["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(text, "wrote the answer");
+    assert_eq!(events.last().unwrap()["kind"], "message_end");
+
+    // The journal has it, with its deadline and transitions.
+    let record = sandbox.show("e2e-1");
+    assert_eq!(record["state"], "succeeded");
+    assert_eq!(record["backend"], "review");
+    assert!(record["deadline"].is_string());
+    assert_eq!(record["request"]["targets"][0], "out/reply.md");
+    let last = record["transitions"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(last["to"], "succeeded");
+}
+
+#[test]
+fn failures_are_reported_in_the_result_and_the_exit_code() {
+    let config = format!(
+        "{}{}",
+        command_config("refuser", "cat >/dev/null; echo nope >&2; exit 3"),
+        command_config("crasher", "cat >/dev/null; kill -KILL $$")
+    );
+    let sandbox = Sandbox::new(&config);
+    let mut args = sandbox.run_args("refuser", "x");
+    args.push("--json".into());
+    let out = sandbox.cmd().args(&args).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(result["outcome"], "failed");
+    assert_eq!(result["err"]["code"], "agent.provider_rejected");
+    assert_eq!(result["err"]["side_effects"], "none");
+    assert_eq!(result["usage"], serde_json::json!({}));
+
+    let mut args = sandbox.run_args("crasher", "x");
+    args.push("--json".into());
+    let out = sandbox.cmd().args(&args).output().unwrap();
+    assert_eq!(out.status.code(), Some(3), "a crash is unknown");
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(result["outcome"], "unknown");
+
+    // A capability the backend lacks: refused before anything runs.
+    let mut args = sandbox.run_args("refuser", "x");
+    args.extend(["--require", "usage", "--json"].map(String::from));
+    let out = sandbox.cmd().args(&args).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(result["err"]["code"], "agent.missing_capability");
+
+    // An unknown backend names the known ones.
+    let out = sandbox
+        .cmd()
+        .args(sandbox.run_args("nobody", "x"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("unknown backend `nobody`") && stderr.contains("crasher, refuser"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn runs_lists_the_journal_newest_first() {
+    let sandbox = Sandbox::new(&command_config("echo", "cat"));
+    for id in ["first", "second"] {
+        let mut args = sandbox.run_args("echo", id);
+        args.extend(["--execution-id".into(), id.into()]);
+        sandbox.cmd().args(&args).assert().success();
+    }
+    let out = sandbox.cmd().args(["runs", "--json"]).output().unwrap();
+    let list: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let ids: Vec<_> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["execution_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["second", "first"]);
+    let human = sandbox.cmd().arg("runs").output().unwrap();
+    let human = String::from_utf8_lossy(&human.stdout);
+    assert!(human.starts_with("EXECUTION"), "{human}");
+    assert!(
+        human.contains("second") && human.contains("succeeded"),
+        "{human}"
+    );
+
+    // Reusing an id is a step retry: attempt 2 of the same execution.
+    let mut args = sandbox.run_args("echo", "again");
+    args.extend(["--execution-id".into(), "first".into()]);
+    sandbox.cmd().args(&args).assert().success();
+    let record = sandbox.show("first");
+    assert_eq!(record["attempts"].as_array().unwrap().len(), 2);
+
+    let missing = sandbox
+        .cmd()
+        .args(["runs", "show", "nope"])
+        .output()
+        .unwrap();
+    assert_eq!(missing.status.code(), Some(1));
+}
+
+/// Polls until `check` holds (or panics after 20 s); for waiting on another process.
+fn wait_for(what: &str, mut check: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !check() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn pid_alive(pid: &str) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        s.rsplit(')')
+            .next()
+            .is_some_and(|rest| !rest.trim_start().starts_with('Z'))
+    })
+}
+
+#[test]
+fn a_runner_killed_with_sigkill_leaves_unknown_after_the_next_open() {
+    let sandbox = Sandbox::new(&command_config(
+        "sleeper",
+        "echo $$ > ../agent.pid; exec sleep 30",
+    ));
+    let mut args = sandbox.run_args("sleeper", "x");
+    args.extend(["--execution-id".into(), "doomed".into()]);
+    let mut runner = sandbox
+        .std_command()
+        .args(&args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid_file = sandbox.path("agent.pid");
+    wait_for("the agent to start", || {
+        std::fs::read_to_string(&pid_file).is_ok_and(|p| !p.trim().is_empty())
+    });
+    let agent_pid = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .to_owned();
+
+    // While the runner lives, another process's open leaves the execution alone.
+    assert_eq!(sandbox.show("doomed")["state"], "running");
+
+    runner.kill().unwrap(); // SIGKILL
+    runner.wait().unwrap();
+    let record = sandbox.show("doomed");
+    assert_eq!(record["state"], "unknown");
+    assert_eq!(record["error_code"], "agent.unknown_outcome");
+    assert_eq!(record["error"]["side_effects"], "possible");
+    assert_eq!(record["attempts"][0]["state"], "unknown");
+
+    // The orphaned agent is a documented limit of SIGKILL on the runner; clean it up.
+    if pid_alive(&agent_pid) {
+        let _ = StdCommand::new("kill").args(["-KILL", &agent_pid]).status();
+    }
+}
+
+#[test]
+fn ctrl_c_cancels_cleanly_and_still_prints_the_result() {
+    let sandbox = Sandbox::new(&command_config("hang", "echo started; sleep 1000 & wait"));
+    let mut args = sandbox.run_args("hang", "x");
+    args.extend(["--json", "--events", "--execution-id", "interrupted"].map(String::from));
+    let runner = sandbox
+        .std_command()
+        .args(&args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for("the run to start", || {
+        let out = sandbox.cmd().args(["runs", "--json"]).output().unwrap();
+        String::from_utf8_lossy(&out.stdout).contains("\"running\"")
+    });
+    std::thread::sleep(Duration::from_millis(200));
+    let pid = runner.id().to_string();
+    StdCommand::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .unwrap();
+    let out = runner.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(4),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(result["outcome"], "canceled");
+    assert_eq!(result["err"]["code"], "agent.canceled");
+    let record = sandbox.show("interrupted");
+    assert_eq!(record["state"], "canceled");
+    assert!(record["cancel_requested"].as_bool().unwrap());
+    let events = json_lines(&out.stderr);
+    assert_eq!(events.first().unwrap()["text"], "started\n");
+}
+
+#[test]
+fn bad_config_names_the_file_and_the_key() {
+    for (config, needle) in [
+        (
+            "[backends.review]\nkind = \"telepathy\"\n",
+            "backends.review.kind: unknown kind `telepathy`",
+        ),
+        (
+            "[backends.review]\nkind = \"command\"\n",
+            "missing field `argv`",
+        ),
+        ("[backends.review\n", "line 1"),
+    ] {
+        let sandbox = Sandbox::new(config);
+        let out = sandbox.cmd().arg("backends").output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{config}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let file = sandbox.path("config.toml");
+        assert!(stderr.contains(file.to_str().unwrap()), "{stderr}");
+        assert!(stderr.contains(needle), "{needle} not in {stderr}");
+    }
+}
+
+#[test]
+fn config_is_found_through_the_environment_and_xdg() {
+    let sandbox = Sandbox::new(&command_config("from-env", "cat"));
+    let list = |cmd: &mut StdCommand| {
+        let out = cmd.args(["backends", "--json"]).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|b| b["name"].as_str().unwrap().to_owned())
+            .collect::<Vec<_>>()
+    };
+    let bare = |sandbox: &Sandbox| {
+        let mut cmd = StdCommand::new(assert_cmd::cargo::cargo_bin!("agent-exec"));
+        cmd.env_remove("AGENT_EXEC_CONFIG")
+            .env("HOME", sandbox.path("home"))
+            .env("XDG_CONFIG_HOME", sandbox.path("xdg-config"))
+            .env("XDG_STATE_HOME", sandbox.path("xdg-state"));
+        cmd
+    };
+    assert!(
+        list(&mut bare(&sandbox)).is_empty(),
+        "no config: no backends"
+    );
+    assert_eq!(
+        list(bare(&sandbox).env("AGENT_EXEC_CONFIG", sandbox.path("config.toml"))),
+        ["from-env"]
+    );
+    let xdg = sandbox.path("xdg-config/agent-exec");
+    std::fs::create_dir_all(&xdg).unwrap();
+    std::fs::write(xdg.join("config.toml"), command_config("from-xdg", "cat")).unwrap();
+    assert_eq!(list(&mut bare(&sandbox)), ["from-xdg"]);
+    // The default journal lives under the XDG state home.
+    let mut run = bare(&sandbox);
+    run.args([
+        "run",
+        "--backend",
+        "from-xdg",
+        "--prompt",
+        "x",
+        "--workspace",
+    ])
+    .arg(sandbox.path("ws"));
+    assert!(
+        run.stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .unwrap()
+            .success()
+    );
+    assert!(
+        sandbox
+            .path("xdg-state/agent-exec/journal.sqlite3")
+            .exists()
+    );
+}
+
+#[test]
+fn backends_lists_aliases_and_declared_and_verified_capabilities() {
+    let config = format!(
+        "{}\n[aliases]\nold-review = \"review\"\n",
+        command_config("review", "cat")
+    );
+    let sandbox = Sandbox::new(&config);
+    let out = sandbox.cmd().arg("backends").output().unwrap();
+    insta::assert_snapshot!("backends_human", String::from_utf8_lossy(&out.stdout));
+    let out = sandbox
+        .cmd()
+        .args(["backends", "--verify", "--json"])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v[0]["name"], "review");
+    assert_eq!(
+        v[0]["aliases"][0],
+        serde_json::json!({"name": "old-review", "deprecated": true})
+    );
+    assert_eq!(
+        v[0]["declared"],
+        serde_json::json!(["text", "files", "stream", "cancel"])
+    );
+    assert_eq!(
+        v[0]["verified"],
+        serde_json::json!(["text", "files", "stream", "cancel"])
+    );
+
+    let out = sandbox
+        .cmd()
+        .args(sandbox.run_args("old-review", "x"))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("deprecated"));
+}
+
+#[test]
+fn the_openai_backend_through_the_cli_never_shows_the_key() {
+    let server = support::ScriptedServer::start();
+    let secret = "sk-test-5ecret-never-printed";
+    let config = format!(
+        "[backends.deep]\nkind = \"openai\"\nbase_url = {}\nmodel = \"echo\"\napi_key_env = \"DEEP_KEY\"\n\n\
+         [backends.leaky]\nkind = \"openai\"\nbase_url = {}\nmodel = \"leaky\"\napi_key_env = \"DEEP_KEY\"\n",
+        toml_string(&server.base_url),
+        toml_string(&server.base_url)
+    );
+    let sandbox = Sandbox::new(&config);
+    let mut args = sandbox.run_args("deep", "hello there");
+    args.extend(["--json", "--events", "--require", "text,stream,usage"].map(String::from));
+    let out = sandbox
+        .cmd()
+        .env("DEEP_KEY", secret)
+        .args(&args)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(result["text"], "echo: hello there");
+    assert_eq!(result["usage"]["prompt_tokens"], 7);
+    let auth: Vec<_> = server
+        .requests()
+        .iter()
+        .filter_map(|r| r.authorization.clone())
+        .collect();
+    assert!(
+        auth.iter().all(|a| a == &format!("Bearer {secret}")),
+        "the key is sent, as a bearer token"
+    );
+
+    let mut args = sandbox.run_args("leaky", "x");
+    args.push("--json".into());
+    let out = sandbox
+        .cmd()
+        .env("DEEP_KEY", secret)
+        .args(&args)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let everything = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(everything.contains("[redacted]"), "{everything}");
+    assert!(!everything.contains(secret), "the key leaked: {everything}");
+    let journal = std::fs::read(sandbox.path("journal.sqlite3")).unwrap();
+    let wal = std::fs::read(sandbox.path("journal.sqlite3-wal")).unwrap_or_default();
+    for bytes in [journal, wal] {
+        assert!(
+            !bytes.windows(secret.len()).any(|w| w == secret.as_bytes()),
+            "the key reached the journal"
+        );
+    }
+
+    let out = sandbox
+        .cmd()
+        .args(["backends", "--verify"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("problem:") && text.contains("$DEEP_KEY"),
+        "{text}"
+    );
+    assert!(!text.contains(secret));
+}
