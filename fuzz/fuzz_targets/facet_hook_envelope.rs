@@ -9,7 +9,7 @@ fuzz_target!(|data: &[u8]| {
     // State goes to a throwaway folder so the fuzzer never touches a real one.
     let state = std::env::temp_dir().join("facet-fuzz-state");
     for dialect in [facet::envelope::Dialect::ClaudeCode, facet::envelope::Dialect::Codex] {
-        let config = facet::hook::HookConfig::for_tests(dialect, state.clone());
+        let config = facet::hook::HookConfig::with_state_dir(dialect, state.clone());
         let answer = facet::hook::answer(data, &config);
         assert!(answer.exit_code == 0 || answer.exit_code == 1);
         if let Some(stdout) = answer.stdout {

@@ -63,8 +63,8 @@ impl HookConfig {
         }
     }
 
-    /// A configuration with an explicit state folder (tests, fuzzing).
-    pub fn for_tests(dialect: Dialect, state_dir: PathBuf) -> Self {
+    /// The default configuration with an explicit state folder (tests, fuzzing).
+    pub fn with_state_dir(dialect: Dialect, state_dir: PathBuf) -> Self {
         Self {
             dialect,
             core: facet_core::Config::default(),
@@ -235,7 +235,6 @@ fn codex_patch_body<'a>(
     }
 }
 
-#[allow(clippy::too_many_arguments)]
 fn post_tool_use(
     envelope: &Envelope,
     config: &HookConfig,

@@ -119,7 +119,7 @@ impl FacetServer {
             .iter()
             .map(|path| requested(path))
             .collect();
-        let note = note_for(&call, binding.is_some());
+        let note = note_for(&call, self.session.as_deref(), binding.is_some());
         let render = render_line(&call, &paths);
         let result = FacetToolResult {
             action: facet_tool::action_of(&call),
@@ -173,14 +173,19 @@ fn requested(written: &str) -> RequestedPath {
     }
 }
 
-fn note_for(call: &FacetAction, knows_session: bool) -> String {
+fn note_for(call: &FacetAction, session: Option<&str>, found: bool) -> String {
     let recorded = "The facet hook records this for the session that made the call, when the call \
                     completes, and states the new facet in the conversation; without the hook \
                     installed nothing changes.";
     match facet_tool::action_of(call) {
-        Action::Status if knows_session => {
+        Action::Status if found => {
             "This is the binding of the session this server was started for.".to_owned()
         }
+        Action::Status if session.is_some() => format!(
+            "No facet state is recorded for session {} yet; it is recorded at the session's \
+             first hook event.",
+            session.unwrap_or_default()
+        ),
         Action::Status => "This server cannot know which session is calling it; the facet hook \
                            states this session's facet in the conversation when this call \
                            completes."

@@ -10,7 +10,10 @@ use serde_json::{Value, json};
 
 fn check(input: &[u8], state: &std::path::Path) {
     for dialect in [Dialect::ClaudeCode, Dialect::Codex] {
-        let reply = answer(input, &HookConfig::for_tests(dialect, state.to_path_buf()));
+        let reply = answer(
+            input,
+            &HookConfig::with_state_dir(dialect, state.to_path_buf()),
+        );
         assert!(reply.exit_code == 0 || reply.exit_code == 1, "{reply:?}");
         if reply.exit_code == 1 {
             assert!(reply.stdout.is_none());
