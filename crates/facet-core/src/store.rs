@@ -192,6 +192,21 @@ impl StateStore {
         Ok(file)
     }
 
+    /// When the state of `id` was last written (the state file's modification time),
+    /// or `None` if it was never recorded. The panel uses it to find the most recent
+    /// session.
+    pub fn last_changed(
+        &self,
+        id: &SessionId,
+    ) -> Result<Option<std::time::SystemTime>, StoreError> {
+        let path = self.state_path(id);
+        match fs::metadata(&path).and_then(|meta| meta.modified()) {
+            Ok(time) => Ok(Some(time)),
+            Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(error) => Err(io_error("cannot examine", &path)(error)),
+        }
+    }
+
     /// The recorded state of `id`, if any.
     pub fn load(&self, id: &SessionId) -> Result<Option<Session>, StoreError> {
         let path = self.state_path(id);
