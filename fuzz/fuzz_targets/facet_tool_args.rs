@@ -16,7 +16,11 @@ fuzz_target!(|data: &[u8]| {
     };
     let policy = Policy::default();
     let mut names: Vec<String> = policy.tools().names().map(str::to_string).collect();
-    names.extend(["facet".to_string(), "mcp__facet__facet".to_string(), "bash".to_string()]);
+    names.extend([
+        "facet".to_string(),
+        "mcp__facet__facet".to_string(),
+        "bash".to_string(),
+    ]);
     let tool = &names[usize::from(*tool_byte) % names.len()];
     let mode = [Mode::Ask, Mode::Deny, Mode::Off][usize::from(flags & 3) % 3];
     let can_ask = flags & 4 != 0;
@@ -31,7 +35,14 @@ fuzz_target!(|data: &[u8]| {
     }
     let _ = policy.judge(tool, &args, &cwd, &session, can_ask);
     // The same value as the arguments of every configured path argument.
-    for name in ["file_path", "path", "pattern", "glob", "notebook_path", "focus"] {
+    for name in [
+        "file_path",
+        "path",
+        "pattern",
+        "glob",
+        "notebook_path",
+        "focus",
+    ] {
         let wrapped = serde_json::json!({ name: args.clone() });
         let _ = policy.judge(tool, &wrapped, &cwd, &session, can_ask);
     }
