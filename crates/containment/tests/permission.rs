@@ -50,7 +50,13 @@ fn unreadable_prefix_fails_closed() {
         check_as_unprivileged_user();
         return;
     }
-    let exe = std::env::current_exe().unwrap();
+    // Run a copy from a world-readable temp folder: the build folder may sit under a
+    // home that `nobody` cannot enter.
+    let exe_dir = tempfile::Builder::new().tempdir_in("/tmp").unwrap();
+    fs::set_permissions(exe_dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    let exe = exe_dir.path().join("permission-test");
+    fs::copy(std::env::current_exe().unwrap(), &exe).unwrap();
+    fs::set_permissions(&exe, fs::Permissions::from_mode(0o755)).unwrap();
     let status = Command::new("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
         .arg(&exe)
