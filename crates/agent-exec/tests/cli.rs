@@ -28,16 +28,21 @@ impl Sandbox {
         self.dir.path().join(rel)
     }
 
-    fn std_command(&self) -> StdCommand {
+    /// The binary in the sandbox's environment, with its config but no journal.
+    fn base_command(&self) -> StdCommand {
         let mut cmd = StdCommand::new(assert_cmd::cargo::cargo_bin!("agent-exec"));
         cmd.env_remove("AGENT_EXEC_CONFIG")
             .env("HOME", self.path("home"))
             .env("XDG_CONFIG_HOME", self.path("xdg-config"))
             .env("XDG_STATE_HOME", self.path("xdg-state"))
             .arg("--config")
-            .arg(self.path("config.toml"))
-            .arg("--journal")
-            .arg(self.path("journal.sqlite3"));
+            .arg(self.path("config.toml"));
+        cmd
+    }
+
+    fn std_command(&self) -> StdCommand {
+        let mut cmd = self.base_command();
+        cmd.arg("--journal").arg(self.path("journal.sqlite3"));
         cmd
     }
 
@@ -544,4 +549,61 @@ fn the_openai_backend_through_the_cli_never_shows_the_key() {
         "{text}"
     );
     assert!(!text.contains(secret));
+}
+
+#[test]
+fn the_journal_can_live_in_postgresql() {
+    let url = std::env::var("AGENT_EXEC_TEST_PG_URL").unwrap_or_else(|_| {
+        panic!(
+            "AGENT_EXEC_TEST_PG_URL is not set: the PostgreSQL peer is missing; run scripts/test.sh \
+             (its scripts/setup.d/30-postgres.sh installs and starts the server)"
+        )
+    });
+    let sandbox = Sandbox::new(&command_config("echo", "cat"));
+    let id = format!(
+        "pg-cli-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    );
+    let with_pg = |args: &[&str]| {
+        let mut cmd = sandbox.base_command();
+        cmd.args(["--journal", &url]).args(args);
+        cmd.output().unwrap()
+    };
+    let ws = sandbox.path("ws");
+    let out = with_pg(&[
+        "run",
+        "--backend",
+        "echo",
+        "--prompt",
+        "hi",
+        "--workspace",
+        ws.to_str().unwrap(),
+        "--execution-id",
+        &id,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = with_pg(&["runs", "show", &id, "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let record: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(record["state"], "succeeded");
+    assert!(
+        !sandbox.path("journal.sqlite3").exists(),
+        "nothing went to SQLite"
+    );
+    assert!(
+        !sandbox.path("xdg-state/agent-exec").exists(),
+        "nor to the default journal"
+    );
 }
