@@ -15,7 +15,7 @@ use crate::record::{
     AttemptRecord, End, ExecutionRecord, ExecutionStart, ExecutionSummary, Prior, Recovered, State,
     TransitionRecord, Usage, json_or_text,
 };
-use crate::sqlite::check_outcome;
+use crate::sqlite::{check_outcome, execution_note};
 use crate::{JournalError, now_rfc3339, recovery_error_json};
 
 const SCHEMA_VERSION: i32 = 1;
@@ -643,7 +643,7 @@ impl PgJournal {
             attempts,
             Some(from),
             end.outcome,
-            Some(end.error_code.unwrap_or("execution finished")),
+            Some(&execution_note(end)),
         )
         .await?;
         tx.commit().await.map_err(|e| self.err(e))

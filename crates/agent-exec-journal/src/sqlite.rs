@@ -573,7 +573,7 @@ impl SqliteJournal {
                 attempts,
                 Some(from),
                 end.outcome,
-                Some(end.error_code.unwrap_or("execution finished")),
+                Some(&execution_note(end)),
             )
         })
     }
@@ -671,6 +671,15 @@ impl SqliteJournal {
             transitions,
             owner,
         }))
+    }
+}
+
+/// The note on an execution's final transition (the attempt's own transition, just
+/// before it, carries the bare error code).
+pub(crate) fn execution_note(end: &End<'_>) -> String {
+    match end.error_code {
+        Some(code) => format!("execution finished: {code}"),
+        None => "execution finished".to_owned(),
     }
 }
 

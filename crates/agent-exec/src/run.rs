@@ -238,6 +238,16 @@ fn print_result(run: &RunArgs, execution_id: &str, result: &ContractResult) -> a
                 err.side_effects.as_str()
             ));
         }
+        if result.outcome != Outcome::Succeeded && !result.logs.trim().is_empty() {
+            // The backend's own words (a program's stderr tail, an HTTP status) say why.
+            let lines: Vec<&str> = result.logs.trim_end().lines().collect();
+            let tail = &lines[lines.len().saturating_sub(20)..];
+            line.push_str("\n  logs:");
+            for l in tail {
+                line.push_str("\n    ");
+                line.push_str(l);
+            }
+        }
         eprintln!("{line}");
     }
     stdout.flush()?;

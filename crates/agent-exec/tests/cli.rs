@@ -607,3 +607,55 @@ fn the_journal_can_live_in_postgresql() {
         "nor to the default journal"
     );
 }
+
+/// What a user reads, with the parts that vary per run (times, ids, pids, host) masked.
+fn masked(text: &str) -> String {
+    let rules = [
+        (r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z", "[time]"),
+        (r"pid \d+ on \S+", "pid [pid] on [host]"),
+    ];
+    let mut out = text.to_owned();
+    for (pattern, replacement) in rules {
+        out = regex::Regex::new(pattern)
+            .unwrap()
+            .replace_all(&out, replacement)
+            .into_owned();
+    }
+    out
+}
+
+#[test]
+fn what_the_user_reads_after_a_run() {
+    let sandbox = Sandbox::new(&format!(
+        "{}{}",
+        command_config("echo", "cat"),
+        command_config("refuser", "cat >/dev/null; echo 'no such file' >&2; exit 3")
+    ));
+    let mut args = sandbox.run_args("echo", "hello");
+    args.extend(["--execution-id", "snap-ok", "--deadline", "1h"].map(String::from));
+    let ok = sandbox.cmd().args(&args).output().unwrap();
+    let mut args = sandbox.run_args("refuser", "hello");
+    args.extend(["--execution-id", "snap-failed"].map(String::from));
+    let failed = sandbox.cmd().args(&args).output().unwrap();
+    insta::assert_snapshot!(
+        "run_human",
+        format!(
+            "--- ok stdout\n{}--- ok stderr\n{}--- failed stdout\n{}--- failed stderr\n{}",
+            String::from_utf8_lossy(&ok.stdout),
+            String::from_utf8_lossy(&ok.stderr),
+            String::from_utf8_lossy(&failed.stdout),
+            String::from_utf8_lossy(&failed.stderr)
+        )
+    );
+    let runs = sandbox.cmd().arg("runs").output().unwrap();
+    insta::assert_snapshot!("runs_human", masked(&String::from_utf8_lossy(&runs.stdout)));
+    let show = sandbox
+        .cmd()
+        .args(["runs", "show", "snap-failed"])
+        .output()
+        .unwrap();
+    insta::assert_snapshot!(
+        "runs_show_human",
+        masked(&String::from_utf8_lossy(&show.stdout))
+    );
+}
