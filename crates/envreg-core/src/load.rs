@@ -35,7 +35,7 @@ pub(crate) fn parse_typed<T: DeserializeOwned>(text: &str) -> Result<T, Diagnost
 }
 
 /// Parse text into a JSON value (unknown fields and key order kept).
-pub(crate) fn parse_document(text: &str) -> Result<serde_json::Value, Diagnostic> {
+pub fn parse_document(text: &str) -> Result<serde_json::Value, Diagnostic> {
     parse_typed::<serde_json::Value>(text)
 }
 
@@ -332,4 +332,92 @@ pub(crate) fn list_record_files(
     }
     names.sort();
     Ok(names)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kind::RecordKind;
+    use proptest::prelude::*;
+
+    #[test]
+    fn file_name_rules() {
+        for ignored in [
+            ".hidden.yaml",
+            "a.yaml~",
+            ".#a.yaml",
+            "a.yaml.swp",
+            "a.swo",
+            "README.md",
+            "a.json",
+            ".yaml",
+            ".a.yaml.tmp-1-2",
+        ] {
+            assert!(is_ignored_file_name(ignored), "{ignored}");
+        }
+        for record in ["a.yaml", "a.yml", "deploy-001.yaml"] {
+            assert!(!is_ignored_file_name(record), "{record}");
+        }
+        assert_eq!(record_stem("a.b.yaml"), Some("a.b"));
+        assert_eq!(record_stem("a.yml"), Some("a"));
+        assert_eq!(record_stem("yaml"), None);
+    }
+
+    #[test]
+    fn syntax_errors_carry_line_and_column() {
+        let d = parse_document("a: 1\nb: [2,\nc: 3\n").unwrap_err();
+        assert_eq!(d.code, codes::YAML_INVALID);
+        assert!(d.line.is_some() && d.column.is_some());
+        let d = parse_document("a: 1\na: 2\n").unwrap_err();
+        assert!(
+            d.message.to_lowercase().contains("duplicate"),
+            "{}",
+            d.message
+        );
+    }
+
+    #[test]
+    fn a_valid_record_loads_with_its_text() {
+        let text = "id: a\nschemaVersion: 1\nname: A\nextra: kept\n";
+        let (rec, diags) = parse_record_bytes(
+            RecordKind::Service,
+            "a",
+            "services/a.yaml",
+            text.as_bytes().to_vec(),
+        );
+        assert!(diags.is_empty(), "{diags:?}");
+        let rec = rec.unwrap();
+        assert_eq!(rec.id(), "a");
+        assert_eq!(&*rec.text, text);
+        assert_eq!(rec.document().unwrap()["extra"], "kept");
+    }
+
+    #[test]
+    fn parser_messages_are_capped() {
+        let long = format!("name: [{}", "x".repeat(5000));
+        let d = parse_document(&long).unwrap_err();
+        assert!(
+            d.message.chars().count() <= MAX_PARSER_MESSAGE_CHARS + 40,
+            "{}",
+            d.message.len()
+        );
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+        /// The loader never panics on arbitrary bytes (the fuzz target's property, in CI).
+        #[test]
+        fn never_panics_on_arbitrary_bytes(kind in 0usize..5, bytes in proptest::collection::vec(any::<u8>(), 0..300)) {
+            let _ = parse_record_bytes(RecordKind::ALL[kind], "x", "services/x.yaml", bytes);
+        }
+
+        /// Nor on YAML-ish text built from the grammar's own punctuation.
+        #[test]
+        fn never_panics_on_yamlish_text(text in "(id: x\n|schemaVersion: 1\n|name: n\n|[-:{}\\[\\],&*!|>'\"#%@` \n]|[a-z0-9]{1,4}){0,40}") {
+            let (rec, _) = parse_record_text(RecordKind::Environment, "x", "environments/x.yaml", text);
+            if let Some(rec) = rec {
+                prop_assert_eq!(rec.id(), "x");
+            }
+        }
+    }
 }
