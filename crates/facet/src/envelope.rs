@@ -51,6 +51,8 @@ impl Dialect {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Envelope {
     /// The host's session id. Data, never a path: the state store encodes it.
+    /// Empty when the host has no session for the event (DeepSeek Harness sends
+    /// `""` for a tool run outside an agent).
     pub session_id: String,
     /// The session's working directory, against which relative paths resolve.
     pub cwd: String,
@@ -148,7 +150,12 @@ pub fn parse(input: &[u8]) -> Result<Envelope, EnvelopeError> {
 }
 
 fn from_object(mut object: Map<String, Value>) -> Result<Envelope, EnvelopeError> {
-    let session_id = required_string(&object, "session_id")?;
+    // An empty id is accepted: DeepSeek Harness's bridge sends `""` when a tool runs
+    // outside any agent session. The hook judges such calls without state.
+    let session_id = match object.get("session_id") {
+        Some(Value::String(text)) if text.is_empty() => String::new(),
+        _ => required_string(&object, "session_id")?,
+    };
     let cwd = required_string(&object, "cwd")?;
     if cwd.contains('\0') {
         return Err(EnvelopeError::Invalid {

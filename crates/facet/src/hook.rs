@@ -91,6 +91,9 @@ pub fn answer(input: &[u8], config: &HookConfig) -> HookAnswer {
     };
     let policy = Policy::new(&config.core);
     let can_ask = config.can_ask(&envelope);
+    if envelope.session_id.is_empty() {
+        return sessionless(&envelope, config, &policy, can_ask);
+    }
     match &envelope.event {
         HookEvent::SessionStart => session_start(&envelope, config, can_ask),
         HookEvent::UserPromptSubmit => user_prompt_submit(&envelope, config, can_ask),
@@ -113,6 +116,35 @@ pub fn answer(input: &[u8], config: &HookConfig) -> HookAnswer {
         ),
         HookEvent::Other(_) => HookAnswer::no_opinion(),
     }
+}
+
+/// An event with no session id: nothing can be recorded or restated, but a tool
+/// call is still judged — against the event's `cwd` as a facet seen for the first
+/// time — so a host that loses its session id does not open the guard.
+fn sessionless(
+    envelope: &Envelope,
+    config: &HookConfig,
+    policy: &Policy,
+    can_ask: bool,
+) -> HookAnswer {
+    let HookEvent::PreToolUse {
+        tool_name,
+        tool_input,
+    } = &envelope.event
+    else {
+        return HookAnswer::no_opinion();
+    };
+    let Some(judged) = judged_call(config, policy, tool_name, tool_input) else {
+        return HookAnswer::no_opinion();
+    };
+    decide(
+        envelope,
+        config,
+        policy,
+        can_ask,
+        judged,
+        state::ephemeral(config, envelope),
+    )
 }
 
 fn state_failure(error: &StateError) -> HookAnswer {
@@ -170,18 +202,49 @@ fn pre_tool_use(
     tool_name: &str,
     tool_input: &Value,
 ) -> HookAnswer {
-    let judged = match codex_patch_body(config.dialect, tool_name, tool_input) {
-        Some(body) => Judged::Patch(apply_patch::patch_paths(body)),
-        None if policy.is_facet_tool(tool_name) || policy.tools().get(tool_name).is_some() => {
-            Judged::Call(tool_name, tool_input)
-        }
+    let Some(judged) = judged_call(config, policy, tool_name, tool_input) else {
         // Not a tool the guard reads: no opinion, without touching the state.
-        None => return HookAnswer::no_opinion(),
-    };
-    if matches!(&judged, Judged::Patch(paths) if paths.is_empty()) {
         return HookAnswer::no_opinion();
+    };
+    decide(
+        envelope,
+        config,
+        policy,
+        can_ask,
+        judged,
+        state::observe(config, envelope),
+    )
+}
+
+/// What the guard must judge in this call, or `None` for a call it has no
+/// opinion on whatever the state (an unknown tool, a patch naming no file).
+fn judged_call<'a>(
+    config: &HookConfig,
+    policy: &Policy,
+    tool_name: &'a str,
+    tool_input: &'a Value,
+) -> Option<Judged<'a>> {
+    match codex_patch_body(config.dialect, tool_name, tool_input) {
+        Some(body) => {
+            let paths = apply_patch::patch_paths(body);
+            (!paths.is_empty()).then_some(Judged::Patch(paths))
+        }
+        None if policy.is_facet_tool(tool_name) || policy.tools().get(tool_name).is_some() => {
+            Some(Judged::Call(tool_name, tool_input))
+        }
+        None => None,
     }
-    let session = match state::observe(config, envelope) {
+}
+
+fn decide(
+    envelope: &Envelope,
+    config: &HookConfig,
+    policy: &Policy,
+    can_ask: bool,
+    judged: Judged<'_>,
+    session: Result<Session, StateError>,
+) -> HookAnswer {
+    let session = match session {
         Ok(session) => session,
         Err(error) => {
             // Fail closed: a call the guard would judge is refused when the facet

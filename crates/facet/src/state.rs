@@ -70,6 +70,27 @@ pub fn observe(config: &HookConfig, envelope: &Envelope) -> Result<Session, Stat
     Ok(store.load_or_init(&id, Path::new(&envelope.cwd), &config.core)?)
 }
 
+/// A session for an event that names none (empty `session_id`): recorded nowhere,
+/// seen for the first time now — its folder is the event's `cwd`. ADAPTER: this
+/// repeats `facet-core`'s private first-sight rule (canonical root, unscoped at the
+/// project top); a public `Session::first_sight` there would make it one place.
+pub fn ephemeral(config: &HookConfig, envelope: &Envelope) -> Result<Session, StateError> {
+    let root = containment::Root::new(&envelope.cwd).map_err(|source| {
+        StateError::Store(StoreError::Directory {
+            path: PathBuf::from(&envelope.cwd),
+            source,
+        })
+    })?;
+    let directory = root.path().to_path_buf();
+    let scoped = !facet_core::project::is_project_top(&directory, &config.core.project_markers);
+    Ok(Session::new(
+        "",
+        directory,
+        scoped,
+        config.core.default_mode,
+    ))
+}
+
 /// Read-modify-write the event's session under its lock (recording it first if new).
 pub fn update<T>(
     config: &HookConfig,

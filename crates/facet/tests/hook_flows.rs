@@ -522,3 +522,110 @@ fn the_facet_tool_name_is_configurable() {
         json!(["/etc"])
     );
 }
+
+/// The envelope DeepSeek Harness's `@deepseek-ai/dsh-hooks-claude-code` bridge builds
+/// (read from its published source, 0.0.1-rc.5): no `permission_mode`, a string
+/// `transcript_path` that may be `""`, `tool_response` as the result's joined text,
+/// and `session_id: ""` when a tool runs outside any agent.
+fn dsh_event(session: &str, cwd: &std::path::Path, event: &str, tool: &str, input: Value) -> Value {
+    json!({
+        "session_id": session,
+        "transcript_path": "",
+        "cwd": cwd,
+        "hook_event_name": event,
+        "tool_name": tool,
+        "tool_input": input,
+        "tool_use_id": "call_1",
+    })
+}
+
+#[test]
+fn deepseek_harness_bridge_envelopes() {
+    let tree = Tree::new();
+    let room = tree.room();
+    // Its lower-case tools, judged; an approval channel is assumed (the bridge maps
+    // `ask` onto the harness's own ask).
+    let (decision, _) = tree
+        .hook(
+            &[],
+            &dsh_event(
+                "dsh",
+                &room,
+                "PreToolUse",
+                "read",
+                json!({"file_path": "../other/secret.txt"}),
+            ),
+        )
+        .decision()
+        .unwrap();
+    assert_eq!(decision, "ask");
+    // A granted facet call: tool_response is text, recorded all the same.
+    let add = json!({"action": "add", "paths": ["../other"]});
+    let mut post = dsh_event("dsh", &room, "PostToolUse", FACET_TOOL, add);
+    post["tool_response"] =
+        json!("facet: grant ../other (recorded by the hook)\n{\"action\":\"add\"}");
+    let (_, context) = tree.hook(&[], &post).context().unwrap();
+    assert!(context.contains("granted outside it: "), "{context}");
+    tree.hook(
+        &[],
+        &dsh_event(
+            "dsh",
+            &room,
+            "PreToolUse",
+            "grep",
+            json!({"path": "../other"}),
+        ),
+    )
+    .assert_no_opinion("granted folder");
+}
+
+#[test]
+fn an_event_without_a_session_id_is_judged_without_state() {
+    let tree = Tree::new();
+    let room = tree.room();
+    let (decision, reason) = tree
+        .hook(
+            &[],
+            &dsh_event(
+                "",
+                &room,
+                "PreToolUse",
+                "write",
+                json!({"file_path": "/etc/hosts"}),
+            ),
+        )
+        .decision()
+        .expect("judged against the event's cwd");
+    assert_eq!(decision, "ask");
+    assert!(
+        reason.contains(&format!("this session's facet is {}.", room.display())),
+        "{reason}"
+    );
+    tree.hook(
+        &[],
+        &dsh_event(
+            "",
+            &room,
+            "PreToolUse",
+            "write",
+            json!({"file_path": "inside.txt"}),
+        ),
+    )
+    .assert_no_opinion("inside");
+    tree.hook(&[], &session_event("", &room, "SessionStart"))
+        .assert_no_opinion("nothing to record");
+    let mut post = dsh_event(
+        "",
+        &room,
+        "PostToolUse",
+        FACET_TOOL,
+        json!({"action": "add", "paths": ["/etc"]}),
+    );
+    post["tool_response"] = json!("ok");
+    tree.hook(&[], &post).assert_no_opinion("nothing to record");
+    assert_eq!(
+        std::fs::read_dir(tree.state()).unwrap().count(),
+        0,
+        "no state was written"
+    );
+}
