@@ -43,6 +43,8 @@ pub const EXECUTION_ID_HEADER: &str = "x-agent-exec-execution-id";
 
 /// The most a single response may stream before it is cut (a runaway server).
 const MAX_STREAM_BYTES: usize = 64 * 1024 * 1024;
+/// How much of an error response body is read (the message is cut to 300 bytes anyway).
+const ERROR_BODY_LIMIT: usize = 64 * 1024;
 /// The longest `Retry-After` honoured.
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(30);
 
@@ -269,7 +271,7 @@ impl OpenAiBackend {
                 .and_then(|v| v.to_str().ok())
                 .and_then(|v| v.trim().parse::<u64>().ok())
                 .map(|s| Duration::from_secs(s).min(MAX_RETRY_AFTER));
-            let text = response.text().await.unwrap_or_default();
+            let text = read_capped(response, ERROR_BODY_LIMIT).await;
             let message = server_message(&text);
             let reason = self.redact(&format!(
                 "HTTP {} from {}: {}",
@@ -370,6 +372,22 @@ fn failed(code: ErrorCode, reason: String, retryable: bool) -> ContractResult {
     let mut error = Error::new(code, reason, SideEffects::None);
     error.retryable = retryable;
     ContractResult::failed(error)
+}
+
+/// At most `limit` bytes of a response body, lossily decoded; a body that fails midway
+/// keeps what arrived. Never reads an unbounded body into memory.
+async fn read_capped(response: reqwest::Response, limit: usize) -> String {
+    use futures::StreamExt as _;
+    let mut body = Vec::new();
+    let mut stream = response.bytes_stream();
+    while let Some(Ok(chunk)) = stream.next().await {
+        let room = limit.saturating_sub(body.len());
+        body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        if body.len() >= limit {
+            break;
+        }
+    }
+    String::from_utf8_lossy(&body).into_owned()
 }
 
 /// The `error.message` of an OpenAI error body, else the body itself, shortened.
