@@ -38,6 +38,20 @@ agent_exec_pg_setup() {
     chown postgres: "$pg_root" "$sock"
     chmod o+x "$PEERS_DIR" 2>/dev/null || true
     run_as=(runuser -u postgres --)
+    if ! runuser -u postgres -- test -w "$pg_root"; then
+      # $PEERS_DIR sits under a directory the postgres user cannot enter (e.g. /root):
+      # keep the cluster in a per-checkout directory under /tmp, linked from $PEERS_DIR.
+      local outside
+      outside="/tmp/agent-exec-postgres-$(printf '%s' "$PEERS_DIR" | cksum | cut -d' ' -f1)"
+      mkdir -p "$outside/sock"
+      chown -R postgres: "$outside"
+      rm -rf "$pg_root"
+      ln -sfn "$outside" "$pg_root"
+      pg_root="$outside"
+      data="$pg_root/data"
+      port_file="$pg_root/port"
+      sock="$pg_root/sock"
+    fi
   fi
 
   if [ ! -s "$data/PG_VERSION" ]; then
