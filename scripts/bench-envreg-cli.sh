@@ -52,6 +52,10 @@ commands=(
   "validate (example registry)|$envreg --registry $example validate"
 )
 
+# The machine's load decides how noisy wall times are; print it with the figures.
+echo "$(date -u +%FT%TZ) $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo
+
 if command -v hyperfine >/dev/null 2>&1; then
   args=()
   for entry in "${commands[@]}"; do
