@@ -3,9 +3,7 @@
 //!
 //! The folder is `FACET_STATE_DIR` when set, else `facet-core`'s default
 //! (`$XDG_STATE_HOME/facet`, `~/.local/state/facet`). Locking, atomic writes and
-//! the file layout are the store's; this module adds nothing to them except the
-//! modification time of a session's file, read to find "the most recent session"
-//! for the panel.
+//! the file layout are the store's; this module adds nothing to them.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -146,13 +144,8 @@ pub fn binding_of(dir: &Path, session: &str) -> Result<Option<BindingView>, Stat
     Ok(store.load(&id)?.as_ref().map(BindingView::of))
 }
 
-/// When a session's state file last changed. ADAPTER: `facet-core`'s `Listing` has
-/// no time, so this reads the file the store documents (`<dir>/<stem>.json`); a
-/// `last_changed` on the listing would make it the store's business again.
+/// When a session's state last changed (for "the most recent session").
 pub fn last_changed(store: &StateStore, session: &Session) -> Option<SystemTime> {
     let id = SessionId::new(&session.id).ok()?;
-    let path = store.dir().join(format!("{}.json", id.file_stem()));
-    std::fs::metadata(path)
-        .and_then(|meta| meta.modified())
-        .ok()
+    store.last_changed(&id).ok().flatten()
 }
