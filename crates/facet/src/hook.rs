@@ -22,6 +22,11 @@
 //! - A state folder that cannot be read or written fails closed on `PreToolUse`
 //!   for calls the guard would judge (deny, with the cause), and is a
 //!   non-blocking error elsewhere.
+//! - An event with an empty `session_id` (DeepSeek Harness's bridge outside an
+//!   agent) is still judged, against its own `cwd` as a facet seen for the first
+//!   time, and nothing is recorded: losing the id must not open the guard.
+//! - Not done: `Bash` is judged only where Codex would apply its text as a patch;
+//!   `allow` is never answered.
 
 use std::path::{Path, PathBuf};
 
