@@ -277,3 +277,26 @@ pub fn summary_of(body: &crate::model::RecordBody) -> Option<String> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn case_insensitive_matching() {
+        assert!(contains_ci("Aico Service", "service"));
+        assert!(contains_ci("ÄBC Straße", "straße"));
+        assert!(!contains_ci("ab", "abc"));
+        assert!(starts_with_ci("Payments", "pay"));
+    }
+
+    proptest! {
+        /// The allocation-free ASCII path agrees with the obvious implementation.
+        #[test]
+        fn contains_ci_agrees_with_to_lowercase(h in "[a-zA-Z0-9 -]{0,20}", n in "[a-z0-9 -]{1,4}") {
+            prop_assert_eq!(contains_ci(&h, &n), h.to_lowercase().contains(&n));
+            prop_assert_eq!(starts_with_ci(&h, &n), h.to_lowercase().starts_with(&n));
+        }
+    }
+}

@@ -211,3 +211,47 @@ impl Snapshot {
             .get_or_init(|| crate::validate::validate_snapshot(self))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::load::parse_record_text;
+
+    fn snapshot_of(profiles: &[(&str, &[&str])]) -> Snapshot {
+        let mut records: [RecordMap; 5] = Default::default();
+        for (id, parents) in profiles {
+            let text = format!(
+                "id: {id}\nschemaVersion: 1\nname: {id}\nextends: [{}]\n",
+                parents.join(", ")
+            );
+            let (rec, _) =
+                parse_record_text(RecordKind::RuleProfile, id, "rule-profiles/x.yaml", text);
+            records[RecordKind::RuleProfile.index()]
+                .insert((*id).to_owned(), Arc::new(rec.unwrap()));
+        }
+        Snapshot::build(records, Vec::new(), Arc::new(Config::default()), 1)
+    }
+
+    #[test]
+    fn profile_chain_is_depth_first_parents_first_each_once() {
+        let s = snapshot_of(&[
+            ("base", &[]),
+            ("java", &["base"]),
+            ("jmx", &["base"]),
+            ("app", &["java", "jmx"]),
+        ]);
+        let chain: Vec<&str> = s
+            .profile_chain("app")
+            .unwrap()
+            .iter()
+            .map(|p| p.id.as_str())
+            .collect();
+        assert_eq!(chain, ["base", "java", "jmx", "app"]);
+    }
+
+    #[test]
+    fn profile_chain_reports_the_cycle() {
+        let s = snapshot_of(&[("a", &["b"]), ("b", &["c"]), ("c", &["a"])]);
+        assert_eq!(s.profile_chain("a").unwrap_err(), ["a", "b", "c", "a"]);
+    }
+}

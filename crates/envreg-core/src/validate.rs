@@ -215,44 +215,10 @@ fn push_map<'a>(
     }
 }
 
-/// Brace balance of a template: every `{{` is closed by a `}}` before the next `{{`,
-/// and no `}}` appears outside a reference.
+/// A template's syntax (`TEMPLATE_INVALID`), checked by the same parser resolution uses
+/// ([`crate::template::check`]), so validation and resolution agree on what is valid.
 pub fn check_template(src: &str) -> Result<(), String> {
-    let bytes = src.as_bytes();
-    let mut i = 0;
-    let mut open: Option<usize> = None;
-    while i + 1 < bytes.len() {
-        match (bytes[i], bytes[i + 1], open) {
-            (b'{', b'{', None) => {
-                open = Some(i);
-                i += 2;
-            }
-            (b'{', b'{', Some(at)) => {
-                return Err(format!(
-                    "`{{{{` at byte {at} is not closed before the next `{{{{`"
-                ));
-            }
-            (b'}', b'}', Some(at)) => {
-                if src[at + 2..i].trim().is_empty() {
-                    return Err(format!("empty reference at byte {at}"));
-                }
-                open = None;
-                i += 2;
-            }
-            (b'}', b'}', None) => {
-                return Err(format!(
-                    "unbalanced braces: `}}}}` at byte {i} has no opening `{{{{`"
-                ));
-            }
-            _ => i += 1,
-        }
-    }
-    match open {
-        Some(at) => Err(format!(
-            "unbalanced braces: `{{{{` at byte {at} has no closing `}}}}`"
-        )),
-        None => Ok(()),
-    }
+    crate::template::check(src).map_err(|e| e.to_string())
 }
 
 /// Load diagnostics plus every cross-record check, sorted for a stable report.
@@ -522,5 +488,67 @@ fn check_shadowing(snapshot: &Snapshot, out: &mut Vec<Diagnostic>) {
                 );
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn template_syntax() {
+        assert!(check_template("/opt/{{appName}}/{{ env.id }}").is_ok());
+        assert!(check_template("${HOME}/a{b}").is_ok());
+        for bad in ["{{open", "close}}", "{{}}", "{{ a b }}"] {
+            assert!(check_template(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn record_checks() {
+        let body: RecordBody = RecordBody::Service(
+            serde_json::from_value(serde_json::json!({
+                "id": "svc", "schemaVersion": 3, "name": "", "variables": { "a": "{{x" }
+            }))
+            .unwrap(),
+        );
+        let codes: Vec<String> = check_record(&body, Some("other"))
+            .into_iter()
+            .map(|d| d.code)
+            .collect();
+        assert_eq!(
+            codes,
+            [
+                "ID_MISMATCH",
+                "SCHEMA_VERSION_UNSUPPORTED",
+                "RECORD_INVALID",
+                "TEMPLATE_INVALID"
+            ]
+        );
+        assert!(is_fatal_record_code("ID_MISMATCH") && !is_fatal_record_code("TEMPLATE_INVALID"));
+    }
+
+    #[test]
+    fn references_cover_every_reference_field() {
+        let binding: RecordBody = RecordBody::OperationBinding(
+            serde_json::from_value(serde_json::json!({
+                "id": "b", "schemaVersion": 1, "name": "B", "operation": "restart",
+                "match": { "environmentRef": "e", "serviceRef": "s", "deploymentRef": "d" },
+                "skill": { "name": "k" }
+            }))
+            .unwrap(),
+        );
+        let refs: Vec<(String, RecordKind)> = references_of(&binding)
+            .into_iter()
+            .map(|(p, k, _)| (p, k))
+            .collect();
+        assert_eq!(
+            refs,
+            [
+                ("match.environmentRef".to_owned(), RecordKind::Environment),
+                ("match.serviceRef".to_owned(), RecordKind::Service),
+                ("match.deploymentRef".to_owned(), RecordKind::Deployment),
+            ]
+        );
     }
 }

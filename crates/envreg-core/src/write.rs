@@ -625,3 +625,38 @@ pub(crate) fn blockers_of(snapshot: &Snapshot, kind: crate::RecordKind, id: &str
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn atomic_write_replaces_and_leaves_no_temp() {
+        let dir = tempfile::tempdir().unwrap();
+        write_atomically(dir.path(), "a.yaml", b"one").unwrap();
+        write_atomically(dir.path(), "a.yaml", b"two").unwrap();
+        assert_eq!(std::fs::read(dir.path().join("a.yaml")).unwrap(), b"two");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn failed_write_cleans_up_and_reports() {
+        let dir = tempfile::tempdir().unwrap();
+        // The target name is a non-empty folder: rename must fail.
+        std::fs::create_dir_all(dir.path().join("a.yaml/x")).unwrap();
+        assert!(write_atomically(dir.path(), "a.yaml", b"x").is_err());
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert_eq!(names, ["a.yaml"]);
+    }
+
+    #[test]
+    fn backup_stamp_format() {
+        let t = time::macros::datetime!(2026-11-01 09:08:07 UTC);
+        assert_eq!(compact_stamp(t), "20261101T090807Z");
+        assert_eq!(rfc3339(t), "2026-11-01T09:08:07Z");
+    }
+}
