@@ -659,3 +659,51 @@ fn what_the_user_reads_after_a_run() {
         masked(&String::from_utf8_lossy(&show.stdout))
     );
 }
+
+#[test]
+fn the_deadline_cancels_the_whole_run_and_a_prompt_file_is_read() {
+    let sandbox = Sandbox::new(&format!(
+        "{}{}",
+        command_config("hang", "sleep 1000 & wait"),
+        command_config("echo", "cat")
+    ));
+    let mut args = sandbox.run_args("hang", "x");
+    args.extend(["--deadline", "500ms", "--json"].map(String::from));
+    let out = sandbox.cmd().args(&args).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(4),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(result["outcome"], "canceled");
+    assert_eq!(result["err"]["code"], "agent.deadline_exceeded");
+
+    std::fs::write(sandbox.path("prompt.txt"), "from a file\n").unwrap();
+    let out = sandbox
+        .cmd()
+        .args(["run", "--backend", "echo", "--prompt-file"])
+        .arg(sandbox.path("prompt.txt"))
+        .arg("--workspace")
+        .arg(sandbox.path("ws"))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "from a file\n");
+
+    for bad in [
+        vec!["--deadline", "soon"],
+        vec!["--require", "telepathy"],
+        vec!["--execution-id", "has space"],
+    ] {
+        let mut args = sandbox.run_args("echo", "x");
+        args.extend(bad.iter().map(|s| s.to_string()));
+        let out = sandbox.cmd().args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{bad:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(bad[0]),
+            "{bad:?}"
+        );
+    }
+}
