@@ -10,8 +10,9 @@
 //!
 //! # Design
 //! * One file by default: SQLite in WAL mode (readers never block the runner), every write
-//!   one `BEGIN IMMEDIATE` transaction with `synchronous = FULL`. [`SqliteJournal`] is a
-//!   synchronous API: its writes are sub-millisecond and callers on an async runtime may
+//!   one `BEGIN IMMEDIATE` transaction; the start of an execution is fsynced before any
+//!   backend runs, later writes are crash-safe but not fsynced (see [`SqliteJournal`]). [`SqliteJournal`] is a
+//!   synchronous API: its writes are short (one fsync at most) and callers on an async runtime may
 //!   call it inline or through `spawn_blocking`.
 //! * For a fleet, the same tables on PostgreSQL ([`PgJournal`], `tokio-postgres`, async).
 //!   Not `sqlx`: its `sqlite` feature would link a second SQLite next to `rusqlite`.

@@ -1,9 +1,19 @@
 //! The embedded journal: one SQLite file in WAL mode.
 //!
-//! Every write is one `BEGIN IMMEDIATE` transaction (so two runners sharing the file never
-//! interleave a read-check-write), with `synchronous = FULL`: a commit that returned is on
-//! disk, so a power cut can only turn a finished execution back into a non-terminal one
-//! (which the next open then honestly marks `unknown`), never lose a started one.
+//! Every write is one `BEGIN IMMEDIATE` transaction, so two runners sharing the file never
+//! interleave a read-check-write.
+//!
+//! Durability, decided per write (an fsync costs milliseconds, and a run makes five
+//! writes): the write that records an execution *starting* commits with
+//! `synchronous = FULL` — it is on disk before any backend runs, so no power cut can lose
+//! the fact that something was started. Every later write (attempt start, transitions,
+//! outcomes) commits with `synchronous = NORMAL`: safe against any process crash
+//! (SIGKILL included — the WAL is in the OS page cache), and against a power cut it can
+//! only lose tail writes, which turns the execution back into a non-terminal one that
+//! the next open honestly marks `unknown`. Not taken: FULL for every write (measured
+//! about 3× the whole-run overhead of `agent-exec run` on an ordinary disk), or NORMAL
+//! for every write (a power cut could then erase a started execution: a guess by
+//! omission).
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -104,10 +114,11 @@ impl SqliteJournal {
         let conn = Connection::open(path).map_err(at)?;
         conn.busy_timeout(std::time::Duration::from_secs(10))
             .map_err(at)?;
-        // WAL: readers (`runs`) never block the runner; FULL: see the module doc.
+        // WAL: readers (`runs`) never block the runner. NORMAL by default; the start of an
+        // execution is committed with FULL (see the module doc).
         conn.pragma_update(None, "journal_mode", "WAL")
             .map_err(at)?;
-        conn.pragma_update(None, "synchronous", "FULL")
+        conn.pragma_update(None, "synchronous", "NORMAL")
             .map_err(at)?;
         conn.pragma_update(None, "foreign_keys", "ON").map_err(at)?;
         let version: i64 = conn
@@ -148,6 +159,27 @@ impl SqliteJournal {
         let out = body(&tx)?;
         tx.commit().map_err(|e| self.err(e))?;
         Ok(out)
+    }
+
+    /// [`SqliteJournal::with_tx`], with the commit fsynced (`synchronous = FULL`).
+    fn with_durable_tx<T>(
+        &self,
+        body: impl FnOnce(&Tx<'_>) -> Result<T, JournalError>,
+    ) -> Result<T, JournalError> {
+        let mut conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        conn.pragma_update(None, "synchronous", "FULL")
+            .map_err(|e| self.err(e))?;
+        let outcome = (|| {
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(|e| self.err(e))?;
+            let out = body(&tx)?;
+            tx.commit().map_err(|e| self.err(e))?;
+            Ok(out)
+        })();
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(|e| self.err(e))?;
+        outcome
     }
 
     fn err(&self, source: rusqlite::Error) -> JournalError {
@@ -262,7 +294,7 @@ impl SqliteJournal {
     /// retry: same id, same deadline, usage carried). Refuses while another live process
     /// still runs it; an orphaned run is first marked `unknown`.
     pub fn start_execution(&self, start: &ExecutionStart<'_>) -> Result<Prior, JournalError> {
-        self.with_tx(|tx| {
+        self.with_durable_tx(|tx| {
             let now = now_rfc3339();
             let existing = tx
                 .query_row(
