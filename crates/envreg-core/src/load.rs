@@ -53,7 +53,7 @@ pub(crate) fn parse_error(err: &serde_saphyr::Error) -> Diagnostic {
             .collect::<String>()
             + "…";
     }
-    let code = if is_shape_error(&message) {
+    let code = if is_shape_error(bare, &message) {
         codes::RECORD_INVALID
     } else {
         codes::YAML_INVALID
@@ -72,16 +72,39 @@ pub(crate) fn parse_error(err: &serde_saphyr::Error) -> Diagnostic {
     d
 }
 
-fn is_shape_error(message: &str) -> bool {
-    [
-        "invalid type",
-        "missing field",
-        "unknown variant",
-        "invalid value",
-        "invalid length",
-    ]
-    .iter()
-    .any(|p| message.contains(p))
+/// A document that is valid YAML but not a valid record (wrong type, missing field,
+/// bad enum value) is `RECORD_INVALID`; everything else the parser reports is
+/// `YAML_INVALID`. The parser is streaming, so a type mismatch can be found before a
+/// later syntax error in the same file; the first finding wins.
+fn is_shape_error(err: &serde_saphyr::Error, message: &str) -> bool {
+    use serde_saphyr::Error as E;
+    match err {
+        E::Message { .. } => [
+            "invalid type",
+            "missing field",
+            "unknown variant",
+            "invalid value",
+            "invalid length",
+        ]
+        .iter()
+        .any(|p| message.contains(p)),
+        E::SerdeInvalidType { .. }
+        | E::SerdeInvalidValue { .. }
+        | E::SerdeInvalidLength { .. }
+        | E::SerdeUnknownVariant { .. }
+        | E::SerdeUnknownField { .. }
+        | E::SerdeMissingField { .. }
+        | E::SerdeVariantId { .. }
+        | E::Unexpected { .. }
+        | E::NullIntoString { .. }
+        | E::InvalidBooleanStrict { .. }
+        | E::InvalidScalar { .. }
+        | E::InvalidCharNull { .. }
+        | E::InvalidCharNotSingleScalar { .. }
+        | E::UnexpectedValueForUnit { .. }
+        | E::TaggedScalarCannotDeserializeIntoString { .. } => true,
+        _ => false,
+    }
 }
 
 /// Why a directory entry is skipped without a diagnostic (data model §1): hidden files

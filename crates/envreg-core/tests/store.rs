@@ -100,7 +100,7 @@ fn malformed_yaml_is_a_diagnostic_with_line_and_column_and_the_rest_loads() {
     let f = Fixture::standard();
     f.write(
         "services/broken.yaml",
-        "id: broken\nschemaVersion: 1\nname: [unclosed\n",
+        "id: broken\nschemaVersion: 1\nname: ok\naliases: [unclosed, {a: 1}\nnext: 2\n",
     );
     let r = f.open();
     let d = r
@@ -1160,5 +1160,50 @@ fn concurrent_saves_of_one_record_serialize_cleanly() {
             .unwrap()
             .count(),
         79
+    );
+}
+
+// ---------------------------------------------------------------- what users see
+
+#[test]
+fn snapshot_of_a_validate_report() {
+    let f = Fixture::standard();
+    f.write(
+        "services/broken.yaml",
+        "id: broken\nschemaVersion: 1\nname: ok\naliases: [unclosed, {a: 1}\nnext: 2\n",
+    );
+    f.write(
+        "services/svc-a.yaml",
+        "id: svc-b\nschemaVersion: 1\nname: B\n",
+    );
+    f.write(
+        "services/lonely.yaml",
+        "id: lonely\nschemaVersion: 1\nname: L\nruleProfileRefs: [java-commn]\n",
+    );
+    f.write(
+        "rule-profiles/p-a.yaml",
+        "id: p-a\nschemaVersion: 1\nname: A\nextends: [p-a]\npaths: { x: \"{{open\" }\n",
+    );
+    f.write("deployments/d-x.yaml", "id: d-x\nschemaVersion: 1\nname: X\nenvironmentRef: test-a\nserviceRef: aicoservice\nvariables: { appName: other }\n");
+    f.write(
+        "services/typed.yaml",
+        "id: typed\nschemaVersion: 1\nname: [not, a, string]\n",
+    );
+    insta::assert_json_snapshot!("validate_report", f.open().validate());
+}
+
+#[test]
+fn snapshot_of_a_saved_file() {
+    let f = Fixture::standard();
+    let r = f.open();
+    let rec = json!({ "id": "shop", "schemaVersion": 1, "name": "Shop", "aliases": ["store"],
+        "variables": { "port": 8080, "mode": "0755", "flag": "no" }, "owner": { "team": "web" } });
+    r.commit_save(r.plan_save(RecordKind::Service, rec, false).unwrap())
+        .unwrap();
+    let text = std::fs::read_to_string(f.root.join("services/shop.yaml")).unwrap();
+    let stamp = regex::Regex::new(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ").unwrap();
+    insta::assert_snapshot!(
+        "saved_service_yaml",
+        stamp.replace_all(&text, "<timestamp>")
     );
 }
