@@ -96,27 +96,24 @@ impl crate::Registry {
             .map(str::trim)
             .filter(|q| !q.is_empty())
             .map(str::to_lowercase);
-        let kinds: Vec<RecordKind> = match kind {
-            Some(k) => vec![k],
-            None => RecordKind::ALL.to_vec(),
-        };
         let mut items = Vec::new();
-        for kind in kinds {
-            for rec in snapshot.records(kind) {
-                let c = rec.common();
-                let matched = needle.as_deref().is_none_or(|n| {
-                    contains_ci(c.id(), n)
-                        || contains_ci(c.name(), n)
-                        || c.aliases().iter().any(|a| contains_ci(a, n))
+        for entry in snapshot.search_index() {
+            let rec = &entry.record;
+            if kind.is_some_and(|k| k != rec.kind()) {
+                continue;
+            }
+            let matched = needle.as_deref().is_none_or(|n| {
+                entry.id.contains(n)
+                    || entry.name.contains(n)
+                    || entry.aliases.iter().any(|a| a.contains(n))
+            });
+            if matched {
+                items.push(RecordSummary {
+                    kind: rec.kind(),
+                    id: rec.id().to_owned(),
+                    name: rec.name().to_owned(),
+                    summary: summary_of(&rec.body),
                 });
-                if matched {
-                    items.push(RecordSummary {
-                        kind,
-                        id: c.id().to_owned(),
-                        name: c.name().to_owned(),
-                        summary: summary_of(&rec.body),
-                    });
-                }
             }
         }
         let mut warnings: Vec<Diagnostic> = snapshot
@@ -172,11 +169,10 @@ impl crate::Registry {
         let needle = query.to_lowercase();
         let snapshot = self.snapshot();
         let mut ranked: Vec<(u8, RecordKind, &str, &str, MatchField)> = Vec::new();
-        for kind in RecordKind::ALL {
-            for rec in snapshot.records(kind) {
-                if let Some((rank, field)) = rank_of(rec.common(), &needle) {
-                    ranked.push((rank, kind, rec.id(), rec.name(), field));
-                }
+        for entry in snapshot.search_index() {
+            if let Some((rank, field)) = rank_lowered(entry, &needle) {
+                let rec = &entry.record;
+                ranked.push((rank, rec.kind(), rec.id(), rec.name(), field));
             }
         }
         ranked.sort_by(|a, b| (a.0, a.1, a.2).cmp(&(b.0, b.1, b.2)));
@@ -217,6 +213,25 @@ pub fn rank_of(c: &dyn crate::model::CommonFields, needle: &str) -> Option<(u8, 
         return Some((5, MatchField::Id));
     }
     None
+}
+
+/// [`rank_of`] over pre-lowered fields (the hot path of `find`).
+fn rank_lowered(e: &crate::snapshot::SearchEntry, needle: &str) -> Option<(u8, MatchField)> {
+    if e.id == needle {
+        Some((0, MatchField::Id))
+    } else if e.id.starts_with(needle) {
+        Some((1, MatchField::Id))
+    } else if e.name.contains(needle) {
+        Some((2, MatchField::Name))
+    } else if e.aliases.iter().any(|a| a.contains(needle)) {
+        Some((3, MatchField::Alias))
+    } else if e.category.as_deref().is_some_and(|c| c.contains(needle)) {
+        Some((4, MatchField::Category))
+    } else if e.id.contains(needle) {
+        Some((5, MatchField::Id))
+    } else {
+        None
+    }
 }
 
 /// Case-insensitive substring test against an already lower-cased needle. ASCII text
@@ -292,6 +307,23 @@ mod tests {
     }
 
     proptest! {
+        /// The pre-lowered ranking used by `find` agrees with [`rank_of`].
+        #[test]
+        fn lowered_ranking_agrees(name in "[a-zA-Z ]{1,12}", alias in "[a-zA-Z]{1,6}", cat in "[a-zA-Z]{1,6}", needle in "[a-z]{2,3}") {
+            let text = format!("id: ab-cd\nschemaVersion: 1\nname: \"{name}\"\naliases: [{alias}]\ncategory: {cat}\n");
+            let (rec, _) = crate::load::parse_record_text(RecordKind::Service, "ab-cd", "services/ab-cd.yaml", text);
+            let rec = std::sync::Arc::new(rec.unwrap());
+            let c = rec.common();
+            let entry = crate::snapshot::SearchEntry {
+                id: c.id().to_lowercase(),
+                name: c.name().to_lowercase(),
+                aliases: c.aliases().iter().map(|a| a.to_lowercase()).collect(),
+                category: c.category().map(str::to_lowercase),
+                record: rec.clone(),
+            };
+            prop_assert_eq!(rank_lowered(&entry, &needle), rank_of(rec.common(), &needle));
+        }
+
         /// The allocation-free ASCII path agrees with the obvious implementation.
         #[test]
         fn contains_ci_agrees_with_to_lowercase(h in "[a-zA-Z0-9 -]{0,20}", n in "[a-z0-9 -]{1,4}") {

@@ -17,6 +17,16 @@ use crate::diagnostic::Diagnostic;
 use crate::kind::RecordKind;
 use crate::model::{Deployment, Environment, OperationBinding, Record, RuleProfile, Service, Tier};
 
+/// One record's search fields, lower-cased.
+#[derive(Debug)]
+pub(crate) struct SearchEntry {
+    pub record: Arc<Record>,
+    pub id: String,
+    pub name: String,
+    pub aliases: Vec<String>,
+    pub category: Option<String>,
+}
+
 /// Records of one kind, by id.
 pub type RecordMap = BTreeMap<String, Arc<Record>>;
 
@@ -33,6 +43,8 @@ pub struct Snapshot {
     bindings_by_operation: HashMap<String, Vec<String>>,
     /// Load + cross-record diagnostics, computed on first use.
     all_diagnostics: OnceLock<Vec<Diagnostic>>,
+    /// Lower-cased search fields for `find` / `list --query`, built on first use.
+    search_index: OnceLock<Vec<SearchEntry>>,
     /// Increases with every rebuild; lets callers cache per-snapshot results.
     pub generation: u64,
 }
@@ -69,6 +81,7 @@ impl Snapshot {
             deployments_by_placement,
             bindings_by_operation,
             all_diagnostics: OnceLock::new(),
+            search_index: OnceLock::new(),
             generation,
         }
     }
@@ -202,6 +215,28 @@ impl Snapshot {
         stack.pop();
         out.push(profile);
         Ok(())
+    }
+
+    /// Every record's lower-cased search fields, in kind then id order. Built once per
+    /// snapshot so `find` compares plain lower-case strings instead of folding case for
+    /// 10,000 records on every call.
+    pub(crate) fn search_index(&self) -> &[SearchEntry] {
+        self.search_index.get_or_init(|| {
+            let mut out = Vec::with_capacity(self.total());
+            for kind in RecordKind::ALL {
+                for rec in self.records(kind) {
+                    let c = rec.common();
+                    out.push(SearchEntry {
+                        record: rec.clone(),
+                        id: c.id().to_lowercase(),
+                        name: c.name().to_lowercase(),
+                        aliases: c.aliases().iter().map(|a| a.to_lowercase()).collect(),
+                        category: c.category().map(str::to_lowercase),
+                    });
+                }
+            }
+            out
+        })
     }
 
     /// Every diagnostic: load findings plus cross-record validation, sorted by file,
