@@ -26,6 +26,22 @@
 //!   (elicitation, terminal, `--yes`); `commit_*` then writes under a cross-process lock:
 //!   backup, temp file, fsync, rename, directory fsync, reload.
 //!
+//! ## Module map
+//!
+//! | module | job |
+//! |---|---|
+//! | [`error`], [`diagnostic`], [`kind`], [`id`] | the vocabulary: error codes, findings, kinds, id rules |
+//! | [`model`], [`config`] | the typed records and `envreg.yaml` (one definition each) |
+//! | [`load`] | file rules, safe YAML options, per-file parse into the model |
+//! | `watch` | inotify drained at call time; rescan fallback |
+//! | [`registry`], [`snapshot`] | the handle, its file table, immutable snapshots and their indexes |
+//! | [`validate`] | per-record and cross-record checks (data model §4) |
+//! | [`read`], [`session`], [`write`] | `env_list/get/find`, session defaults, `env_save/delete` |
+//! | [`schema`] | JSON Schema of each kind, derived from [`model`] |
+//! | [`synth`] | deterministic synthetic registries for benches and load tests |
+//! | [`template`], [`resolve`], [`operation`], [`skills`] | resolution (core-resolve) |
+//! | [`tools`] | the ten tools, transport-free (tools+mcp) |
+//!
 //! ## Invariants
 //!
 //! - Ids are data, not paths: every id argument is checked by [`id::check_id`] before
@@ -40,6 +56,10 @@
 //!
 //! ## Deliberately not done
 //!
+//! - No clean-up of temp files left by a process killed mid-save: they are dot-files,
+//!   never loaded, and harmless; removing them safely would need the writer's pid.
+//! - Session defaults are cached per process: a session is owned by one connection, so
+//!   another process changing the same session's file is not watched for.
 //! - No comment-preserving edits: `save` writes the record it is given (as YAML,
 //!   keys in the given order), not a patch of the old file.
 //! - No execution: nothing here runs a Skill, a shell command or a network request.
