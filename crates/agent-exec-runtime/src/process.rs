@@ -99,6 +99,11 @@ pub struct ProcessTree {
     marker: Vec<u8>,
     /// (pid → start time) of every member seen alive.
     members: HashMap<i32, u64>,
+    /// (pid, start time) of processes whose environment was read and lacked the
+    /// marker. A process cannot gain the marker later (only a fork of a member
+    /// inherits it, and that is a new pid), so each environment is read once: this
+    /// keeps repeated scans to one small `stat` read per process.
+    unmarked: HashSet<(i32, u64)>,
     leader_status: Option<ExitStatus>,
     finished: bool,
 }
@@ -137,6 +142,7 @@ impl ProcessTree {
             leader_start,
             marker: format!("{TREE_MARKER_VAR}={marker_value}").into_bytes(),
             members,
+            unmarked: HashSet::new(),
             leader_status: None,
             finished: false,
         })
@@ -216,7 +222,7 @@ impl ProcessTree {
         seen: &mut HashSet<i32>,
     ) -> bool {
         let start = Instant::now();
-        let mut pause = Duration::from_micros(250);
+        let mut pause = Duration::from_millis(1);
         loop {
             self.try_collect_leader();
             self.refresh_known();
@@ -243,7 +249,18 @@ impl ProcessTree {
                 seen.extend(self.members.keys());
                 return self.members.is_empty();
             }
-            tokio::time::sleep(pause).await;
+            // Wake on the leader's exit (SIGCHLD-driven) or on the next poll tick,
+            // whichever is first: on a loaded machine every wake-up costs a trip
+            // through the run queue, so we do not spin on short sleeps.
+            let leader_running = self.leader_status.is_none();
+            tokio::select! {
+                status = self.child.wait(), if leader_running => {
+                    if let Ok(status) = status {
+                        self.leader_status = Some(status);
+                    }
+                }
+                _ = tokio::time::sleep(pause) => {}
+            }
             pause = (pause * 2).min(Duration::from_millis(5));
         }
     }
@@ -332,8 +349,18 @@ impl ProcessTree {
         for stat in &all {
             let known = self.members.get(&stat.pid) == Some(&stat.start_time);
             let in_group = group_is_ours && stat.pgrp == self.leader;
-            if known || in_group || procfs::environ_contains(stat.pid, &self.marker) {
+            if known || in_group {
                 found.insert(stat.pid, stat.start_time);
+                continue;
+            }
+            let key = (stat.pid, stat.start_time);
+            if self.unmarked.contains(&key) {
+                continue;
+            }
+            if procfs::environ_contains(stat.pid, &self.marker) {
+                found.insert(stat.pid, stat.start_time);
+            } else {
+                self.unmarked.insert(key);
             }
         }
         // Descendants of members, to a fixpoint (trees are shallow; this is cheap).
