@@ -132,8 +132,18 @@ impl SqliteJournal {
             });
         }
         conn.execute_batch(SCHEMA).map_err(at)?;
-        conn.pragma_update(None, "user_version", SCHEMA_VERSION)
-            .map_err(at)?;
+        if version != SCHEMA_VERSION {
+            conn.pragma_update(None, "user_version", SCHEMA_VERSION)
+                .map_err(at)?;
+        }
+        // A short-lived CLI closes the file after every run; the default checkpoint on
+        // close would fsync the database each time. The WAL is checkpointed by SQLite's
+        // automatic checkpoint (every 1000 pages) instead, which is just as safe.
+        conn.set_db_config(
+            rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+            true,
+        )
+        .map_err(at)?;
         let journal = SqliteJournal {
             conn: Mutex::new(conn),
             path: path.to_owned(),
