@@ -26,13 +26,17 @@ use crate::{human, init, locate, record_file};
 /// A failure to print: the error, and a hint for the person (stderr only, so `--json`
 /// stdout stays exactly the error object).
 pub struct Failure {
-    pub error: EnvError,
+    /// Boxed: an `EnvError` with details is large, and every `Result` here carries it.
+    pub error: Box<EnvError>,
     pub hint: Option<String>,
 }
 
 impl From<EnvError> for Failure {
     fn from(error: EnvError) -> Failure {
-        Failure { error, hint: None }
+        Failure {
+            error: Box::new(error),
+            hint: None,
+        }
     }
 }
 
@@ -276,7 +280,10 @@ fn call_and_print(
         }
         Err(error) => {
             let hint = hint_for(&error, &approver, &args);
-            Err(Failure { error, hint })
+            Err(Failure {
+                error: Box::new(error),
+                hint,
+            })
         }
     }
 }
@@ -370,7 +377,7 @@ fn read_record(registry: &Registry, kind: Kind, file: &Path) -> Result<Value, Fa
 pub(crate) fn schema_of(kind: SchemaKind) -> Value {
     match kind.record() {
         Some(kind) => envreg_core::schema::record_schema(kind.record_kind()),
-        None => schemars::schema_for!(envreg_core::Config).to_value(),
+        None => envreg_core::schema::config_schema(),
     }
 }
 

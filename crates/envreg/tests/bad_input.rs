@@ -2,6 +2,9 @@
 //! each gets a clear error (or a diagnostic while the rest of the registry keeps
 //! loading) and nothing is lost.
 
+// Helpers outside #[test] functions unwrap too: a panic there is a failed test.
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use common::{Sandbox, json_of, transcript};
@@ -48,7 +51,7 @@ fn malformed_yaml_names_line_and_column() {
     let sandbox = Sandbox::with_example();
     sandbox.write(
         "services/broken.yaml",
-        "id: broken\nschemaVersion: 1\nname: [unclosed\ncategory: x\n",
+        "id: broken\nschemaVersion: 1\nname: Broken\nvariables: {appName: broken\ncategory: x\n",
     );
     let value = validate_json(&sandbox);
     let found = diagnostics_for(&value, "services/broken.yaml");

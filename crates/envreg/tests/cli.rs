@@ -1,6 +1,9 @@
 //! Every subcommand on (a copy of) the example registry, human and JSON output as insta
 //! snapshots, plus registry discovery, exit codes and the `--json` error shape.
 
+// Helpers outside #[test] functions unwrap too: a panic there is a failed test.
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use common::{Sandbox, json_of, transcript};

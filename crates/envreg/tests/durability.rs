@@ -9,6 +9,9 @@
 //! The random delays come from a seed printed on failure, so a failing run can be
 //! replayed with `ENVREG_CRASH_SEED=<seed>`.
 
+// Helpers outside #[test] functions unwrap too: a panic there is a failed test.
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use std::path::Path;
@@ -67,8 +70,8 @@ fn get_json(sandbox: &Sandbox, args: &[&str]) -> (bool, Value) {
 fn read_record(path: &Path) -> Value {
     let text = std::fs::read_to_string(path)
         .unwrap_or_else(|e| panic!("{} unreadable: {e}", path.display()));
-    serde_saphyr::from_str::<Value>(&text)
-        .unwrap_or_else(|e| panic!("{} is torn or invalid: {e}\n{text}", path.display()))
+    envreg_core::load::parse_document(&text)
+        .unwrap_or_else(|e| panic!("{} is torn or invalid: {e:?}\n{text}", path.display()))
 }
 
 /// xorshift64*: enough randomness for kill timing without a dependency.
