@@ -583,7 +583,9 @@ pub async fn invariant_7_workspace_paths_and_refusals(h: &dyn Harness) {
     let ws = Workspace::new();
     std::os::unix::fs::symlink(outside.root(), ws.root().join("escape"))
         .unwrap_or_else(|e| panic!("symlink: {e}"));
-    for target in ["escape/secret.txt", "../secret.txt", "escape"] {
+    std::os::unix::fs::symlink(outside.root().join("secret.txt"), ws.root().join("link.md"))
+        .unwrap_or_else(|e| panic!("symlink: {e}"));
+    for target in ["escape/secret.txt", "link.md", "../secret.txt", "escape"] {
         let mut request = ws.request(&unique_id("inv7a"), "x");
         request.targets = vec![target.into()];
         let result = runtime.run(request, &echo, RunOptions::default()).await;
