@@ -162,3 +162,32 @@ async fn event_sink_keeps_order_and_never_blocks() {
     assert!(texts.iter().enumerate().all(|(i, t)| *t == i.to_string()));
     EventSink::discard().emit(Event::text_delta("dropped"));
 }
+
+#[tokio::test]
+async fn refusal_messages_users_read() {
+    let registry = registry(Arc::default());
+    let unknown = registry.resolve("stub", &[]).await.err().unwrap();
+    let missing = registry
+        .resolve(PI_NATIVE_ALIAS, &[Capability::Files, Capability::Resume])
+        .await
+        .err()
+        .unwrap();
+    let warning = registry
+        .resolve(PI_NATIVE_ALIAS, &[])
+        .await
+        .unwrap()
+        .deprecation_warning
+        .unwrap();
+    insta::assert_snapshot!(
+        format!(
+            "{unknown}\n{missing}\n{warning}\n{}",
+            serde_json::to_string(&missing.to_contract_error()).unwrap()
+        ),
+        @r#"
+        unknown backend `stub`; known backends: agent-native
+        backend `agent-native` lacks verified capabilities: files, resume (`pi` not found; install @mariozechner/pi-coding-agent)
+        backend name `pi-native` is deprecated; use `agent-native` instead
+        {"code":"agent.missing_capability","reason":"backend `agent-native` lacks verified capabilities: files, resume (`pi` not found; install @mariozechner/pi-coding-agent)","side_effects":"none"}
+        "#
+    );
+}

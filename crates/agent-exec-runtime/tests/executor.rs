@@ -254,3 +254,125 @@ async fn empty_execution_id_is_refused_before_dispatch() {
     assert_eq!(result.outcome, Outcome::Failed);
     assert_eq!(fake.calls.load(Ordering::SeqCst), 0);
 }
+
+/// A journal that cannot record anything (a full disk, a dropped database).
+struct BrokenJournal;
+
+#[async_trait]
+impl JournalHook for BrokenJournal {
+    async fn execution_started(
+        &self,
+        _: &str,
+        _: &ContractRequest,
+        _: time::OffsetDateTime,
+    ) -> Result<PriorAttempts, JournalError> {
+        Err(JournalError("disk full".into()))
+    }
+    async fn attempt_started(
+        &self,
+        _: &str,
+        _: u32,
+        _: &str,
+        _: time::OffsetDateTime,
+    ) -> Result<(), JournalError> {
+        Err(JournalError("disk full".into()))
+    }
+    async fn transition(
+        &self,
+        _: &str,
+        _: u32,
+        _: AttemptState,
+        _: &str,
+        _: time::OffsetDateTime,
+    ) -> Result<(), JournalError> {
+        Err(JournalError("disk full".into()))
+    }
+    async fn attempt_finished(
+        &self,
+        _: &str,
+        _: u32,
+        _: &ContractResult,
+        _: time::OffsetDateTime,
+    ) -> Result<(), JournalError> {
+        Err(JournalError("disk full".into()))
+    }
+    async fn execution_finished(
+        &self,
+        _: &str,
+        _: &ContractResult,
+        _: time::OffsetDateTime,
+    ) -> Result<(), JournalError> {
+        Err(JournalError("disk full".into()))
+    }
+}
+
+#[tokio::test]
+async fn an_unrecordable_execution_is_not_started() {
+    let ws = tempfile::tempdir().unwrap();
+    let fake = Arc::new(Fake::new(vec![], |_| Some(ContractResult::succeeded("x"))));
+    let backend = resolved(fake.clone()).await;
+    let result = Runtime::new()
+        .with_journal(Arc::new(BrokenJournal))
+        .run(request(&ws), &backend, RunOptions::default())
+        .await;
+    assert_eq!(result.outcome, Outcome::Failed);
+    let err = result.err.unwrap();
+    assert_eq!(
+        (err.code, err.side_effects),
+        (ErrorCode::Internal, SideEffects::None)
+    );
+    assert!(err.reason.contains("disk full"), "{}", err.reason);
+    assert_eq!(
+        fake.calls.load(Ordering::SeqCst),
+        0,
+        "fail closed: nothing dispatched"
+    );
+}
+
+#[tokio::test]
+async fn each_attempt_sees_the_budget_left_by_the_previous_ones() {
+    let ws = tempfile::tempdir().unwrap();
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    struct Spender(Arc<std::sync::Mutex<Vec<u64>>>);
+    #[async_trait]
+    impl Backend for Spender {
+        fn descriptor(&self) -> BackendDescriptor {
+            BackendDescriptor {
+                name: "fake".into(),
+                ..Default::default()
+            }
+        }
+        async fn verify(&self) -> Verification {
+            Verification::default()
+        }
+        async fn execute(&self, request: &ContractRequest, _: ExecutionContext) -> ContractResult {
+            self.0
+                .lock()
+                .unwrap()
+                .push(request.budget.max_prompt_tokens);
+            let mut result = ContractResult::failed(Error::new(
+                ErrorCode::ProviderRejected,
+                "no",
+                SideEffects::None,
+            ));
+            result.usage = Usage {
+                prompt_tokens: 30,
+                completion_tokens: 1,
+            };
+            result
+        }
+    }
+    let mut registry = Registry::new();
+    registry.register(Arc::new(Spender(seen.clone()))).unwrap();
+    let backend = registry.resolve("fake", &[]).await.unwrap();
+    let mut req = request(&ws);
+    req.budget.max_prompt_tokens = 100;
+    let options = RunOptions {
+        step_retries: 5,
+        ..Default::default()
+    };
+    let result = Runtime::new().run(req, &backend, options).await;
+    assert_eq!(*seen.lock().unwrap(), vec![100, 70, 40, 10]);
+    assert_eq!(result.err.unwrap().code, ErrorCode::BudgetExceeded);
+    assert_eq!(result.usage.prompt_tokens, 120);
+}
