@@ -43,7 +43,7 @@ fn alive_with_cmdline(needle: &str) -> Vec<i32> {
 
 /// Waits (bounded) until the tree has at least `n` live members.
 async fn wait_members(tree: &mut ProcessTree, n: usize) {
-    for _ in 0..400 {
+    for _ in 0..2000 {
         if tree.live_members().len() >= n {
             return;
         }
@@ -97,16 +97,25 @@ async fn a_setsid_escapee_is_caught_by_its_marker() {
     let mut tree = sh("(setsid sleep 1000 &) ; exit 0");
     tree.wait_leader().await.unwrap();
     let marker = tree.marker().to_vec();
-    for _ in 0..200 {
-        if !alive_with_marker(&marker).is_empty() {
+    let leader = tree.leader_pid();
+    // Wait until the escape is complete: the marked `sleep` runs outside the group.
+    let escaped_now = || -> Vec<i32> {
+        alive_with_marker(&marker)
+            .into_iter()
+            .filter(|&pid| procfs::stat(pid).is_some_and(|s| s.pgrp != leader))
+            .filter(|&pid| {
+                std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                    .is_ok_and(|c| c.trim() == "sleep")
+            })
+            .collect()
+    };
+    for _ in 0..2000 {
+        if !escaped_now().is_empty() {
             break;
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    let escapee = alive_with_marker(&marker);
-    assert_eq!(escapee.len(), 1);
-    let stat = procfs::stat(escapee[0]).unwrap();
-    assert_ne!(stat.pgrp, tree.leader_pid(), "it left the group");
+    assert_eq!(escaped_now().len(), 1, "it left the group");
     let done = tree.terminate(GRACE).await;
     assert!(done.all_gone(), "{done:?}");
     assert_eq!(alive_with_marker(&marker), Vec::<i32>::new());
@@ -120,13 +129,26 @@ async fn setsid_env_clearing_orphan_escapes_documented_limit() {
     let unique = format!("1000.{}{}", std::process::id(), line!());
     let mut tree = sh(&format!("(setsid env -i sleep {unique} &) ; exit 0"));
     tree.wait_leader().await.unwrap();
-    for _ in 0..200 {
-        if !alive_with_cmdline(&unique).is_empty() {
+    let marker = tree.marker().to_vec();
+    // Wait until it has become the marker-less `sleep` (before its last exec it still
+    // carries the marker, and would rightly be caught).
+    let escaped_now = || -> Vec<i32> {
+        alive_with_cmdline(&unique)
+            .into_iter()
+            .filter(|&pid| {
+                std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                    .is_ok_and(|c| c.trim() == "sleep")
+                    && !procfs::environ_contains(pid, &marker)
+            })
+            .collect()
+    };
+    for _ in 0..2000 {
+        if !escaped_now().is_empty() {
             break;
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    let escaped = alive_with_cmdline(&unique);
+    let escaped = escaped_now();
     assert_eq!(escaped.len(), 1, "the escapee must be running");
     let done = tree.terminate(GRACE).await;
     assert!(
