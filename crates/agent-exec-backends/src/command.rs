@@ -43,6 +43,10 @@ pub const KIND: &str = "command";
 /// Environment variable holding the execution id.
 pub const EXECUTION_ID_VAR: &str = "AGENT_EXEC_EXECUTION_ID";
 
+/// How often the process tree is scanned while the program runs, so that a
+/// process which leaves the group is remembered while it can still be seen.
+const WATCH_EVERY: Duration = Duration::from_millis(250);
+
 /// How much of stderr is kept for `logs` (the tail).
 const STDERR_TAIL: usize = 16 * 1024;
 
@@ -247,7 +251,7 @@ impl Backend for CommandBackend {
 
         let grace = Duration::from_millis(self.config.grace_ms);
         let exited = tokio::select! {
-            status = tree.wait_leader() => Some(status),
+            status = tree.wait_leader_watching(WATCH_EVERY) => Some(status),
             _ = ctx.cancellation.cancelled() => None,
         };
         let termination = tree.terminate(grace).await;

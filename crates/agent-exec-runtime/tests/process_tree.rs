@@ -200,3 +200,27 @@ async fn a_thousand_cancel_cycles_leave_no_process_behind() {
         .collect();
     assert_eq!(leftovers, Vec::<i32>::new());
 }
+
+#[tokio::test]
+async fn an_escapee_seen_while_watching_is_terminated_later() {
+    // It leaves the group and clears its environment, but its parent (the leader)
+    // lives long enough for a watching scan to see it; then the leader exits.
+    let unique = format!("1000.{}{}", std::process::id(), line!());
+    let mut tree = sh(&format!("setsid env -i sleep {unique} & sleep 0.5; exit 0"));
+    let status = tree
+        .wait_leader_watching(Duration::from_millis(50))
+        .await
+        .unwrap();
+    assert!(status.success());
+    assert_eq!(
+        alive_with_cmdline(&unique).len(),
+        1,
+        "the escapee is running"
+    );
+    let done = tree.terminate(GRACE).await;
+    assert!(done.all_gone(), "{done:?}");
+    assert!(
+        alive_with_cmdline(&unique).is_empty(),
+        "remembered and terminated"
+    );
+}
