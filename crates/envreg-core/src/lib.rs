@@ -56,8 +56,9 @@
 //!
 //! ## Deliberately not done
 //!
-//! - No clean-up of temp files left by a process killed mid-save: they are dot-files,
-//!   never loaded, and harmless; removing them safely would need the writer's pid.
+//! - No sweep of temp files left by a process killed mid-save: they are dot-files,
+//!   never loaded; record writes (under the lock) use one fixed temp name per record,
+//!   so at most one leftover per record exists and the next save consumes it.
 //! - Session defaults are cached per process: a session is owned by one connection, so
 //!   another process changing the same session's file is not watched for.
 //! - No comment-preserving edits: `save` writes the record it is given (as YAML,

@@ -134,23 +134,54 @@ static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// Write `bytes` to `dir/name` so that a crash at any instant leaves either the old
 /// file or the new one: temp file in the same folder (a dot-file, so the loader never
-/// reads it), `fsync`, `rename` over the target, `fsync` of the folder.
+/// reads it), `fsync`, `rename` over the target, `fsync` of the folder. The temp name is
+/// unique per process and call, for writers that hold no lock (session files).
 pub fn write_atomically(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
     let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
     let temp = dir.join(format!(".{name}.tmp-{}-{n}", std::process::id()));
+    let open = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .clone();
+    replace_via(&temp, &open, dir, name, bytes)
+}
+
+/// [`write_atomically`] for writers holding the registry's [`WriteLock`]: the temp name
+/// is fixed per target (`.<name>.tmp`) and truncated on open, so a writer killed
+/// mid-save leaves at most one leftover per record, which the next save reuses. Only
+/// one writer holds the lock, so no two writers ever share that temp file.
+pub fn write_atomically_locked(
+    _held: &WriteLock,
+    dir: &Path,
+    name: &str,
+    bytes: &[u8],
+) -> std::io::Result<()> {
+    let temp = dir.join(format!(".{name}.tmp"));
+    let open = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .clone();
+    replace_via(&temp, &open, dir, name, bytes)
+}
+
+fn replace_via(
+    temp: &Path,
+    open: &std::fs::OpenOptions,
+    dir: &Path,
+    name: &str,
+    bytes: &[u8],
+) -> std::io::Result<()> {
     let result = (|| {
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&temp)?;
+        let mut file = open.open(temp)?;
         file.write_all(bytes)?;
         file.sync_all()?;
         drop(file);
-        std::fs::rename(&temp, dir.join(name))?;
+        std::fs::rename(temp, dir.join(name))?;
         sync_dir(dir)
     })();
     if result.is_err() {
-        let _ = std::fs::remove_file(&temp);
+        let _ = std::fs::remove_file(temp);
     }
     result
 }
@@ -336,7 +367,7 @@ impl crate::Registry {
         }
         let kind = plan.kind;
         let id = plan.id.as_str();
-        let _lock = WriteLock::acquire(self.root())?;
+        let lock = WriteLock::acquire(self.root())?;
         let snapshot = self.snapshot();
         let config = snapshot.config().clone();
         let dir = self.root().join(kind.dir_name());
@@ -364,9 +395,9 @@ impl crate::Registry {
             ));
         }
         for name in &existing {
-            self.back_up(kind, id, name, now)?;
+            self.back_up(&lock, kind, id, name, now)?;
         }
-        write_atomically(&dir, &final_name, yaml.as_bytes())
+        write_atomically_locked(&lock, &dir, &final_name, yaml.as_bytes())
             .map_err(|e| EnvError::storage("write", &rel, &e))?;
         // A save writes `.yaml`; an old `.yml` of the same id would now be a duplicate.
         for name in existing.iter().filter(|n| **n != final_name) {
@@ -395,6 +426,7 @@ impl crate::Registry {
 
     fn back_up(
         &self,
+        lock: &WriteLock,
         kind: crate::RecordKind,
         id: &str,
         name: &str,
@@ -414,7 +446,7 @@ impl crate::Registry {
             backup_name = format!("{id}.{stamp}-{n}.yaml");
             n += 1;
         }
-        write_atomically(&backup_dir, &backup_name, &bytes)
+        write_atomically_locked(lock, &backup_dir, &backup_name, &bytes)
             .map_err(|e| EnvError::storage("write", &format!("{rel_dir}/{backup_name}"), &e))
     }
 
@@ -468,7 +500,7 @@ impl crate::Registry {
                 blockers: plan.blockers,
             });
         }
-        let _lock = WriteLock::acquire(self.root())?;
+        let lock = WriteLock::acquire(self.root())?;
         let snapshot = self.snapshot();
         let blockers = blockers_of(&snapshot, kind, id);
         if !blockers.is_empty() {
@@ -495,7 +527,7 @@ impl crate::Registry {
         }
         let now = now_utc();
         for name in &names {
-            self.back_up(kind, id, name, now)?;
+            self.back_up(&lock, kind, id, name, now)?;
         }
         for name in &names {
             std::fs::remove_file(dir.join(name)).map_err(|e| {

@@ -1207,3 +1207,27 @@ fn snapshot_of_a_saved_file() {
         stamp.replace_all(&text, "<timestamp>")
     );
 }
+
+/// A writer killed mid-save leaves `.<id>.yaml.tmp`; it is never loaded, and the next
+/// save of that record reuses and consumes it.
+#[test]
+fn a_stale_temp_file_from_a_killed_writer_is_ignored_and_reused() {
+    let f = Fixture::standard();
+    f.write(
+        "services/.stale.yaml.tmp",
+        "id: stale\nschemaVersion: 1\nname: torn half-writ",
+    );
+    let r = f.open();
+    assert!(r.snapshot().service("stale").is_none());
+    assert!(r.validate().ok);
+    r.commit_save(
+        r.plan_save(RecordKind::Service, service_json("stale", "Whole"), false)
+            .unwrap(),
+    )
+    .unwrap();
+    assert!(!f.root.join("services/.stale.yaml.tmp").exists());
+    assert_eq!(
+        r.get(RecordKind::Service, "stale").unwrap().record["name"],
+        "Whole"
+    );
+}
