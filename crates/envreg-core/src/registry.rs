@@ -48,7 +48,12 @@ impl Registry {
     /// Open the registry folder `root` and load it. Loading never fails on bad records
     /// (they become diagnostics); only a root that is not a folder is an error.
     pub fn open(root: impl Into<PathBuf>) -> Result<Registry, EnvError> {
-        let root = root.into();
+        Registry::open_with(root.into(), true)
+    }
+
+    /// `watch: false` forces the rescan fallback (what non-Linux systems get); tests
+    /// use it to hold that path to the same behaviour.
+    pub(crate) fn open_with(root: PathBuf, watch: bool) -> Result<Registry, EnvError> {
         match std::fs::metadata(&root) {
             Ok(meta) if meta.is_dir() => {}
             Ok(_) => {
@@ -66,7 +71,7 @@ impl Registry {
             }
         }
         // Watch first, then scan: an edit during the scan shows up as an event.
-        let watcher = Watcher::new(&root);
+        let watcher = if watch { Watcher::new(&root) } else { None };
         let mut state = State {
             files: Default::default(),
             config: Arc::new(Config::default()),
@@ -77,6 +82,10 @@ impl Registry {
             generation: 0,
         };
         state.apply(&root, Changes::everything());
+        if state.generation == 0 {
+            // An empty folder changes nothing, but the snapshot must carry its config.
+            state.rebuild();
+        }
         Ok(Registry {
             root,
             state: Mutex::new(state),
@@ -143,17 +152,20 @@ impl State {
     /// Bring the file table up to date with `changes` and rebuild the snapshot.
     fn apply(&mut self, root: &Path, changes: Changes) {
         let mut rescan = changes.rescan;
+        let mut changed = false;
         if changes.config {
-            let old_limit = self.config.limits.max_record_bytes;
+            let old = (self.config.clone(), self.config_diagnostic.clone());
             self.reload_config(root);
+            changed |= *old.0 != *self.config || old.1 != self.config_diagnostic;
             // The size limit decides which files load at all.
-            rescan |= self.config.limits.max_record_bytes != old_limit;
+            rescan |= self.config.limits.max_record_bytes != old.0.limits.max_record_bytes;
         }
         let max_bytes = self.config.limits.max_record_bytes;
         if rescan {
-            self.rescan(root, max_bytes);
+            changed |= self.rescan(root, max_bytes);
         }
         for (kind, name) in changes.files {
+            changed = true;
             let table = &mut self.files[kind.index()];
             match std::fs::symlink_metadata(root.join(kind.dir_name()).join(&name)) {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -167,7 +179,10 @@ impl State {
                 }
             }
         }
-        self.rebuild();
+        // Without a change the current snapshot stays: same `Arc`, caches kept.
+        if changed {
+            self.rebuild();
+        }
     }
 
     fn reload_config(&mut self, root: &Path) {
@@ -201,8 +216,10 @@ impl State {
     }
 
     /// Stat every record file; re-read the new and changed ones, drop the vanished.
-    fn rescan(&mut self, root: &Path, max_bytes: u64) {
-        self.folder_diagnostics.clear();
+    /// Returns whether anything differs from before.
+    fn rescan(&mut self, root: &Path, max_bytes: u64) -> bool {
+        let old_folder_diagnostics = std::mem::take(&mut self.folder_diagnostics);
+        let mut changed = false;
         for kind in RecordKind::ALL {
             let names = match crate::load::list_record_files(root, kind) {
                 Ok(names) => names,
@@ -212,7 +229,9 @@ impl State {
                 }
             };
             let table = &mut self.files[kind.index()];
+            let before = table.len();
             table.retain(|name, _| names.binary_search(name).is_ok());
+            changed |= table.len() != before;
             let dir = root.join(kind.dir_name());
             for name in names {
                 let unchanged = table.get(&name).is_some_and(|old| {
@@ -225,9 +244,11 @@ impl State {
                 if !unchanged {
                     let outcome = crate::load::load_record_file(root, kind, &name, max_bytes);
                     table.insert(name, outcome);
+                    changed = true;
                 }
             }
         }
+        changed || old_folder_diagnostics != self.folder_diagnostics
     }
 
     /// Build a new snapshot from the file table: one record per id; two files claiming
@@ -279,5 +300,60 @@ impl State {
             self.config.clone(),
             self.generation,
         ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(root: &Path, rel: &str, text: &str) {
+        let path = root.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    /// Both freshness strategies see the same edits and re-parse only what changed.
+    #[test]
+    fn watcher_and_rescan_fallback_agree() {
+        for watch in [true, false] {
+            let dir = tempfile::tempdir().unwrap();
+            let root = dir.path();
+            write(
+                root,
+                "services/a.yaml",
+                "id: a\nschemaVersion: 1\nname: A\n",
+            );
+            write(
+                root,
+                "services/b.yaml",
+                "id: b\nschemaVersion: 1\nname: B\n",
+            );
+            let r = Registry::open_with(root.to_path_buf(), watch).unwrap();
+            assert_eq!(
+                r.lock_state().watcher.is_some(),
+                watch && cfg!(target_os = "linux")
+            );
+            let before = r.snapshot();
+            write(
+                root,
+                "services/a.yaml",
+                "id: a\nschemaVersion: 1\nname: A2\n",
+            );
+            write(root, "services/c.yml", "id: c\nschemaVersion: 1\nname: C\n");
+            let after = r.snapshot();
+            assert_eq!(after.service("a").unwrap().name, "A2", "watch={watch}");
+            assert!(after.service("c").is_some(), "watch={watch}");
+            let b = RecordKind::Service;
+            assert!(
+                Arc::ptr_eq(before.get(b, "b").unwrap(), after.get(b, "b").unwrap()),
+                "watch={watch}"
+            );
+            std::fs::remove_file(root.join("services/b.yaml")).unwrap();
+            assert!(r.snapshot().service("b").is_none(), "watch={watch}");
+            // No change: the very same snapshot.
+            let s1 = r.snapshot();
+            assert!(Arc::ptr_eq(&s1, &r.snapshot()), "watch={watch}");
+        }
     }
 }
