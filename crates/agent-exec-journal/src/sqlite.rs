@@ -138,7 +138,9 @@ impl SqliteJournal {
         }
         // A short-lived CLI closes the file after every run; the default checkpoint on
         // close would fsync the database each time. The WAL is checkpointed by SQLite's
-        // automatic checkpoint (every 1000 pages) instead, which is just as safe.
+        // automatic checkpoint instead (every 1000 pages), which is just as safe. Measured:
+        // a smaller WAL (128 pages, less to re-read on open, more checkpoints) was no
+        // faster per run.
         conn.set_db_config(
             rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
             true,
