@@ -36,7 +36,7 @@
 //! | `watch` | inotify drained at call time; rescan fallback |
 //! | [`registry`], [`snapshot`] | the handle, its file table, immutable snapshots and their indexes |
 //! | [`validate`] | per-record and cross-record checks (data model §4) |
-//! | [`read`], [`session`], [`write`] | `env_list/get/find`, session defaults, `env_save/delete` |
+//! | [`read`], [`session`], [`write`](mod@write) | `env_list/get/find`, session defaults, `env_save/delete` |
 //! | [`schema`] | JSON Schema of each kind, derived from [`model`] |
 //! | [`synth`] | deterministic synthetic registries for benches and load tests |
 //! | [`template`], [`resolve`], [`operation`], [`skills`] | resolution (core-resolve) |

@@ -2,7 +2,7 @@
 //!
 //! The registry owns a table of every record file it has read (its outcome and
 //! fingerprint) and the current [`Snapshot`] built from that table. Every public read
-//! first calls [`Registry::snapshot`], which drains the change watcher ([`crate::watch`])
+//! first calls [`Registry::snapshot`], which drains the change watcher (`watch.rs`)
 //! and, only if something changed, re-reads the named files and rebuilds the snapshot.
 //! When nothing changed a read costs a mutex, one non-blocking `read(2)` and an `Arc`
 //! clone.
