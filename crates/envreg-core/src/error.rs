@@ -187,4 +187,26 @@ mod tests {
         let json = serde_json::to_value(&plain).unwrap();
         assert!(json.get("details").is_none());
     }
+
+    #[test]
+    fn storage_and_internal_errors_carry_only_what_we_wrote() {
+        let io = std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            "secret-bearing OS text",
+        );
+        let err = EnvError::storage("write", "services/a.yaml", &io);
+        assert_eq!(err.code, ErrorCode::StorageUnwritable);
+        assert_eq!(
+            err.to_string(),
+            "STORAGE_UNWRITABLE: cannot write services/a.yaml: permission denied"
+        );
+        assert!(
+            !serde_json::to_string(&err)
+                .unwrap()
+                .contains("secret-bearing")
+        );
+        let internal = EnvError::not_implemented("x");
+        assert_eq!(internal.code, ErrorCode::InternalError);
+        assert!(internal.to_string().starts_with("INTERNAL_ERROR: "));
+    }
 }
