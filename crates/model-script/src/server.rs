@@ -1,0 +1,161 @@
+//! The loopback HTTP server: routes, the turn counter, the request log.
+
+use std::sync::{Arc, Mutex};
+
+use axum::extract::State;
+use axum::http::{HeaderMap, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+
+use crate::{EXHAUSTED_TEXT, Script, Turn};
+
+/// A request the server received.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    /// The request path, e.g. `/v1/responses`.
+    pub path: String,
+    /// The `authorization` header, if any (to check what a client sent; tests only).
+    pub authorization: Option<String>,
+    /// The JSON body (`null` when it was not JSON).
+    pub body: serde_json::Value,
+}
+
+#[derive(Default)]
+struct Shared {
+    script: Mutex<Vec<Turn>>,
+    served: Mutex<usize>,
+    exhausted: Mutex<usize>,
+    requests: Mutex<Vec<Recorded>>,
+}
+
+/// A scripted model server on an ephemeral loopback port. It serves:
+///
+/// * `POST /v1/responses` — [`crate::responses`];
+/// * `POST /v1/chat/completions` — [`crate::chat`];
+/// * `GET /v1/models` — a one-model list (`scripted`).
+///
+/// Stops when the process exits (its thread is detached).
+pub struct ScriptedServer {
+    /// `http://127.0.0.1:PORT/v1`.
+    pub base_url: String,
+    shared: Arc<Shared>,
+}
+
+impl ScriptedServer {
+    /// Starts serving `script` on its own thread and runtime.
+    pub fn start(script: Script) -> ScriptedServer {
+        let shared = Arc::new(Shared {
+            script: Mutex::new(script.turns),
+            ..Shared::default()
+        });
+        let state = shared.clone();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async move {
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+                tx.send(listener.local_addr().unwrap()).unwrap();
+                let app = axum::Router::new()
+                    .route("/v1/responses", post(responses))
+                    .route("/v1/chat/completions", post(chat))
+                    .route("/v1/models", get(models))
+                    .fallback(fallback)
+                    .with_state(state);
+                axum::serve(listener, app).await.unwrap();
+            });
+        });
+        let addr = rx.recv().unwrap();
+        ScriptedServer {
+            base_url: format!("http://{addr}/v1"),
+            shared,
+        }
+    }
+
+    /// Every request received so far, in arrival order.
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.shared.requests.lock().unwrap().clone()
+    }
+
+    /// How many scripted turns have been served.
+    pub fn turns_served(&self) -> usize {
+        *self.shared.served.lock().unwrap()
+    }
+
+    /// How many requests came after the script ran out.
+    pub fn requests_past_script(&self) -> usize {
+        *self.shared.exhausted.lock().unwrap()
+    }
+}
+
+impl Shared {
+    fn record(&self, path: &str, headers: &HeaderMap, body: &[u8]) {
+        let authorization = headers
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let body = serde_json::from_slice(body).unwrap_or(serde_json::Value::Null);
+        self.requests.lock().unwrap().push(Recorded {
+            path: path.to_owned(),
+            authorization,
+            body,
+        });
+    }
+
+    /// The next turn and its number (1-based).
+    fn next_turn(&self) -> (Turn, usize) {
+        let mut served = self.served.lock().unwrap();
+        let mut script = self.script.lock().unwrap();
+        if script.is_empty() {
+            *self.exhausted.lock().unwrap() += 1;
+            return (Turn::text(EXHAUSTED_TEXT), *served + 1000);
+        }
+        *served += 1;
+        (script.remove(0), *served)
+    }
+}
+
+async fn responses(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    shared.record("/v1/responses", &headers, &body);
+    let (turn, n) = shared.next_turn();
+    crate::responses::render(&turn, n)
+}
+
+async fn chat(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    shared.record("/v1/chat/completions", &headers, &body);
+    let (turn, n) = shared.next_turn();
+    crate::chat::render(&turn, n)
+}
+
+async fn models() -> impl IntoResponse {
+    axum::Json(serde_json::json!({
+        "object": "list",
+        "data": [{"id": "scripted", "object": "model", "owned_by": "model-script"}],
+        "models": []
+    }))
+}
+
+async fn fallback(
+    State(shared): State<Arc<Shared>>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    shared.record(uri.path(), &headers, &body);
+    (
+        axum::http::StatusCode::NOT_FOUND,
+        "model-script: no such route",
+    )
+        .into_response()
+}

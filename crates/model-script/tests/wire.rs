@@ -1,0 +1,79 @@
+//! The scripted server over real HTTP: turns served in order, recorded requests, the
+//! exhausted-script answer, and each protocol's framing.
+use model_script::{EXHAUSTED_TEXT, Ending, Part, Script, ScriptedServer, Turn};
+
+fn post(url: &str, body: &str) -> String {
+    // A tiny HTTP/1.1 client over a TcpStream keeps this crate free of an HTTP client.
+    use std::io::{Read as _, Write as _};
+    let rest = url.strip_prefix("http://").unwrap();
+    let (host, path) = rest.split_once('/').unwrap();
+    let mut stream = std::net::TcpStream::connect(host).unwrap();
+    write!(
+        stream,
+        "POST /{path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nAuthorization: Bearer k\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut out = String::new();
+    stream.read_to_string(&mut out).unwrap();
+    out
+}
+
+#[test]
+fn responses_turns_are_served_in_order_then_exhausted() {
+    let server = ScriptedServer::start(Script::new(vec![
+        Turn::tool_call("call_1", "shell", serde_json::json!({"command": ["true"]})),
+        Turn::text("all done").with_usage(7, 3),
+    ]));
+    let first = post(
+        &format!("{}/responses", server.base_url),
+        r#"{"model":"m"}"#,
+    );
+    assert!(first.contains("event: response.created"), "{first}");
+    assert!(first.contains(r#""type":"function_call""#), "{first}");
+    assert!(first.contains(r#""call_id":"call_1""#), "{first}");
+    let second = post(
+        &format!("{}/responses", server.base_url),
+        r#"{"model":"m","n":2}"#,
+    );
+    assert!(second.contains("response.output_text.delta"), "{second}");
+    assert!(second.contains(r#""input_tokens":7"#), "{second}");
+    assert!(second.contains("event: response.completed"), "{second}");
+    let third = post(&format!("{}/responses", server.base_url), "{}");
+    assert!(third.contains(EXHAUSTED_TEXT), "{third}");
+    assert_eq!(server.turns_served(), 2);
+    assert_eq!(server.requests_past_script(), 1);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    assert_eq!(requests[1].body["n"], 2);
+    assert_eq!(requests[0].authorization.as_deref(), Some("Bearer k"));
+}
+
+#[test]
+fn chat_completions_frames_end_with_done() {
+    let server = ScriptedServer::start(Script::new(vec![Turn {
+        parts: vec![
+            Part::Text("héllo wörld".into()),
+            Part::ToolCall {
+                call_id: "c1".into(),
+                name: "bash".into(),
+                arguments: serde_json::json!({"command": "ls"}),
+            },
+        ],
+        ..Turn::default()
+    }]));
+    let reply = post(&format!("{}/chat/completions", server.base_url), "{}");
+    assert!(reply.contains(r#""finish_reason":"tool_calls""#), "{reply}");
+    assert!(reply.contains("data: [DONE]"), "{reply}");
+    assert!(reply.contains(r#""prompt_tokens":100"#), "{reply}");
+}
+
+#[test]
+fn a_disconnecting_turn_sends_no_completion() {
+    let server = ScriptedServer::start(Script::new(vec![
+        Turn::text("partial").ending(Ending::Disconnect),
+    ]));
+    let reply = post(&format!("{}/responses", server.base_url), "{}");
+    assert!(reply.contains("response.output_text.delta"), "{reply}");
+    assert!(!reply.contains("response.completed"), "{reply}");
+}
