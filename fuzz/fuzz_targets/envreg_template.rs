@@ -16,7 +16,7 @@ fuzz_target!(|data: &[u8]| {
     let mut lines = text.lines();
     let top = lines.next().unwrap_or("");
     assert_eq!(template::check(top).is_ok(), template::parse(top).is_ok());
-    let mut vars: Variables<'_, usize> = Variables::new();
+    let mut vars: Variables<'_, usize> = Variables::default();
     for (i, line) in lines.enumerate() {
         if let Some((name, value)) = line.split_once('=') {
             vars.insert(name, Variable { value: Cow::Borrowed(value), origin: i });

@@ -26,7 +26,6 @@
 //! service implied by a deployment, the auto-selected deployment), so a caller sees
 //! exactly what was matched.
 
-use indexmap::IndexMap;
 use schemars::JsonSchema;
 use serde::{Serialize, Serializer};
 use serde_json::json;
@@ -36,7 +35,7 @@ use crate::error::{EnvError, ErrorCode};
 use crate::kind::RecordKind;
 use crate::model::{BindingPolicy, MatchLevel, OperationBinding, STANDARD_OPERATIONS, Tier};
 use crate::registry::Registry;
-use crate::resolve::{Merged, Target, WithoutDeployment, select_target};
+use crate::resolve::{Merged, OutputMap, Target, WithoutDeployment, select_target};
 use crate::session::SessionId;
 use crate::skills::{SkillCatalog, SkillLookup, SkillRoots, SkillSource};
 use crate::snapshot::Snapshot;
@@ -54,39 +53,10 @@ pub struct OperationResolution {
     pub match_level: MatchLevel,
     pub skill: SkillStatus,
     /// The binding's parameters, resolved.
-    pub parameters: IndexMap<String, String>,
+    pub parameters: OutputMap<String>,
     pub policy: BindingPolicy,
     /// `SKILL_REGISTRY_UNAVAILABLE` when the skill catalog is incomplete.
     pub diagnostics: Vec<Diagnostic>,
-}
-
-impl OperationResolution {
-    /// `redeploy aicoservice/test-a → redeploy-k8s-service (approval required).`
-    pub fn render(&self) -> String {
-        let target = match &self.requested.deployment_id {
-            Some(d) => format!(
-                "{}/{} ({d})",
-                self.requested.service_id, self.requested.environment_id
-            ),
-            None => format!(
-                "{}/{}",
-                self.requested.service_id, self.requested.environment_id
-            ),
-        };
-        let mut notes = Vec::new();
-        if self.policy.requires_approval {
-            notes.push("approval required".to_owned());
-        }
-        if self.skill.available == Availability::Unknown {
-            notes.push("skill availability unknown".to_owned());
-        }
-        let notes = if notes.is_empty() {
-            String::new()
-        } else {
-            format!(" ({})", notes.join(", "))
-        };
-        format!("{} {target} → {}{notes}.", self.operation, self.skill.name)
-    }
 }
 
 /// The effective context the operation was resolved for.
@@ -258,7 +228,8 @@ pub fn resolve_operation_in_snapshot(
 
     let merged = Merged::build(snapshot, &target)?;
     let mut resolver = Resolver::new(&merged.variables);
-    let mut parameters = IndexMap::with_capacity(binding.parameters.len());
+    let mut parameters =
+        OutputMap::with_capacity_and_hasher(binding.parameters.len(), Default::default());
     for (name, template) in &binding.parameters {
         let field = format!("parameters.{name}");
         let resolved = merged.resolve_field(&mut resolver, &field, template)?;
@@ -877,10 +848,6 @@ mod tests {
         assert_eq!(got.requested.environment_id, "test-a");
         assert_eq!(got.skill.source, Some(SkillSource::Custom));
         assert_eq!(got.skill.available, Availability::Available);
-        assert_eq!(
-            got.render(),
-            "redeploy aicoservice/test-a (deploy-001) → redeploy-k8s-service (approval required)."
-        );
         insta::assert_json_snapshot!("operation_resolution", got);
 
         // An unknown variable in a parameter.
@@ -1004,7 +971,6 @@ mod tests {
         let json = serde_json::to_value(&got).unwrap();
         assert_eq!(json["skill"]["available"], "unknown");
         assert_eq!(json["ok"], true);
-        assert!(got.render().contains("skill availability unknown"));
     }
 
     #[test]

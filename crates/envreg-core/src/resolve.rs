@@ -44,8 +44,9 @@
 //! - Output order is deterministic: profile order, then layer order, then key order.
 
 use std::borrow::Cow;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
+use std::sync::Arc;
 
 use indexmap::IndexMap;
 use schemars::JsonSchema;
@@ -59,7 +60,11 @@ use crate::model::{
     Deployment, Environment, Host, LogSource, Platform, Record, RuleProfile, Service, Tier,
 };
 use crate::snapshot::Snapshot;
-use crate::template::{self, ResolveError, Resolver, Variable, Variables};
+use crate::template::{self, NameHasher, ResolveError, Resolver, Variable, Variables};
+
+/// The maps of the output: insertion-ordered (deterministic, in merge order) and hashed
+/// with [`NameHasher`] (SipHash was a visible share of a warm resolve).
+pub type OutputMap<V> = IndexMap<String, V, NameHasher>;
 
 // ---------------------------------------------------------------------------------
 // Output types (contract §2.4, data model §6)
@@ -75,14 +80,14 @@ pub struct ServiceContext {
     pub deployment: RecordRef,
     pub hosts: Vec<Host>,
     /// Resolved `paths` of the merged rule profiles.
-    pub paths: IndexMap<String, String>,
+    pub paths: OutputMap<String>,
     pub log_sources: Vec<ResolvedLogSource>,
     pub class_locations: Vec<String>,
     /// Every merged variable of layers 2–5 (built-ins excluded), resolved.
-    pub variables: IndexMap<String, String>,
+    pub variables: OutputMap<String>,
     pub credentials: Vec<CredentialStatus>,
     /// Keyed by output field path, e.g. `paths.logs`.
-    pub provenance: IndexMap<String, Provenance>,
+    pub provenance: OutputMap<Provenance>,
     /// `VARIABLE_SHADOWED` infos and `CREDENTIAL_MISSING` warnings.
     pub warnings: Vec<Diagnostic>,
 }
@@ -91,28 +96,6 @@ impl ServiceContext {
     /// What the render line counts as "paths": paths + log sources + class locations.
     pub fn path_count(&self) -> usize {
         self.paths.len() + self.log_sources.len() + self.class_locations.len()
-    }
-
-    /// The contract's render line:
-    /// `Resolved aicoservice in test-a (kubernetes): 7 paths, 2 variables, 1 warning.`
-    pub fn render(&self) -> String {
-        format!(
-            "Resolved {} in {} ({}): {}, {}, {}.",
-            self.service.id,
-            self.environment.id,
-            self.environment.platform.as_str(),
-            plural(self.path_count(), "path", "paths"),
-            plural(self.variables.len(), "variable", "variables"),
-            plural(self.warnings.len(), "warning", "warnings"),
-        )
-    }
-}
-
-pub(crate) fn plural(n: usize, one: &str, many: &str) -> String {
-    if n == 1 {
-        format!("1 {one}")
-    } else {
-        format!("{n} {many}")
     }
 }
 
@@ -176,13 +159,116 @@ pub struct Provenance {
 }
 
 /// A record field: kind, id, registry-relative file and field path.
+///
+/// The strings are shared ([`SharedStr`]): one resolve mentions the same few records
+/// dozens of times, and copying their ids and file names for every mention was the
+/// largest cost of a warm resolve.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ValueOrigin {
     pub kind: RecordKind,
-    pub id: String,
-    pub file: String,
-    pub path: String,
+    pub id: SharedStr,
+    pub file: SharedStr,
+    pub path: SharedStr,
+}
+
+/// An immutable, cheaply cloned string that serializes (and has the schema of) a
+/// plain JSON string.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SharedStr(Arc<str>);
+
+impl SharedStr {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::ops::Deref for SharedStr {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<&str> for SharedStr {
+    fn from(s: &str) -> SharedStr {
+        SharedStr(Arc::from(s))
+    }
+}
+
+impl From<String> for SharedStr {
+    fn from(s: String) -> SharedStr {
+        SharedStr(Arc::from(s))
+    }
+}
+
+impl PartialEq<str> for SharedStr {
+    fn eq(&self, other: &str) -> bool {
+        &*self.0 == other
+    }
+}
+
+impl PartialEq<&str> for SharedStr {
+    fn eq(&self, other: &&str) -> bool {
+        &*self.0 == *other
+    }
+}
+
+impl std::fmt::Display for SharedStr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl Serialize for SharedStr {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0)
+    }
+}
+
+impl JsonSchema for SharedStr {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> Cow<'static, str> {
+        "String".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        String::json_schema(generator)
+    }
+}
+
+/// Turns borrowed [`Origin`]s into shared [`ValueOrigin`]s, building each distinct
+/// one (and each distinct id and file string) once per resolve.
+#[derive(Default)]
+pub(crate) struct OriginCache<'s> {
+    done: HashMap<Origin<'s>, ValueOrigin, NameHasher>,
+    strings: HashMap<&'s str, SharedStr, NameHasher>,
+}
+
+impl<'s> OriginCache<'s> {
+    fn shared(&mut self, s: &'s str) -> SharedStr {
+        self.strings
+            .entry(s)
+            .or_insert_with(|| SharedStr::from(s))
+            .clone()
+    }
+
+    pub(crate) fn get(&mut self, origin: Origin<'s>) -> ValueOrigin {
+        if let Some(found) = self.done.get(&origin) {
+            return found.clone();
+        }
+        let value = ValueOrigin {
+            kind: origin.kind,
+            id: self.shared(origin.id),
+            file: self.shared(origin.file),
+            path: SharedStr::from(origin.field.to_string()),
+        };
+        self.done.insert(origin, value.clone());
+        value
+    }
 }
 
 // ---------------------------------------------------------------------------------
@@ -360,7 +446,7 @@ fn lookup_deployment<'s>(
 /// Where one value (a variable, a path, a log source, a class location) was defined.
 /// Borrowed and `Copy`, so the resolver can carry it without allocating; turned into
 /// an owned [`ValueOrigin`] only for the output.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) struct Origin<'s> {
     pub kind: RecordKind,
     pub id: &'s str,
@@ -368,7 +454,7 @@ pub(crate) struct Origin<'s> {
     pub field: Field<'s>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Field<'s> {
     /// A top-level field (`id`, `name`, `tier`, `platform`).
     Plain(&'static str),
@@ -381,15 +467,6 @@ pub(crate) enum Field<'s> {
 }
 
 impl Origin<'_> {
-    pub(crate) fn to_output(self) -> ValueOrigin {
-        ValueOrigin {
-            kind: self.kind,
-            id: self.id.to_owned(),
-            file: self.file.to_owned(),
-            path: self.field.to_string(),
-        }
-    }
-
     fn describe(self) -> String {
         format!("{} {} ({})", self.kind, self.id, self.field)
     }
@@ -428,7 +505,7 @@ pub(crate) struct Merged<'s> {
     pub variables: Variables<'s, Origin<'s>>,
     /// Variables of layers 2–5 in first-definition order (built-ins excluded).
     pub variable_order: Vec<&'s str>,
-    pub paths: IndexMap<&'s str, (&'s str, Origin<'s>)>,
+    pub paths: IndexMap<&'s str, (&'s str, Origin<'s>), NameHasher>,
     pub log_sources: Vec<(&'s LogSource, &'s Record, usize)>,
     pub class_locations: Vec<(&'s str, Origin<'s>)>,
     pub layers: Vec<Layer<'s>>,
@@ -442,9 +519,9 @@ impl<'s> Merged<'s> {
     ) -> Result<Merged<'s>, EnvError> {
         let profiles = applied_profiles(snapshot, target)?;
         let mut merged = Merged {
-            variables: Variables::with_capacity(32),
+            variables: Variables::with_capacity_and_hasher(32, Default::default()),
             variable_order: Vec::new(),
-            paths: IndexMap::new(),
+            paths: IndexMap::default(),
             log_sources: Vec::new(),
             class_locations: Vec::new(),
             layers: Vec::with_capacity(profiles.len() + 4),
@@ -714,7 +791,7 @@ fn applied_profiles<'s>(
     if refs.is_empty() {
         return Ok(out);
     }
-    let mut applied: HashSet<&'s str> = HashSet::new();
+    let mut applied: HashSet<&'s str, NameHasher> = HashSet::default();
     for (profile_id, referrer, field, index) in refs {
         if snapshot.rule_profile(profile_id).is_none() {
             return Err(EnvError::new(
@@ -774,28 +851,31 @@ fn applied_profiles<'s>(
 // ---------------------------------------------------------------------------------
 
 /// Builds the Service Context of a selected target.
-pub(crate) fn service_context(
-    snapshot: &Snapshot,
-    target: &Target<'_>,
+pub(crate) fn service_context<'s>(
+    snapshot: &'s Snapshot,
+    target: &Target<'s>,
 ) -> Result<ServiceContext, EnvError> {
     let merged = Merged::build(snapshot, target)?;
     let mut resolver = Resolver::new(&merged.variables);
-    let mut provenance: IndexMap<String, Provenance> = IndexMap::new();
+    let mut provenance: OutputMap<Provenance> =
+        OutputMap::with_capacity_and_hasher(48, NameHasher::default());
+    let mut origins = OriginCache::default();
     let mut record = |key: String,
                       template: &str,
-                      resolved: &template::Resolved<Origin<'_>>,
-                      defined_by: Origin<'_>| {
+                      resolved: &template::Resolved<Origin<'s>>,
+                      defined_by: Origin<'s>| {
+        let from = resolved.from.iter().map(|o| origins.get(*o)).collect();
+        let defined_by = origins.get(defined_by);
         provenance.insert(
             key,
             Provenance {
                 template: template.to_owned(),
-                from: resolved.from.iter().map(|o| o.to_output()).collect(),
-                defined_by: defined_by.to_output(),
+                from,
+                defined_by,
             },
         );
     };
-
-    let mut paths = IndexMap::with_capacity(merged.paths.len());
+    let mut paths = OutputMap::with_capacity_and_hasher(merged.paths.len(), NameHasher::default());
     for (key, (template, origin)) in &merged.paths {
         let field = format!("paths.{key}");
         let resolved = merged.resolve_field(&mut resolver, &field, template)?;
@@ -843,7 +923,8 @@ pub(crate) fn service_context(
         class_locations.push(resolved.value);
     }
 
-    let mut variables = IndexMap::with_capacity(merged.variable_order.len());
+    let mut variables =
+        OutputMap::with_capacity_and_hasher(merged.variable_order.len(), NameHasher::default());
     for name in &merged.variable_order {
         let Some(var) = merged.variables.get(name) else {
             continue;
@@ -1203,10 +1284,8 @@ mod tests {
         );
         assert_eq!(logs.defined_by.id, "java-common");
         assert_eq!(logs.defined_by.path, "paths.logs");
-        assert_eq!(
-            ctx.render(),
-            "Resolved aicoservice in test-a (kubernetes): 8 paths, 8 variables, 1 warning."
-        );
+        assert_eq!(ctx.path_count(), 8);
+        assert_eq!(ctx.variables.len(), 8);
     }
 
     #[test]
@@ -1620,7 +1699,11 @@ variables: { where: \"{{env.id}}/{{ env.tier }}/{{service.name}}/{{deployment.id
         assert!(ctx.credentials[0].configured, "the child sees the variable");
         outputs.push(serde_json::to_string(&ctx).unwrap());
         outputs.push(format!("{ctx:?}"));
-        outputs.push(ctx.render());
+        outputs.push(crate::tools::render_line(
+            "env_resolve",
+            &json!({}),
+            &serde_json::to_value(&ctx).unwrap(),
+        ));
 
         // Errors on the same registry: every code this module raises.
         let errors = [

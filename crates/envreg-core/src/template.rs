@@ -100,7 +100,25 @@ impl std::error::Error for SyntaxError {}
 /// True when `src` holds no reference and no brace pair, i.e. it resolves to itself.
 /// The fast path for the many literal paths in a registry.
 pub fn is_literal(src: &str) -> bool {
-    !src.contains("{{") && !src.contains("}}")
+    find_pair(src.as_bytes(), 0, b'{').is_none() && find_pair(src.as_bytes(), 0, b'}').is_none()
+}
+
+/// Byte offset of the first `cc` (`{{` or `}}`) at or after `from`. A byte scan
+/// rather than `str::find`: templates are short, and building a substring searcher
+/// for each one cost more than the scan.
+fn find_pair(bytes: &[u8], from: usize, c: u8) -> Option<usize> {
+    let mut i = from;
+    while i + 1 < bytes.len() {
+        if bytes[i] == c {
+            if bytes[i + 1] == c {
+                return Some(i);
+            }
+            i += 1;
+        } else {
+            i += 1;
+        }
+    }
+    None
 }
 
 /// Parses a template into pieces.
@@ -127,11 +145,12 @@ pub fn references(src: &str) -> Result<Vec<&str>, SyntaxError> {
 }
 
 fn for_each_piece<'t>(src: &'t str, mut emit: impl FnMut(Piece<'t>)) -> Result<(), SyntaxError> {
+    let bytes = src.as_bytes();
     let mut rest = 0;
     while rest < src.len() {
         let tail = &src[rest..];
-        let open = tail.find("{{");
-        let close = tail.find("}}");
+        let open = find_pair(bytes, rest, b'{').map(|i| i - rest);
+        let close = find_pair(bytes, rest, b'}').map(|i| i - rest);
         match (open, close) {
             (None, None) => {
                 emit(Piece::Text(tail));
@@ -155,7 +174,7 @@ fn for_each_piece<'t>(src: &'t str, mut emit: impl FnMut(Piece<'t>)) -> Result<(
                     emit(Piece::Text(&tail[..o]));
                 }
                 let inner_start = rest + o + 2;
-                let Some(len) = src[inner_start..].find("}}") else {
+                let Some(len) = find_pair(bytes, inner_start, b'}').map(|i| i - inner_start) else {
                     return Err(SyntaxError {
                         offset: rest + o,
                         kind: SyntaxErrorKind::Unclosed,
@@ -202,7 +221,60 @@ pub struct Variable<'a, O> {
 }
 
 /// The merged variables: name → winning definition.
-pub type Variables<'a, O> = HashMap<&'a str, Variable<'a, O>>;
+pub type Variables<'a, O> = HashMap<&'a str, Variable<'a, O>, NameHasher>;
+
+/// A word-at-a-time multiplicative hash (the FxHash construction) for the small maps
+/// of one resolve: variable names, field paths, origins. Keys come from the registry,
+/// not from an adversary choosing collisions, and a call touches only a few dozen of
+/// them. SipHash, and then byte-wise FNV, were the largest single items in profiles of
+/// the warm resolve; this is not.
+pub type NameHasher = std::hash::BuildHasherDefault<WordHasher>;
+
+/// The hash state of [`NameHasher`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WordHasher(u64);
+
+impl WordHasher {
+    const K: u64 = 0x517c_c1b7_2722_0a95;
+
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(Self::K);
+    }
+}
+
+impl std::hash::Hasher for WordHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            self.add(u64::from_le_bytes(word));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut word = [0u8; 8];
+            word[..rest.len()].copy_from_slice(rest);
+            // The length keeps "a" and "a\0" apart.
+            self.add(u64::from_le_bytes(word) ^ ((rest.len() as u64) << 59));
+        }
+    }
+
+    fn write_u8(&mut self, n: u8) {
+        self.add(u64::from(n));
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.add(n);
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.add(n as u64);
+    }
+}
 
 /// A resolved template: the text and the origins of the variables it referenced
 /// directly, deduplicated, in order of first reference.
@@ -281,14 +353,14 @@ impl std::error::Error for ResolveError {}
 /// Build one per resolve call; it is cheap (no allocation until used).
 pub struct Resolver<'v, 'a, O> {
     vars: &'v Variables<'a, O>,
-    memo: HashMap<&'a str, Rc<str>>,
+    memo: HashMap<&'a str, Rc<str>, NameHasher>,
 }
 
 impl<'v, 'a, O: Clone + PartialEq> Resolver<'v, 'a, O> {
     pub fn new(vars: &'v Variables<'a, O>) -> Self {
         Resolver {
             vars,
-            memo: HashMap::new(),
+            memo: HashMap::default(),
         }
     }
 
@@ -324,7 +396,9 @@ impl<'v, 'a, O: Clone + PartialEq> Resolver<'v, 'a, O> {
             via: Vec::new(),
         })?;
         let resolved = self.expand(&pieces, &mut stack, true)?;
-        self.memo.insert(key, Rc::from(resolved.value.as_str()));
+        if !is_literal(&var.value) {
+            self.memo.insert(key, Rc::from(resolved.value.as_str()));
+        }
         Ok(resolved)
     }
 
@@ -358,7 +432,7 @@ impl<'v, 'a, O: Clone + PartialEq> Resolver<'v, 'a, O> {
         &mut self,
         name: &str,
         stack: &mut Vec<&'a str>,
-    ) -> Result<(Rc<str>, &'v O), ResolveError> {
+    ) -> Result<(Text<'v>, &'v O), ResolveError> {
         let vars = self.vars;
         let Some((key, var)) = vars.get_key_value(name) else {
             return Err(ResolveError::Unknown {
@@ -366,8 +440,12 @@ impl<'v, 'a, O: Clone + PartialEq> Resolver<'v, 'a, O> {
                 via: owned(stack),
             });
         };
+        // Most variables are plain text: lend it out, no copy, no memo entry.
+        if is_literal(&var.value) {
+            return Ok((Text::Borrowed(&var.value), &var.origin));
+        }
         if let Some(done) = self.memo.get(key) {
-            return Ok((done.clone(), &var.origin));
+            return Ok((Text::Shared(done.clone()), &var.origin));
         }
         if let Some(start) = stack.iter().position(|n| n == key) {
             let mut cycle = owned(&stack[start..]);
@@ -377,21 +455,34 @@ impl<'v, 'a, O: Clone + PartialEq> Resolver<'v, 'a, O> {
         if stack.len() >= MAX_DEPTH {
             return Err(ResolveError::TooDeep { via: owned(stack) });
         }
-        let value: Rc<str> = if is_literal(&var.value) {
-            Rc::from(var.value.as_ref())
-        } else {
-            let pieces = parse(&var.value).map_err(|error| ResolveError::Syntax {
-                variable: Some((*key).to_owned()),
-                error,
-                via: owned(stack),
-            })?;
-            stack.push(key);
-            let expanded = self.expand(&pieces, stack, false)?;
-            stack.pop();
-            Rc::from(expanded.value)
-        };
+        let pieces = parse(&var.value).map_err(|error| ResolveError::Syntax {
+            variable: Some((*key).to_owned()),
+            error,
+            via: owned(stack),
+        })?;
+        stack.push(key);
+        let expanded = self.expand(&pieces, stack, false)?;
+        stack.pop();
+        let value: Rc<str> = Rc::from(expanded.value);
         self.memo.insert(key, value.clone());
-        Ok((value, &var.origin))
+        Ok((Text::Shared(value), &var.origin))
+    }
+}
+
+/// A resolved variable value: borrowed when the variable is plain text, shared from
+/// the memo when it had to be expanded.
+enum Text<'v> {
+    Borrowed(&'v str),
+    Shared(Rc<str>),
+}
+
+impl std::ops::Deref for Text<'_> {
+    type Target = str;
+    fn deref(&self) -> &str {
+        match self {
+            Text::Borrowed(s) => s,
+            Text::Shared(s) => s,
+        }
     }
 }
 
