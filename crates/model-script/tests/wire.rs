@@ -1,5 +1,6 @@
 //! The scripted server over real HTTP: turns served in order, recorded requests, the
 //! exhausted-script answer, and each protocol's framing.
+#![allow(clippy::unwrap_used)]
 use model_script::{EXHAUSTED_TEXT, Ending, Part, Script, ScriptedServer, Turn};
 
 fn post(url: &str, body: &str) -> String {
