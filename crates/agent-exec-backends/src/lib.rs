@@ -20,6 +20,7 @@
 //! Attempts, deadlines, process-tree termination and deliverables belong to
 //! `agent-exec-runtime`; the CLI (`agent-exec`) only wires these together.
 
+pub mod codex;
 pub mod command;
 pub mod config;
 pub mod openai;
