@@ -13,7 +13,8 @@
 //! * A [`Turn`] is protocol-neutral: text, tool calls, usage, and how the stream ends
 //!   ([`Ending`]: complete, hang forever, or disconnect). Each protocol module renders
 //!   the same turn in its own wire format: [`responses`] (OpenAI Responses streaming,
-//!   what codex speaks), [`chat`] (OpenAI Chat Completions streaming).
+//!   what codex speaks), [`chat`] (OpenAI Chat Completions streaming), [`anthropic`]
+//!   (Anthropic Messages streaming, what Claude Code speaks).
 //! * [`ScriptedServer::start`] serves every protocol at once on an ephemeral loopback
 //!   port (its own thread and runtime, so it outlives any one test runtime) and
 //!   records each request ([`Recorded`]: path, headers that matter, JSON body).
@@ -29,6 +30,7 @@
 //!   what was sent).
 #![allow(clippy::unwrap_used)]
 
+pub mod anthropic;
 pub mod chat;
 pub mod responses;
 mod server;

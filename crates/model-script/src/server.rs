@@ -32,12 +32,15 @@ struct Shared {
 ///
 /// * `POST /v1/responses` — [`crate::responses`];
 /// * `POST /v1/chat/completions` — [`crate::chat`];
+/// * `POST /v1/messages` — [`crate::anthropic`] (side requests answered without a turn);
 /// * `GET /v1/models` — a one-model list (`scripted`).
 ///
 /// Stops when the process exits (its thread is detached).
 pub struct ScriptedServer {
     /// `http://127.0.0.1:PORT/v1`.
     pub base_url: String,
+    /// `http://127.0.0.1:PORT` (Anthropic clients append `/v1/messages` themselves).
+    pub origin: String,
     shared: Arc<Shared>,
 }
 
@@ -62,6 +65,8 @@ impl ScriptedServer {
                 let app = axum::Router::new()
                     .route("/v1/responses", post(responses))
                     .route("/v1/chat/completions", post(chat))
+                    .route("/v1/messages", post(messages))
+                    .route("/v1/messages/count_tokens", post(count_tokens))
                     .route("/v1/models", get(models))
                     .fallback(fallback)
                     .with_state(state);
@@ -71,6 +76,7 @@ impl ScriptedServer {
         let addr = rx.recv().unwrap();
         ScriptedServer {
             base_url: format!("http://{addr}/v1"),
+            origin: format!("http://{addr}"),
             shared,
         }
     }
@@ -136,6 +142,25 @@ async fn chat(
     shared.record("/v1/chat/completions", &headers, &body);
     let (turn, n) = shared.next_turn();
     crate::chat::render(&turn, n)
+}
+
+async fn messages(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    shared.record("/v1/messages", &headers, &body);
+    let request: serde_json::Value =
+        serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null);
+    if crate::anthropic::is_side_request(&request) {
+        return crate::anthropic::side_reply(&request);
+    }
+    let (turn, n) = shared.next_turn();
+    crate::anthropic::render(&turn, n)
+}
+
+async fn count_tokens() -> impl IntoResponse {
+    axum::Json(serde_json::json!({"input_tokens": 10}))
 }
 
 async fn models() -> impl IntoResponse {
