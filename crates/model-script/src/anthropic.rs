@@ -100,9 +100,7 @@ pub fn frames(turn: &Turn, n: usize) -> (Vec<Bytes>, Vec<Bytes>) {
                               "partial_json": json!({"input": input}).to_string()}})));
             }
         }
-        body.push(event(
-            json!({"type": "content_block_stop", "index": index}),
-        ));
+        body.push(event(json!({"type": "content_block_stop", "index": index})));
     }
     let stop = if tools > 0 { "tool_use" } else { "end_turn" };
     let tail = vec![
