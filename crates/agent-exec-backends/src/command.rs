@@ -34,6 +34,8 @@ use agent_exec_contract::{
 };
 use agent_exec_runtime::cause_code;
 use agent_exec_runtime::process::{DEFAULT_GRACE, ProcessTree, Termination};
+
+use crate::agent_program::{join_bounded, push_line, read_tail};
 use serde::Deserialize;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
@@ -46,9 +48,6 @@ pub const EXECUTION_ID_VAR: &str = "AGENT_EXEC_EXECUTION_ID";
 /// How often the process tree is scanned while the program runs, so that a
 /// process which leaves the group is remembered while it can still be seen.
 const WATCH_EVERY: Duration = Duration::from_millis(250);
-
-/// How much of stderr is kept for `logs` (the tail).
-const STDERR_TAIL: usize = 16 * 1024;
 
 /// Where the prompt goes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
@@ -403,54 +402,8 @@ async fn read_stdout(stdout: Option<tokio::process::ChildStdout>, events: EventS
     all
 }
 
-/// Reads a stream to the end, keeping its last [`STDERR_TAIL`] bytes.
-async fn read_tail(stream: Option<tokio::process::ChildStderr>) -> Vec<u8> {
-    let mut tail = Vec::new();
-    let Some(mut stream) = stream else {
-        return tail;
-    };
-    let mut buf = vec![0u8; 8 * 1024];
-    loop {
-        match stream.read(&mut buf).await {
-            Ok(0) | Err(_) => break,
-            Ok(n) => {
-                tail.extend_from_slice(buf.get(..n).unwrap_or_default());
-                if tail.len() > 2 * STDERR_TAIL {
-                    tail.drain(..tail.len() - STDERR_TAIL);
-                }
-            }
-        }
-    }
-    if tail.len() > STDERR_TAIL {
-        tail.drain(..tail.len() - STDERR_TAIL);
-    }
-    tail
-}
-
-async fn join_bounded(task: tokio::task::JoinHandle<Vec<u8>>) -> (Vec<u8>, Option<&'static str>) {
-    let abort = task.abort_handle();
-    match tokio::time::timeout(Duration::from_secs(1), task).await {
-        Ok(Ok(bytes)) => (bytes, None),
-        Ok(Err(_)) => (Vec::new(), Some("output reader failed")),
-        Err(_) => {
-            abort.abort();
-            (
-                Vec::new(),
-                Some("output still held open by a surviving process; not read"),
-            )
-        }
-    }
-}
-
-fn push_line(logs: &mut String, line: &str) {
-    if !logs.is_empty() && !logs.ends_with('\n') {
-        logs.push('\n');
-    }
-    logs.push_str(line);
-}
-
 /// Finds `program` as the kernel's exec would: a path if it has a `/`, else on PATH.
-fn find_program(program: &str) -> Result<std::path::PathBuf, String> {
+pub(crate) fn find_program(program: &str) -> Result<std::path::PathBuf, String> {
     use std::os::unix::fs::PermissionsExt as _;
     let executable = |path: &std::path::Path| {
         std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)

@@ -6,6 +6,9 @@
 //!   process group, stdout is the text).
 //! * [`openai`]: any OpenAI-compatible streaming chat-completions API; its stream decoder
 //!   is [`sse`].
+//! * [`agent_program`]: the shared driver for agent programs run headless with a JSON-lines
+//!   stdout (spawn, stream → parser → events, honest settling); `codex`, `claude_code`
+//!   and `pi` are each an argv and a [`agent_program::StreamParser`].
 //! * [`config`]: the TOML file (`[backends.NAME] kind = "…"`) → a [`agent_exec_contract::Registry`].
 //!
 //! ## Invariants
@@ -20,6 +23,7 @@
 //! Attempts, deadlines, process-tree termination and deliverables belong to
 //! `agent-exec-runtime`; the CLI (`agent-exec`) only wires these together.
 
+pub mod agent_program;
 pub mod codex;
 pub mod command;
 pub mod config;

@@ -1,0 +1,721 @@
+//! Driving a real agent program (codex, claude, pi, …) run headless with a JSON-lines
+//! stdout: one place for the process side, so each agent backend is only its argv and
+//! its stream parser.
+//!
+//! The driver spawns the program as the leader of its own process group
+//! ([`ProcessTree`]), feeds stdin (or closes it), splits stdout into lines and hands
+//! each to the backend's [`StreamParser`], emits the parser's events in order, keeps
+//! the tail of stderr for `logs`, and settles the outcome from what the *stream* said
+//! and how the *process* ended — both must agree before anything is `succeeded`:
+//!
+//! | stream said            | process                       | outcome                         |
+//! |------------------------|-------------------------------|---------------------------------|
+//! | final result           | exit 0 (soon after the result)| `succeeded`                     |
+//! | final result           | still running after           | `unknown` (hung after result)   |
+//! |                        | [`AgentRun::exit_after_result`]|                                |
+//! | final result           | non-zero exit / signal        | `unknown`                       |
+//! | the program's failure  | any exit                      | `failed`                        |
+//! | nothing final          | exit 0                        | `unknown` (missing result)      |
+//! | nothing at all         | non-zero exit                 | `failed` (invocation rejected)  |
+//! | something, not final   | non-zero exit / signal        | `unknown` (crash)               |
+//! | —                      | canceled, tree confirmed gone | `canceled`                      |
+//! | —                      | canceled, members survive     | `unknown` + `cancel_requested`  |
+//!
+//! Side effects: once the stream reported a tool starting, a failure says `possible`
+//! (agents run shell commands; what they touched outside the workspace is invisible
+//! to us). Before any tool ran it says `none`, so a fallback may replay.
+//!
+//! Decisions: lines longer than [`MAX_LINE`] are skipped with a note in the logs
+//! rather than buffered without bound; the parser is a trait object so the driver is
+//! compiled once. Not done here: anything protocol-specific (ACP speaks JSON-RPC both
+//! ways and has its own module).
+
+use std::collections::BTreeMap;
+use std::os::unix::process::ExitStatusExt as _;
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+
+use agent_exec_contract::{
+    CANCEL_REQUESTED, ContractResult, Error, ErrorCode, Event, EventKind, ExecutionContext,
+    Outcome, SideEffects, Usage,
+};
+use agent_exec_runtime::cause_code;
+use agent_exec_runtime::process::{ProcessTree, Termination};
+use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _};
+
+/// The longest stdout line handed to a parser (agents put whole file bodies in tool
+/// results; 16 MiB is far above any real line and still bounded).
+pub const MAX_LINE: usize = 16 * 1024 * 1024;
+
+/// How much of stderr is kept for `logs` (the tail).
+pub(crate) const STDERR_TAIL: usize = 16 * 1024;
+
+/// How often the process tree is scanned while the program runs.
+const WATCH_EVERY: Duration = Duration::from_millis(250);
+
+/// What the stream has established so far.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Verdict {
+    /// No final line yet.
+    #[default]
+    Pending,
+    /// The program reported its final result; this is the run's text.
+    Completed(String),
+    /// The program reported its own failure.
+    Failed { code: ErrorCode, message: String },
+}
+
+/// A backend's reading of its program's stdout. Implementations are pure (no I/O) and
+/// never panic on any input: they are fuzzed.
+pub trait StreamParser: Send {
+    /// Handles one line (without its newline), pushing the contract events it means,
+    /// in order.
+    fn line(&mut self, line: &[u8], events: &mut Vec<Event>);
+    /// The verdict so far; [`Verdict::Completed`] or [`Verdict::Failed`] once the
+    /// program's final line was seen.
+    fn verdict(&self) -> Verdict;
+    /// Usage as the program reported it (zero when it did not).
+    fn usage(&self) -> Usage;
+}
+
+/// How to run the program for one attempt.
+#[derive(Debug, Clone)]
+pub struct AgentRun {
+    /// Backend name, for messages.
+    pub backend: String,
+    pub program: String,
+    pub args: Vec<String>,
+    /// Extra environment (on top of ours, which the program inherits).
+    pub env: BTreeMap<String, String>,
+    /// Bytes for stdin, which is then closed; `None`: stdin is `/dev/null`.
+    pub stdin: Option<Vec<u8>>,
+    /// Working directory: the workspace root.
+    pub cwd: String,
+    /// SIGTERM → SIGKILL grace on cancel.
+    pub grace: Duration,
+    /// How long the program may take to exit after its final line before the run is
+    /// declared hung (`unknown`).
+    pub exit_after_result: Duration,
+}
+
+/// Default for [`AgentRun::exit_after_result`].
+pub const DEFAULT_EXIT_AFTER_RESULT: Duration = Duration::from_secs(10);
+
+/// How the process part ended, before settling.
+enum Ending {
+    Exited(std::io::Result<ExitStatus>),
+    Canceled,
+    HungAfterResult,
+}
+
+/// Runs `run` to the end, feeding stdout to `parser`. Always returns a result.
+pub async fn drive(
+    run: AgentRun,
+    parser: &mut dyn StreamParser,
+    ctx: &ExecutionContext,
+) -> ContractResult {
+    if let Some(cause) = ctx.cancellation.cause() {
+        return ContractResult::with_error(
+            Outcome::Canceled,
+            Error::new(
+                cause_code(Some(cause)),
+                "canceled before start",
+                SideEffects::None,
+            ),
+        );
+    }
+    let mut command = tokio::process::Command::new(&run.program);
+    command
+        .args(&run.args)
+        .envs(&run.env)
+        .current_dir(&run.cwd)
+        .stdin(if run.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut tree = match ProcessTree::spawn(command) {
+        Ok(tree) => tree,
+        Err(e) => {
+            return ContractResult::failed(Error::new(
+                ErrorCode::ProviderUnavailable,
+                format!(
+                    "cannot start `{}` for backend `{}`: {e}",
+                    run.program, run.backend
+                ),
+                SideEffects::None,
+            ));
+        }
+    };
+    let writer = tree.child_mut().stdin.take().map(|mut stdin| {
+        let bytes = run.stdin.clone().unwrap_or_default();
+        tokio::spawn(async move {
+            // A program that never reads stdin closes the pipe: not an error.
+            let _ = stdin.write_all(&bytes).await;
+            let _ = stdin.shutdown().await;
+        })
+    });
+    let stderr = tree.child_mut().stderr.take();
+    let err_reader = tokio::spawn(read_tail(stderr));
+    let Some(stdout) = tree.child_mut().stdout.take() else {
+        let _ = tree.terminate(run.grace).await;
+        return ContractResult::failed(Error::new(
+            ErrorCode::Internal,
+            "the program's stdout was not captured",
+            SideEffects::None,
+        ));
+    };
+
+    let mut state = Reading::default();
+    let ending = read_until_end(
+        &run,
+        &mut tree,
+        tokio::io::BufReader::with_capacity(64 * 1024, stdout),
+        parser,
+        ctx,
+        &mut state,
+    )
+    .await;
+    let termination = tree.terminate(run.grace).await;
+    if let Some(writer) = writer {
+        writer.abort();
+    }
+    let (stderr_tail, _) = join_bounded(err_reader).await;
+
+    let mut logs = String::from_utf8_lossy(&stderr_tail).into_owned();
+    for note in &state.notes {
+        push_line(&mut logs, note);
+    }
+    let mut result = settle(&run, ending, &termination, &state, parser.verdict(), ctx);
+    result.usage = parser.usage();
+    if result.outcome == Outcome::Succeeded {
+        ctx.events.emit(Event::of_kind(EventKind::MessageEnd));
+    }
+    result.logs = logs;
+    result
+}
+
+/// What reading the stream noticed besides events.
+#[derive(Debug, Default)]
+struct Reading {
+    lines: usize,
+    tool_started: bool,
+    notes: Vec<String>,
+}
+
+async fn read_until_end(
+    run: &AgentRun,
+    tree: &mut ProcessTree,
+    mut stdout: tokio::io::BufReader<tokio::process::ChildStdout>,
+    parser: &mut dyn StreamParser,
+    ctx: &ExecutionContext,
+    state: &mut Reading,
+) -> Ending {
+    let mut line = Vec::new();
+    let mut events = Vec::new();
+    let mut stdout_open = true;
+    let mut skipping_long_line = false;
+    // The leader's exit, once seen while stdout was still open (a child may hold it).
+    let mut exited: Option<std::io::Result<ExitStatus>> = None;
+    let mut drain_deadline: Option<tokio::time::Instant> = None;
+    let mut hang_deadline: Option<tokio::time::Instant> = None;
+    let mut scan_due = false;
+    let mut tick = tokio::time::interval(WATCH_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        if scan_due {
+            // Keeps membership fresh so escapees are remembered (see ProcessTree).
+            let _ = tree.live_members();
+            scan_due = false;
+        }
+        if hang_deadline.is_none() && parser.verdict() != Verdict::Pending {
+            hang_deadline = Some(tokio::time::Instant::now() + run.exit_after_result);
+        }
+        let hang = sleep_until_or_never(hang_deadline);
+        let drain = sleep_until_or_never(drain_deadline);
+        tokio::select! {
+            // Cancellation first: a program that floods stdout must not starve it.
+            biased;
+            _ = ctx.cancellation.cancelled() => return Ending::Canceled,
+            read = read_bounded_line(&mut stdout, &mut line), if stdout_open => {
+                match read {
+                    Ok(LineRead::Eof) | Err(_) => {
+                        stdout_open = false;
+                        if let Some(status) = exited.take() {
+                            return Ending::Exited(status);
+                        }
+                    }
+                    Ok(LineRead::TooLong) => {
+                        if !skipping_long_line {
+                            state.notes.push(format!(
+                                "a stdout line longer than {MAX_LINE} bytes was skipped"
+                            ));
+                        }
+                        skipping_long_line = true;
+                        line.clear();
+                    }
+                    Ok(LineRead::Line) => {
+                        if skipping_long_line {
+                            // The tail of an over-long line.
+                            skipping_long_line = false;
+                        } else {
+                            state.lines += 1;
+                            let content = trim_newline(&line);
+                            if !content.is_empty() {
+                                parser.line(content, &mut events);
+                            }
+                            for event in events.drain(..) {
+                                if event.kind == EventKind::ToolExecStart {
+                                    state.tool_started = true;
+                                }
+                                ctx.events.emit(event);
+                            }
+                        }
+                        line.clear();
+                    }
+                }
+            }
+            status = tree.wait_leader(), if exited.is_none() && drain_deadline.is_none() => {
+                if !stdout_open {
+                    return Ending::Exited(status);
+                }
+                // Let what is already in the pipe be read, but do not wait for a
+                // straggler that inherited stdout.
+                exited = Some(status);
+                drain_deadline = Some(tokio::time::Instant::now() + DRAIN_AFTER_EXIT);
+            }
+            _ = tick.tick() => scan_due = true,
+            _ = drain => {
+                state.notes.push(
+                    "stdout was still held open after the program exited; the rest was not read"
+                        .to_owned(),
+                );
+                if let Some(status) = exited.take() {
+                    return Ending::Exited(status);
+                }
+            }
+            _ = hang, if exited.is_none() => return Ending::HungAfterResult,
+        }
+    }
+}
+
+/// How long stdout is still read after the leader exited.
+const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(2);
+
+async fn sleep_until_or_never(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+enum LineRead {
+    Line,
+    TooLong,
+    Eof,
+}
+
+/// Reads up to and including the next `\n` into `line`, stopping at [`MAX_LINE`].
+async fn read_bounded_line(
+    stdout: &mut tokio::io::BufReader<tokio::process::ChildStdout>,
+    line: &mut Vec<u8>,
+) -> std::io::Result<LineRead> {
+    loop {
+        let available = stdout.fill_buf().await?;
+        if available.is_empty() {
+            return Ok(if line.is_empty() {
+                LineRead::Eof
+            } else {
+                LineRead::Line
+            });
+        }
+        let (take, done) = match available.iter().position(|b| *b == b'\n') {
+            Some(at) => (at + 1, true),
+            None => (available.len(), false),
+        };
+        let room = MAX_LINE.saturating_sub(line.len());
+        line.extend_from_slice(available.get(..take.min(room)).unwrap_or_default());
+        stdout.consume(take);
+        if done {
+            return Ok(LineRead::Line);
+        }
+        if line.len() >= MAX_LINE {
+            return Ok(LineRead::TooLong);
+        }
+    }
+}
+
+fn trim_newline(line: &[u8]) -> &[u8] {
+    let line = line.strip_suffix(b"\n").unwrap_or(line);
+    line.strip_suffix(b"\r").unwrap_or(line)
+}
+
+fn settle(
+    run: &AgentRun,
+    ending: Ending,
+    termination: &Termination,
+    state: &Reading,
+    verdict: Verdict,
+    ctx: &ExecutionContext,
+) -> ContractResult {
+    let program = &run.program;
+    let effects = if state.tool_started {
+        SideEffects::Possible
+    } else {
+        SideEffects::None
+    };
+    let unknown = |reason: String| {
+        ContractResult::with_error(
+            Outcome::Unknown,
+            Error::new(ErrorCode::UnknownOutcome, reason, SideEffects::Possible),
+        )
+    };
+    if !termination.survivors.is_empty() || termination.leader_status.is_none() {
+        let code = match ending {
+            Ending::Canceled => cause_code(ctx.cancellation.cause()),
+            _ => ErrorCode::UnknownOutcome,
+        };
+        return ContractResult::with_error(
+            Outcome::Unknown,
+            Error::new(
+                code,
+                format!(
+                    "{CANCEL_REQUESTED}: processes {:?} of `{program}` are still alive after SIGKILL",
+                    termination.survivors
+                ),
+                SideEffects::Possible,
+            ),
+        );
+    }
+    match ending {
+        Ending::Canceled => ContractResult::with_error(
+            Outcome::Canceled,
+            Error::new(
+                cause_code(ctx.cancellation.cause()),
+                format!(
+                    "canceled; {} process(es) of `{program}` terminated{}",
+                    termination.members_seen,
+                    if termination.killed {
+                        " (SIGKILL after the grace period)"
+                    } else {
+                        ""
+                    }
+                ),
+                effects,
+            ),
+        ),
+        Ending::HungAfterResult => unknown(format!(
+            "`{program}` reported its result but did not exit within {:?}; it was terminated",
+            run.exit_after_result
+        )),
+        Ending::Exited(Err(e)) => unknown(format!("lost track of `{program}`: {e}")),
+        Ending::Exited(Ok(status)) => match verdict {
+            Verdict::Failed { code, message } => {
+                ContractResult::failed(Error::new(code, message, effects))
+            }
+            Verdict::Completed(text) if status.success() => ContractResult::succeeded(text),
+            Verdict::Completed(_) => unknown(format!(
+                "`{program}` reported a result but then {}",
+                describe(status)
+            )),
+            Verdict::Pending if status.success() => unknown(format!(
+                "`{program}` exited without its final result line ({} lines read)",
+                state.lines
+            )),
+            Verdict::Pending if state.lines == 0 && status.code().is_some() => {
+                ContractResult::failed(Error::new(
+                    ErrorCode::ProviderRejected,
+                    format!(
+                        "`{program}` {} before writing anything (see logs)",
+                        describe(status)
+                    ),
+                    SideEffects::None,
+                ))
+            }
+            Verdict::Pending => unknown(format!(
+                "`{program}` {} before its final result",
+                describe(status)
+            )),
+        },
+    }
+}
+
+fn describe(status: ExitStatus) -> String {
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exited with status {code}"),
+        (None, Some(signal)) => format!("was killed by signal {signal}"),
+        (None, None) => "ended".to_owned(),
+    }
+}
+
+/// Reads a stream to the end, keeping its last [`STDERR_TAIL`] bytes.
+pub(crate) async fn read_tail(stream: Option<tokio::process::ChildStderr>) -> Vec<u8> {
+    let mut tail = Vec::new();
+    let Some(mut stream) = stream else {
+        return tail;
+    };
+    let mut buf = vec![0u8; 8 * 1024];
+    loop {
+        match stream.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                tail.extend_from_slice(buf.get(..n).unwrap_or_default());
+                if tail.len() > 2 * STDERR_TAIL {
+                    tail.drain(..tail.len() - STDERR_TAIL);
+                }
+            }
+        }
+    }
+    if tail.len() > STDERR_TAIL {
+        tail.drain(..tail.len() - STDERR_TAIL);
+    }
+    tail
+}
+
+/// Joins a reader task, giving up after a second: a surviving process may hold the
+/// pipe open. The note says why nothing was read.
+pub(crate) async fn join_bounded(
+    task: tokio::task::JoinHandle<Vec<u8>>,
+) -> (Vec<u8>, Option<&'static str>) {
+    let abort = task.abort_handle();
+    match tokio::time::timeout(Duration::from_secs(1), task).await {
+        Ok(Ok(bytes)) => (bytes, None),
+        Ok(Err(_)) => (Vec::new(), Some("output reader failed")),
+        Err(_) => {
+            abort.abort();
+            (
+                Vec::new(),
+                Some("output still held open by a surviving process; not read"),
+            )
+        }
+    }
+}
+
+pub(crate) fn push_line(logs: &mut String, line: &str) {
+    if !logs.is_empty() && !logs.ends_with('\n') {
+        logs.push('\n');
+    }
+    logs.push_str(line);
+}
+
+/// Runs `program args…` (a `--version`-style probe) with stdin closed and a timeout,
+/// returning its trimmed stdout. The error says what to install.
+pub async fn probe_output(
+    program: &str,
+    args: &[&str],
+    env: &BTreeMap<String, String>,
+    timeout: Duration,
+    install_hint: &str,
+) -> Result<String, String> {
+    let path = crate::command::find_program(program)
+        .map_err(|problem| format!("{problem}; {install_hint}"))?;
+    let mut command = tokio::process::Command::new(path);
+    command
+        .args(args)
+        .envs(env)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    let output = match tokio::time::timeout(timeout, command.output()).await {
+        Ok(Ok(output)) => output,
+        Ok(Err(e)) => return Err(format!("cannot run `{program}`: {e}")),
+        Err(_) => {
+            return Err(format!(
+                "`{program} {}` did not answer within {timeout:?}",
+                args.join(" ")
+            ));
+        }
+    };
+    if !output.status.success() {
+        return Err(format!(
+            "`{program} {}` {}: {}",
+            args.join(" "),
+            describe(output.status),
+            String::from_utf8_lossy(&output.stderr).trim()
+        ));
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agent_exec_contract::{CancelCause, EventSink};
+
+    /// Lines: `tool NAME`, `done TEXT`, `fail TEXT`, anything else ignored.
+    #[derive(Default)]
+    struct Lines {
+        verdict: Verdict,
+    }
+
+    impl StreamParser for Lines {
+        fn line(&mut self, line: &[u8], events: &mut Vec<Event>) {
+            let line = String::from_utf8_lossy(line);
+            if let Some(tool) = line.strip_prefix("tool ") {
+                events.push(Event {
+                    kind: EventKind::ToolExecStart,
+                    text: String::new(),
+                    tool: tool.to_owned(),
+                    detail: String::new(),
+                });
+            } else if let Some(text) = line.strip_prefix("done ") {
+                self.verdict = Verdict::Completed(text.to_owned());
+            } else if let Some(text) = line.strip_prefix("fail ") {
+                self.verdict = Verdict::Failed {
+                    code: ErrorCode::ProviderRejected,
+                    message: text.to_owned(),
+                };
+            }
+        }
+        fn verdict(&self) -> Verdict {
+            self.verdict.clone()
+        }
+        fn usage(&self) -> Usage {
+            Usage {
+                prompt_tokens: 3,
+                completion_tokens: 4,
+            }
+        }
+    }
+
+    fn run(script: &str) -> AgentRun {
+        AgentRun {
+            backend: "test".into(),
+            program: "sh".into(),
+            args: vec!["-c".into(), script.into()],
+            env: BTreeMap::new(),
+            stdin: None,
+            cwd: std::env::temp_dir().display().to_string(),
+            grace: Duration::from_millis(500),
+            exit_after_result: Duration::from_millis(300),
+        }
+    }
+
+    async fn drive_script(script: &str) -> (ContractResult, Vec<Event>) {
+        let (sink, mut rx) = EventSink::channel();
+        let ctx = ExecutionContext::new(sink);
+        let result = drive(run(script), &mut Lines::default(), &ctx).await;
+        drop(ctx);
+        let mut events = Vec::new();
+        while let Ok(event) = rx.try_recv() {
+            events.push(event);
+        }
+        (result, events)
+    }
+
+    fn code(result: &ContractResult) -> Option<ErrorCode> {
+        result.err.as_ref().map(|e| e.code.clone())
+    }
+
+    #[tokio::test]
+    async fn result_line_and_clean_exit_is_success_with_events_in_order() {
+        let (result, events) =
+            drive_script("echo 'tool a'; echo noise; echo 'tool b'; echo 'done hi'").await;
+        assert_eq!(result.outcome, Outcome::Succeeded, "{result:?}");
+        assert_eq!(result.text, "hi");
+        assert_eq!(result.usage.completion_tokens, 4);
+        let tools: Vec<&str> = events.iter().map(|e| e.tool.as_str()).collect();
+        assert_eq!(tools, ["a", "b", ""]);
+        assert_eq!(
+            events.last().map(|e| e.kind.clone()),
+            Some(EventKind::MessageEnd)
+        );
+    }
+
+    #[tokio::test]
+    async fn clean_exit_without_result_is_unknown() {
+        let (result, _) = drive_script("echo 'tool a'").await;
+        assert_eq!(result.outcome, Outcome::Unknown, "{result:?}");
+        assert_eq!(code(&result), Some(ErrorCode::UnknownOutcome));
+    }
+
+    #[tokio::test]
+    async fn a_hang_after_the_result_is_unknown_and_the_tree_is_killed() {
+        let (result, _) = drive_script("echo 'done hi'; sleep 30").await;
+        assert_eq!(result.outcome, Outcome::Unknown, "{result:?}");
+        let reason = result.err.map(|e| e.reason).unwrap_or_default();
+        assert!(reason.contains("did not exit"), "{reason}");
+    }
+
+    #[tokio::test]
+    async fn a_crash_after_a_tool_ran_is_unknown_with_possible_effects() {
+        let (result, _) = drive_script("echo 'tool a'; kill -SEGV $$").await;
+        assert_eq!(result.outcome, Outcome::Unknown, "{result:?}");
+        assert_eq!(
+            result.err.map(|e| e.side_effects),
+            Some(SideEffects::Possible)
+        );
+    }
+
+    #[tokio::test]
+    async fn a_result_then_a_failing_exit_is_not_success() {
+        let (result, _) = drive_script("echo 'done hi'; exit 3").await;
+        assert_eq!(result.outcome, Outcome::Unknown, "{result:?}");
+    }
+
+    #[tokio::test]
+    async fn a_rejected_invocation_is_failed_without_effects() {
+        let (result, _) = drive_script("echo 'bad flag' >&2; exit 2").await;
+        assert_eq!(result.outcome, Outcome::Failed, "{result:?}");
+        assert_eq!(result.err.map(|e| e.side_effects), Some(SideEffects::None));
+        assert!(result.logs.contains("bad flag"), "{}", result.logs);
+    }
+
+    #[tokio::test]
+    async fn the_programs_own_failure_is_failed() {
+        let (result, _) = drive_script("echo 'fail quota'; exit 1").await;
+        assert_eq!(result.outcome, Outcome::Failed, "{result:?}");
+        assert_eq!(result.err.map(|e| e.reason), Some("quota".to_owned()));
+    }
+
+    #[tokio::test]
+    async fn a_straggler_holding_stdout_does_not_hold_the_run() {
+        let (result, _) = drive_script("echo 'done hi'; (sleep 30 &) ; exit 0").await;
+        // The leader exited 0 after its result; the straggler is terminated.
+        assert_eq!(result.outcome, Outcome::Succeeded, "{result:?}");
+    }
+
+    #[tokio::test]
+    async fn cancel_mid_run_is_canceled_and_leaves_no_process() {
+        let (sink, _rx) = EventSink::channel();
+        let ctx = ExecutionContext::new(sink);
+        let dir = tempfile::tempdir().unwrap();
+        let pidfile = dir.path().join("pid");
+        let script = format!(
+            "echo 'tool sleep'; sleep 30 & echo $! > {}; wait",
+            pidfile.display()
+        );
+        let cancel = ctx.cancellation.clone();
+        let waiter = {
+            let pidfile = pidfile.clone();
+            tokio::spawn(async move {
+                // The shell creates the file before writing the pid into it.
+                while !std::fs::read_to_string(&pidfile).is_ok_and(|s| s.ends_with('\n')) {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                cancel.cancel(CancelCause::Caller);
+            })
+        };
+        let result = drive(run(&script), &mut Lines::default(), &ctx).await;
+        waiter.await.unwrap();
+        assert_eq!(result.outcome, Outcome::Canceled, "{result:?}");
+        assert_eq!(code(&result), Some(ErrorCode::Canceled));
+        assert_eq!(
+            result.err.map(|e| e.side_effects),
+            Some(SideEffects::Possible)
+        );
+        let pid: i32 = std::fs::read_to_string(&pidfile)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert!(
+            !std::path::Path::new(&format!("/proc/{pid}")).exists()
+                || agent_exec_runtime::procfs::stat(pid).is_none_or(|s| s.state == 'Z'),
+            "the sleeping child {pid} survived"
+        );
+    }
+}
