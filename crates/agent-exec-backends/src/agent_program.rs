@@ -101,6 +101,89 @@ pub struct AgentRun {
 /// Default for [`AgentRun::exit_after_result`].
 pub const DEFAULT_EXIT_AFTER_RESULT: Duration = Duration::from_secs(10);
 
+/// The config table shared by every agent-program backend (`kind = "codex"`,
+/// `"claude-code"`, `"agent-native"`, `"acp"`): which program, extra arguments and
+/// environment, the model, the timings. Credentials stay in the program's own login or
+/// in environment variables named by the user; never in this file.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProgramConfig {
+    /// Backend name (the config key); not part of the table.
+    #[serde(skip)]
+    pub name: String,
+    /// The program to run: a path, or a name looked up on PATH. Default per kind.
+    #[serde(default)]
+    pub program: Option<String>,
+    /// Extra arguments, after the kind's own and before the prompt.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Model name handed to the program (its own default when absent).
+    #[serde(default)]
+    pub model: Option<String>,
+    /// Extra environment for the program.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Milliseconds between SIGTERM and SIGKILL on cancel.
+    #[serde(default = "default_grace_ms")]
+    pub grace_ms: u64,
+    /// Milliseconds the program may take to exit after its final result.
+    #[serde(default = "default_exit_after_result_ms")]
+    pub exit_after_result_ms: u64,
+}
+
+fn default_grace_ms() -> u64 {
+    agent_exec_runtime::process::DEFAULT_GRACE.as_millis() as u64
+}
+
+fn default_exit_after_result_ms() -> u64 {
+    DEFAULT_EXIT_AFTER_RESULT.as_millis() as u64
+}
+
+impl ProgramConfig {
+    /// A config with defaults for everything but the name.
+    pub fn new(name: impl Into<String>) -> Self {
+        ProgramConfig {
+            name: name.into(),
+            program: None,
+            args: Vec::new(),
+            model: None,
+            env: BTreeMap::new(),
+            grace_ms: default_grace_ms(),
+            exit_after_result_ms: default_exit_after_result_ms(),
+        }
+    }
+
+    /// The program to run: the configured one, else `default`.
+    pub fn program_or<'a>(&'a self, default: &'a str) -> &'a str {
+        self.program.as_deref().unwrap_or(default)
+    }
+
+    /// An [`AgentRun`] of `program` with `kind_args` (the kind's own flags), then the
+    /// configured `args`, then `tail` (typically the prompt), in `cwd`.
+    pub fn agent_run(
+        &self,
+        program: &str,
+        kind_args: Vec<String>,
+        tail: Vec<String>,
+        stdin: Option<Vec<u8>>,
+        cwd: &str,
+    ) -> AgentRun {
+        let mut args = kind_args;
+        args.extend(self.args.iter().cloned());
+        args.extend(tail);
+        AgentRun {
+            backend: self.name.clone(),
+            program: program.to_owned(),
+            args,
+            env: self.env.clone(),
+            stdin,
+            cwd: cwd.to_owned(),
+            grace: Duration::from_millis(self.grace_ms),
+            exit_after_result: Duration::from_millis(self.exit_after_result_ms),
+        }
+    }
+}
+
 /// How the process part ended, before settling.
 enum Ending {
     Exited(std::io::Result<ExitStatus>),
