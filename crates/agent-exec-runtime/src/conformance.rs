@@ -70,6 +70,8 @@ pub struct RecordingJournal {
     pub attempts: Mutex<Vec<(String, u32, String)>>,
     /// `(execution_id, attempt, state)` per transition, terminal states included.
     pub states: Mutex<Vec<(String, u32, AttemptState)>>,
+    /// `(execution_id, attempt, state, note)` per non-terminal `transition`.
+    pub notes: Mutex<Vec<(String, u32, AttemptState, String)>>,
     /// Final results per `execution_finished`.
     pub finished: Mutex<Vec<(String, ContractResult)>>,
 }
@@ -86,6 +88,18 @@ impl RecordingJournal {
     /// Transitions recorded so far.
     pub fn states(&self) -> Vec<(String, u32, AttemptState)> {
         lock(&self.states).clone()
+    }
+    /// States recorded for `execution_id`, in order, terminal states included.
+    pub fn states_of(&self, execution_id: &str) -> Vec<AttemptState> {
+        lock(&self.states)
+            .iter()
+            .filter(|(id, _, _)| id == execution_id)
+            .map(|(_, _, state)| *state)
+            .collect()
+    }
+    /// Non-terminal transitions with their notes.
+    pub fn notes(&self) -> Vec<(String, u32, AttemptState, String)> {
+        lock(&self.notes).clone()
     }
 }
 
@@ -114,10 +128,11 @@ impl JournalHook for RecordingJournal {
         execution_id: &str,
         attempt: u32,
         state: AttemptState,
-        _note: &str,
+        note: &str,
         _at: OffsetDateTime,
     ) -> Result<(), JournalError> {
         lock(&self.states).push((execution_id.into(), attempt, state));
+        lock(&self.notes).push((execution_id.into(), attempt, state, note.into()));
         Ok(())
     }
     async fn attempt_finished(
@@ -420,6 +435,7 @@ pub async fn invariant_4_cancellation_reaches_everything(h: &dyn Harness) {
             };
             let (result, ()) = tokio::join!(runtime.run(request, &hanging, options), started);
             check_cancel(h, &id, &result, cause, cancel_verified);
+            check_cancel_history(&journal, &id, &result);
             continue;
         }
         let options = RunOptions {
@@ -433,13 +449,22 @@ pub async fn invariant_4_cancellation_reaches_everything(h: &dyn Harness) {
         .await
         .unwrap_or_else(|_| panic!("inv 4: the deadline did not end the run"));
         check_cancel(h, &id, &result, cause, cancel_verified);
+        check_cancel_history(&journal, &id, &result);
     }
-    assert!(
-        journal
-            .states()
-            .iter()
-            .any(|(_, _, s)| *s == AttemptState::Canceling),
-        "inv 4: the journal saw the cancel"
+}
+
+/// The journal saw the cancel of this very execution, between `running` and the
+/// terminal state that matches the result — whichever of the cancel and the
+/// backend's return the runtime noticed first.
+fn check_cancel_history(journal: &RecordingJournal, id: &str, result: &ContractResult) {
+    let terminal = match result.outcome {
+        Outcome::Canceled => AttemptState::Canceled,
+        _ => AttemptState::Unknown,
+    };
+    assert_eq!(
+        journal.states_of(id),
+        [AttemptState::Running, AttemptState::Canceling, terminal],
+        "inv 4: the journal saw the cancel of {id}: {result:?}"
     );
 }
 

@@ -292,9 +292,28 @@ impl Runtime {
         };
         let execution = backend.backend.execute(request, ctx);
         tokio::pin!(execution);
+        // The journal must show `canceling` for every attempt whose cancellation fired
+        // before its outcome was settled, whoever noticed first. Two orderings need
+        // care, and each has its own guard:
+        // * cancel fired, then both branches are ready at the next poll: `biased`
+        //   polls the cancel branch first, so it wins deterministically (an unbiased
+        //   select picked at random, and lost the `canceling` row about half the time
+        //   the backend's own teardown finished within that poll);
+        // * cancel fired *while* the backend was being polled (the deadline watchdog
+        //   runs on another worker) and the backend returned in that same poll: the
+        //   cancel branch had already been seen pending, so the state is checked again
+        //   once the result is in hand, before it is settled.
+        // Decision: a cancel that lands after the backend produced its result but
+        // before the runtime settled it is still recorded — the request was made
+        // while the attempt was unsettled, and `settle` reads the cause at the same
+        // point — rather than guessing, from timing we cannot observe, whether the
+        // backend saw it. The outcome is whatever the backend reported (a success
+        // stays a success); only the history gains the request.
+        let mut canceling_recorded = false;
         let mut result = tokio::select! {
-            result = &mut execution => result,
+            biased;
             _ = cancellation.cancelled() => {
+                canceling_recorded = true;
                 self.note(id, attempt, AttemptState::Canceling, cause_text(cancellation.cause())).await;
                 match tokio::time::timeout(self.cancel_timeout, &mut execution).await {
                     Ok(result) => result,
@@ -305,7 +324,19 @@ impl Runtime {
                     )),
                 }
             }
+            result = &mut execution => result,
         };
+        // Read once: the cause `settle` uses and the `canceling` row must agree.
+        let cause = cancellation.cause();
+        if !canceling_recorded && let Some(cause) = cause {
+            self.note(
+                id,
+                attempt,
+                AttemptState::Canceling,
+                cause_text_returned(cause),
+            )
+            .await;
+        }
         let _ = close.send(());
         let tools = consumer.await.unwrap_or_default();
         let after = snapshot(root.clone()).await;
@@ -318,7 +349,7 @@ impl Runtime {
             &mut result,
             request,
             backend,
-            cancellation.cause(),
+            cause,
             changes.as_ref(),
             &tools,
         );
@@ -517,6 +548,14 @@ fn cause_text(cause: Option<CancelCause>) -> &'static str {
     match cause {
         Some(CancelCause::Deadline) => "deadline exceeded",
         _ => "canceled by the caller",
+    }
+}
+
+/// The note for a cancel first seen once the backend had already returned.
+fn cause_text_returned(cause: CancelCause) -> &'static str {
+    match cause {
+        CancelCause::Deadline => "deadline exceeded (as the backend returned)",
+        CancelCause::Caller => "canceled by the caller (as the backend returned)",
     }
 }
 

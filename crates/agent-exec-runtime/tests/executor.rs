@@ -152,6 +152,97 @@ async fn a_backend_that_ignores_cancel_is_abandoned_as_unknown() {
     );
 }
 
+/// The note of the one `canceling` transition recorded for `journal`'s only attempt,
+/// after checking the whole history is `running → canceling → terminal`.
+fn canceling_note(journal: &RecordingJournal, terminal: AttemptState) -> String {
+    assert_eq!(
+        journal.states_of("e1"),
+        [AttemptState::Running, AttemptState::Canceling, terminal],
+        "{:?}",
+        journal.notes()
+    );
+    let notes = journal.notes();
+    let canceling: Vec<&String> = notes
+        .iter()
+        .filter(|n| n.2 == AttemptState::Canceling)
+        .map(|n| &n.3)
+        .collect();
+    assert_eq!(canceling.len(), 1, "{notes:?}");
+    canceling[0].clone()
+}
+
+/// Regression: a backend that returns the moment it sees the cancel used to race the
+/// runtime's own cancel branch (an unbiased select), and about half the time the
+/// journal never heard of the cancel. Both are ready at the same poll here, every
+/// time; the cancel branch must win, so `canceling` is written before the backend's
+/// result is taken. Repeated because the old bug lost the coin toss only sometimes.
+#[tokio::test]
+async fn a_backend_returning_at_the_cancel_still_leaves_canceling_first() {
+    let ws = tempfile::tempdir().unwrap();
+    let backend = resolved(Arc::new(Fake::new(vec![Capability::Cancel], |_| None))).await;
+    for _ in 0..24 {
+        let journal = Arc::new(RecordingJournal::default());
+        let runtime = Runtime::new().with_journal(journal.clone());
+        let options = RunOptions::default();
+        let trigger = options.cancellation.clone();
+        let (result, ()) = tokio::join!(
+            runtime.run(request(&ws), &backend, options),
+            cancel_soon(trigger)
+        );
+        assert_eq!(result.outcome, Outcome::Canceled, "{result:?}");
+        let note = canceling_note(&journal, AttemptState::Canceled);
+        assert_eq!(
+            note, "canceled by the caller",
+            "recorded by the cancel branch"
+        );
+    }
+}
+
+/// Regression, the other ordering, made deterministic: the cancel fires *while the
+/// backend is being polled* (as the deadline watchdog on another worker can) and the
+/// backend returns in that same poll, so the runtime's cancel branch was already seen
+/// pending. The runtime still records `canceling` before the terminal state, says in
+/// the note that it learnt of the cancel as the backend returned, and settles with
+/// the cancel's cause.
+#[tokio::test]
+async fn a_cancel_landing_as_the_backend_returns_is_still_journaled() {
+    let ws = tempfile::tempdir().unwrap();
+    let options = RunOptions::default();
+    let watchdog = options.cancellation.clone();
+    let backend = resolved(Arc::new(Fake::new(vec![Capability::Cancel], move |_| {
+        watchdog.cancel(CancelCause::Deadline);
+        Some(ContractResult::with_error(
+            Outcome::Canceled,
+            Error::new(ErrorCode::Canceled, "stopped", SideEffects::None),
+        ))
+    })))
+    .await;
+    let journal = Arc::new(RecordingJournal::default());
+    let runtime = Runtime::new().with_journal(journal.clone());
+    let result = runtime.run(request(&ws), &backend, options).await;
+    assert_eq!(result.outcome, Outcome::Canceled, "{result:?}");
+    assert_eq!(result.err.unwrap().code, ErrorCode::DeadlineExceeded);
+    let note = canceling_note(&journal, AttemptState::Canceled);
+    assert_eq!(note, "deadline exceeded (as the backend returned)");
+
+    // A success that the cancel arrived too late to stop stays a success; only the
+    // history gains the request.
+    let options = RunOptions::default();
+    let caller = options.cancellation.clone();
+    let backend = resolved(Arc::new(Fake::new(vec![Capability::Cancel], move |_| {
+        caller.cancel(CancelCause::Caller);
+        Some(ContractResult::succeeded("done anyway"))
+    })))
+    .await;
+    let journal = Arc::new(RecordingJournal::default());
+    let runtime = Runtime::new().with_journal(journal.clone());
+    let result = runtime.run(request(&ws), &backend, options).await;
+    assert_eq!(result.outcome, Outcome::Succeeded, "{result:?}");
+    assert_eq!(result.text, "done anyway");
+    let note = canceling_note(&journal, AttemptState::Succeeded);
+    assert_eq!(note, "canceled by the caller (as the backend returned)");
+}
+
 #[tokio::test]
 async fn unrecognised_outcome_and_success_with_error_are_unknown() {
     let ws = tempfile::tempdir().unwrap();
