@@ -1,19 +1,76 @@
-//! The `codex` backend's stream parser: `codex exec --json` writes one JSON object a
-//! line (`thread.started`, `turn.started`, `item.started` / `item.updated` /
-//! `item.completed` with an `item` of type `agent_message`, `reasoning`,
-//! `command_execution`, `file_change`, `mcp_tool_call`, …, `turn.completed` with
-//! `usage`, `turn.failed`, `error`).
+//! The `codex` backend: the OpenAI Codex CLI run headless as
+//! `codex exec --json --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox
+//! [--model M] [-c developer_instructions=…] [args…] -- PROMPT`, stdin closed, in the
+//! workspace root, driven by [`crate::agent_program::drive`].
 //!
-//! [`parse_line`] is a pure function from one line to what it means for the contract:
-//! events in order, usage, the final message, a failure. It never panics; a line that
-//! is not JSON or not an object is [`Line::Unrecognised`], kept for the logs, never a
-//! crash. An unknown `type` is ignored (codex adds event types between releases).
+//! `codex exec --json` writes one JSON object a line (`thread.started`, `turn.started`,
+//! `item.started` / `item.updated` / `item.completed` with an `item` of type
+//! `agent_message`, `reasoning`, `command_execution`, `file_change`, `mcp_tool_call`,
+//! …, `turn.completed` with `usage`, `turn.failed`, `error`).
 //!
-//! Deliberately not done yet: the process-driving `Backend` (spawning `codex exec`,
-//! cancellation, `verify`). Only the parser is landed; see the crate docs.
+//! * [`parse_line`] is a pure function from one line to what it means for the contract:
+//!   events in order, usage, the final message, a failure. It never panics; a line that
+//!   is not JSON or not an object is [`Line::Unrecognised`], never a crash. An unknown
+//!   `type` is ignored (codex adds event types between releases). Fuzzed
+//!   (`agent_exec_codex_stream`) and property-tested.
+//! * [`CodexStream`] folds those lines into the driver's [`Verdict`]: the run's text is
+//!   the *last* `agent_message`; the result is final only on `turn.completed` (usage
+//!   summed over the turn's model calls, as codex reports it) or `turn.failed`.
+//! * [`CodexBackend`] is the argv, the prompt rendering and [`Backend::verify`].
+//!
+//! Decisions:
+//! * A top-level `error` line is *not* final: codex also uses it for notices it
+//!   recovers from (stream retries). It is remembered, and becomes the failure only if
+//!   the turn then fails without a message of its own.
+//! * Failure codes come from codex's message: transport trouble (disconnects, timeouts,
+//!   5xx, 429, retry limits) is `agent.provider_unavailable` (worth retrying later);
+//!   anything else codex reports is `agent.provider_rejected`.
+//! * The prompt is the last argument after `--` (a prompt starting with `-` stays a
+//!   prompt); `context` messages are rendered above it as a transcript and `targets`
+//!   below it as the files to write, since the prompt is the agent's only input.
+//!   `instructions` go to codex's `developer_instructions` setting, TOML-quoted.
+//! * Error reasons and logs are scrubbed of the values of configured environment
+//!   variables that look like credentials (`*KEY*`, `*TOKEN*`, `*SECRET*`,
+//!   `*PASSWORD*`), in case a provider echoes a key back.
+//!
+//! Deliberately not done: the [`agent_exec_contract::ToolPolicy`] is not enforced —
+//! codex runs with its own full tool set and no sandbox (the workspace is the
+//! caller's isolation, invariant 7), so `tools` is not a declared capability; no
+//! `codex exec resume` (each execution is a fresh codex thread, `--ephemeral` is not
+//! forced so the user's codex keeps its own session log).
 
-use agent_exec_contract::{Event, EventKind, Usage};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use agent_exec_contract::{
+    Backend, BackendDescriptor, Capability, ContractRequest, ContractResult, ErrorCode, Event,
+    EventKind, ExecutionContext, Usage, Verification,
+};
 use serde_json::Value;
+
+use crate::agent_program::{self, ProgramConfig, StreamParser, Verdict};
+
+/// The kind name in config (`kind = "codex"`).
+pub const KIND: &str = "codex";
+
+/// The program run when the config names none (looked up on `PATH`).
+pub const DEFAULT_PROGRAM: &str = "codex";
+
+/// What to install when the program is missing.
+pub const INSTALL_HINT: &str = "install @openai/codex (npm i -g @openai/codex)";
+
+/// The flags every run gets, before the configured `args`: JSON lines on stdout, no
+/// git-repository requirement (workspaces need not be repositories), and no approval
+/// prompts or sandbox (nobody is there to approve; isolation is the caller's).
+pub const EXEC_FLAGS: [&str; 4] = [
+    "exec",
+    "--json",
+    "--skip-git-repo-check",
+    "--dangerously-bypass-approvals-and-sandbox",
+];
+
+/// How long a `verify` probe may take.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// What one line of `codex exec --json` means.
 #[derive(Debug, Clone, PartialEq)]
@@ -69,7 +126,7 @@ fn message(value: &Value) -> String {
     value
         .get("message")
         .and_then(Value::as_str)
-        .unwrap_or("codex reported an error without a message")
+        .unwrap_or(NO_MESSAGE)
         .to_owned()
 }
 
@@ -132,6 +189,357 @@ fn item_line(item: &Value, started: bool) -> Line {
     }
 }
 
+/// [`parse_line`] folded into the driver's view of the run (one per execution).
+#[derive(Debug, Clone, Default)]
+pub struct CodexStream {
+    /// The last completed `agent_message`: the run's text.
+    last_message: Option<String>,
+    /// `turn.completed` was seen.
+    completed: bool,
+    /// `turn.failed`: codex's message.
+    failed: Option<String>,
+    /// The last top-level `error` line (not final by itself).
+    last_error: Option<String>,
+    usage: Usage,
+}
+
+impl CodexStream {
+    /// A parser for one run.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+impl StreamParser for CodexStream {
+    fn line(&mut self, line: &[u8], events: &mut Vec<Event>) {
+        match parse_line(line) {
+            Line::Events(more) => events.extend(more),
+            Line::AgentMessage(text) => {
+                events.push(Event::text_delta(text.clone()));
+                self.last_message = Some(text);
+            }
+            Line::TurnCompleted(usage) => {
+                self.usage = self.usage.plus(usage);
+                self.completed = true;
+            }
+            Line::Failed(message) if is_turn_failure(line) => self.failed = Some(message),
+            Line::Failed(message) => self.last_error = Some(message),
+            Line::Unrecognised => {}
+        }
+    }
+
+    fn verdict(&self) -> Verdict {
+        if let Some(message) = &self.failed {
+            // `turn.failed` without a message of its own: the last `error` says why.
+            let message = match (&self.last_error, message.as_str()) {
+                (Some(error), NO_MESSAGE) => error.clone(),
+                _ => message.clone(),
+            };
+            return Verdict::Failed {
+                code: classify_failure(&message),
+                message: format!("codex: {message}"),
+            };
+        }
+        if self.completed {
+            return Verdict::Completed(self.last_message.clone().unwrap_or_default());
+        }
+        Verdict::Pending
+    }
+
+    fn usage(&self) -> Usage {
+        self.usage
+    }
+}
+
+/// Whether `line` (already known to be a failure) is `turn.failed` rather than a
+/// top-level `error`. Cheap: failures are rare.
+fn is_turn_failure(line: &[u8]) -> bool {
+    serde_json::from_slice::<Value>(line)
+        .ok()
+        .and_then(|v| {
+            v.get("type")
+                .and_then(Value::as_str)
+                .map(|t| t == "turn.failed")
+        })
+        .unwrap_or(false)
+}
+
+/// The error code for a failure codex reported, from its message.
+pub fn classify_failure(message: &str) -> ErrorCode {
+    let lower = message.to_ascii_lowercase();
+    const TRANSIENT: [&str; 14] = [
+        "stream disconnected",
+        "disconnect",
+        "error sending request",
+        "connection",
+        "timed out",
+        "timeout",
+        "retry limit",
+        "429",
+        "too many requests",
+        "500",
+        "502",
+        "503",
+        "504",
+        "overloaded",
+    ];
+    if TRANSIENT.iter().any(|needle| lower.contains(needle)) {
+        ErrorCode::ProviderUnavailable
+    } else {
+        ErrorCode::ProviderRejected
+    }
+}
+
+/// The `codex` backend. Holds only its configuration: every execution is a fresh
+/// `codex exec` process and a fresh codex thread.
+#[derive(Debug, Clone)]
+pub struct CodexBackend {
+    config: ProgramConfig,
+}
+
+impl CodexBackend {
+    /// A backend for `config` (`program` defaults to `codex` on `PATH`). Problems are
+    /// reported by [`Backend::verify`] and at run time, never by a panic.
+    pub fn new(config: ProgramConfig) -> Self {
+        CodexBackend { config }
+    }
+
+    fn program(&self) -> &str {
+        self.config.program_or(DEFAULT_PROGRAM)
+    }
+
+    fn declared() -> Vec<Capability> {
+        vec![
+            Capability::Text,
+            Capability::Files,
+            Capability::Stream,
+            Capability::Cancel,
+            Capability::Usage,
+        ]
+    }
+
+    fn adapter_version(program_version: &str) -> String {
+        let ours = format!("codex/{}", env!("CARGO_PKG_VERSION"));
+        if program_version.is_empty() {
+            ours
+        } else {
+            format!("{ours} ({program_version})")
+        }
+    }
+
+    /// The kind's own arguments: [`EXEC_FLAGS`], the model, the instructions.
+    pub fn kind_args(&self, request: &ContractRequest) -> Vec<String> {
+        let mut args: Vec<String> = EXEC_FLAGS.iter().map(|s| (*s).to_owned()).collect();
+        if let Some(model) = &self.config.model {
+            args.push("--model".into());
+            args.push(model.clone());
+        }
+        if !request.instructions.is_empty() {
+            // TOML-quoted, so codex cannot read the text as an array, a table, a number.
+            let value = toml::Value::String(request.instructions.clone());
+            args.push("-c".into());
+            args.push(format!("developer_instructions={value}"));
+        }
+        args
+    }
+
+    /// The values to scrub from reasons and logs: configured variables that look like
+    /// credentials.
+    fn secrets(&self) -> Vec<&str> {
+        self.config
+            .env
+            .iter()
+            .filter(|(name, value)| looks_secret(name) && value.len() >= 4)
+            .map(|(_, value)| value.as_str())
+            .collect()
+    }
+
+    fn redact(&self, text: &str) -> String {
+        let mut out = text.to_owned();
+        for secret in self.secrets() {
+            if out.contains(secret) {
+                out = out.replace(secret, "[redacted]");
+            }
+        }
+        out
+    }
+}
+
+fn looks_secret(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    ["KEY", "TOKEN", "SECRET", "PASSWORD"]
+        .iter()
+        .any(|needle| upper.contains(needle))
+}
+
+/// The message `turn.failed` gets when codex gave none (see [`message`]).
+const NO_MESSAGE: &str = "codex reported an error without a message";
+
+/// The prompt codex sees: prior `context` as a transcript, the prompt, then the
+/// deliverables to write.
+pub fn render_prompt(request: &ContractRequest) -> String {
+    let mut prompt = String::new();
+    if !request.context.is_empty() {
+        prompt.push_str("Conversation so far:\n");
+        for message in &request.context {
+            prompt.push_str(&format!("[{}] {}\n", message.role, message.content));
+        }
+        prompt.push('\n');
+    }
+    prompt.push_str(&request.prompt);
+    if !request.targets.is_empty() {
+        prompt.push_str("\n\nWrite these files (paths relative to the working directory):\n");
+        for target in &request.targets {
+            prompt.push_str(&format!("- {target}\n"));
+        }
+    }
+    if prompt == "-" {
+        // A lone `-` tells codex to read the prompt from stdin.
+        prompt.push('\n');
+    }
+    prompt
+}
+
+/// `codex-cli 0.171.0` → `0.171.0`.
+pub fn parse_version(output: &str) -> Option<&str> {
+    let line = output
+        .lines()
+        .find(|l| l.trim_start().starts_with("codex"))?;
+    let version = line.split_whitespace().nth(1)?;
+    version
+        .chars()
+        .next()
+        .filter(char::is_ascii_digit)
+        .map(|_| version)
+}
+
+#[async_trait::async_trait]
+impl Backend for CodexBackend {
+    fn descriptor(&self) -> BackendDescriptor {
+        BackendDescriptor {
+            name: self.config.name.clone(),
+            capabilities: Self::declared(),
+            adapter_version: Self::adapter_version(""),
+        }
+    }
+
+    async fn verify(&self) -> Verification {
+        let program = self.program();
+        let env = &self.config.env;
+        let name = &self.config.name;
+        let version = match agent_program::probe_output(
+            program,
+            &["--version"],
+            env,
+            PROBE_TIMEOUT,
+            INSTALL_HINT,
+        )
+        .await
+        {
+            Ok(out) => out,
+            Err(problem) => return Verification::failed(format!("backend `{name}`: {problem}")),
+        };
+        let Some(number) = parse_version(&version) else {
+            return Verification::failed(format!(
+                "backend `{name}`: `{program} --version` printed {version:?}, not `codex-cli X.Y.Z`; {INSTALL_HINT}"
+            ));
+        };
+        let program_version = format!("codex-cli {number}");
+        let adapter_version = Self::adapter_version(&program_version);
+        // The format check: `exec` must know `--json` (no model needed).
+        match agent_program::probe_output(
+            program,
+            &["exec", "--help"],
+            env,
+            PROBE_TIMEOUT,
+            INSTALL_HINT,
+        )
+        .await
+        {
+            Ok(help) if help.contains("--json") => {}
+            Ok(_) => {
+                return Verification {
+                    verified: Vec::new(),
+                    adapter_version,
+                    problems: vec![format!(
+                        "backend `{name}`: `{program} exec --help` does not offer --json; {program_version} is too old, {INSTALL_HINT}"
+                    )],
+                };
+            }
+            Err(problem) => {
+                return Verification {
+                    verified: Vec::new(),
+                    adapter_version,
+                    problems: vec![format!("backend `{name}`: {problem}")],
+                };
+            }
+        }
+        let mut verified = vec![
+            Capability::Text,
+            Capability::Files,
+            Capability::Stream,
+            Capability::Usage,
+        ];
+        let mut problems = Vec::new();
+        // Whole-tree cancellation needs /proc to find the tree.
+        if agent_exec_runtime::procfs::stat(std::process::id() as i32).is_some() {
+            verified.push(Capability::Cancel);
+        } else {
+            problems.push("cancel: /proc is not readable, process trees cannot be found".into());
+        }
+        Verification {
+            verified,
+            adapter_version,
+            problems,
+        }
+    }
+
+    async fn execute(&self, request: &ContractRequest, ctx: ExecutionContext) -> ContractResult {
+        if request.workspace.root.is_empty() {
+            return ContractResult::failed(agent_exec_contract::Error::new(
+                ErrorCode::Internal,
+                "the codex backend needs a workspace root to run in",
+                agent_exec_contract::SideEffects::None,
+            ));
+        }
+        let mut run = self.config.agent_run(
+            self.program(),
+            self.kind_args(request),
+            vec!["--".into(), render_prompt(request)],
+            None,
+            &request.workspace.root,
+        );
+        let ours: BTreeMap<String, String> = [
+            (
+                crate::command::EXECUTION_ID_VAR.to_owned(),
+                request.execution_id.clone(),
+            ),
+            ("AGENT_EXEC_ATTEMPT".to_owned(), ctx.attempt.to_string()),
+        ]
+        .into();
+        run.env.extend(ours);
+        let mut stream = CodexStream::new();
+        let mut result = agent_program::drive(run, &mut stream, &ctx).await;
+        if let Some(err) = result.err.as_mut() {
+            err.reason = self.redact(&err.reason);
+            // codex already retried the stream itself; what is left is transient
+            // trouble the caller may retry later (if the side effects allow).
+            let transient = matches!(
+                stream.verdict(),
+                Verdict::Failed {
+                    code: ErrorCode::ProviderUnavailable,
+                    ..
+                }
+            );
+            if transient && result.outcome == agent_exec_contract::Outcome::Failed {
+                err.retryable = true;
+            }
+        }
+        result.logs = self.redact(&result.logs);
+        result
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -166,7 +574,144 @@ mod tests {
         assert_eq!(parse_line(b"[1,2]"), Line::Unrecognised);
     }
 
+    fn fold(lines: &[&str]) -> (CodexStream, Vec<Event>) {
+        let mut stream = CodexStream::new();
+        let mut events = Vec::new();
+        for line in lines {
+            stream.line(line.as_bytes(), &mut events);
+        }
+        (stream, events)
+    }
+
+    #[test]
+    fn the_last_message_is_the_text_and_only_turn_completed_is_final() {
+        let (stream, events) = fold(&[
+            r#"{"type":"item.completed","item":{"type":"agent_message","text":"first"}}"#,
+            r#"{"type":"item.completed","item":{"type":"agent_message","text":"second"}}"#,
+        ]);
+        assert_eq!(stream.verdict(), Verdict::Pending);
+        assert_eq!(events.len(), 2);
+        assert_eq!(events[1].kind, EventKind::TextDelta);
+        let (stream, _) = fold(&[
+            r#"{"type":"item.completed","item":{"type":"agent_message","text":"first"}}"#,
+            r#"{"type":"item.completed","item":{"type":"agent_message","text":"second"}}"#,
+            r#"{"type":"turn.completed","usage":{"input_tokens":7,"output_tokens":2}}"#,
+        ]);
+        assert_eq!(stream.verdict(), Verdict::Completed("second".into()));
+        assert_eq!(stream.usage().prompt_tokens, 7);
+        assert_eq!(stream.usage().completion_tokens, 2);
+    }
+
+    #[test]
+    fn an_error_line_alone_is_not_final_but_explains_a_bare_turn_failure() {
+        let (stream, _) = fold(&[r#"{"type":"error","message":"Reconnecting... 1/5"}"#]);
+        assert_eq!(stream.verdict(), Verdict::Pending);
+        let (stream, _) = fold(&[
+            r#"{"type":"error","message":"stream disconnected before completion"}"#,
+            r#"{"type":"turn.failed","error":{}}"#,
+        ]);
+        assert_eq!(
+            stream.verdict(),
+            Verdict::Failed {
+                code: ErrorCode::ProviderUnavailable,
+                message: "codex: stream disconnected before completion".into()
+            }
+        );
+        let (stream, _) = fold(&[
+            r#"{"type":"turn.failed","error":{"message":"unexpected status 401 Unauthorized"}}"#,
+        ]);
+        assert!(matches!(
+            stream.verdict(),
+            Verdict::Failed {
+                code: ErrorCode::ProviderRejected,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn versions_parse_from_codex_cli_output_only() {
+        assert_eq!(parse_version("codex-cli 0.171.0"), Some("0.171.0"));
+        assert_eq!(
+            parse_version("WARNING: x\ncodex-cli 1.2.3\n"),
+            Some("1.2.3")
+        );
+        assert_eq!(parse_version("claude 1.0"), None);
+        assert_eq!(parse_version("codex-cli"), None);
+        assert_eq!(parse_version("codex-cli dev"), None);
+    }
+
+    #[test]
+    fn the_prompt_carries_context_and_targets() {
+        let mut request = ContractRequest {
+            prompt: "fix it".into(),
+            ..ContractRequest::default()
+        };
+        assert_eq!(render_prompt(&request), "fix it");
+        request.context = vec![agent_exec_contract::Message {
+            role: "user".into(),
+            content: "earlier".into(),
+        }];
+        request.targets = vec!["out.md".into()];
+        let prompt = render_prompt(&request);
+        assert!(
+            prompt.starts_with("Conversation so far:\n[user] earlier\n"),
+            "{prompt}"
+        );
+        assert!(prompt.ends_with("- out.md\n"), "{prompt}");
+        let lone = ContractRequest {
+            prompt: "-".into(),
+            ..ContractRequest::default()
+        };
+        assert_ne!(render_prompt(&lone), "-");
+    }
+
+    #[test]
+    fn instructions_are_toml_quoted_and_the_model_is_passed() {
+        let mut config = ProgramConfig::new("cx");
+        config.model = Some("m1".into());
+        let backend = CodexBackend::new(config);
+        let request = ContractRequest {
+            instructions: "say \"hi\"\n[not a table]".into(),
+            ..ContractRequest::default()
+        };
+        let args = backend.kind_args(&request);
+        assert_eq!(&args[..4], &EXEC_FLAGS);
+        assert_eq!(&args[4..6], &["--model".to_owned(), "m1".to_owned()]);
+        let setting = &args[7];
+        let parsed: toml::Table = toml::from_str(setting).unwrap();
+        assert_eq!(
+            parsed["developer_instructions"].as_str(),
+            Some("say \"hi\"\n[not a table]")
+        );
+    }
+
+    #[test]
+    fn credential_values_from_the_config_env_are_redacted() {
+        let mut config = ProgramConfig::new("cx");
+        config
+            .env
+            .insert("SCRIPTED_KEY".into(), "sk-very-secret".into());
+        config
+            .env
+            .insert("CODEX_HOME".into(), "/home/me/.codex".into());
+        let backend = CodexBackend::new(config);
+        let out = backend.redact("401: bad key sk-very-secret in /home/me/.codex");
+        assert_eq!(out, "401: bad key [redacted] in /home/me/.codex");
+    }
+
     proptest! {
+        #[test]
+        fn the_stream_never_panics_on_any_lines(lines in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..128), 0..8)) {
+            let mut stream = CodexStream::new();
+            let mut events = Vec::new();
+            for line in &lines {
+                stream.line(line, &mut events);
+            }
+            let _ = stream.verdict();
+        }
+
+
         #[test]
         fn never_panics_on_any_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
             let _ = parse_line(&bytes);
