@@ -9,6 +9,8 @@
 //! * [`agent_program`]: the shared driver for agent programs run headless with a JSON-lines
 //!   stdout (spawn, stream → parser → events, honest settling); `codex`, `claude_code`
 //!   and `pi` are each an argv and a [`agent_program::StreamParser`].
+//! * [`claude_code`]: Claude Code (`claude -p --output-format stream-json --verbose`),
+//!   prompt on stdin, tool policy enforced through `--tools`.
 //! * [`config`]: the TOML file (`[backends.NAME] kind = "…"`) → a [`agent_exec_contract::Registry`].
 //!
 //! ## Invariants
@@ -24,6 +26,7 @@
 //! `agent-exec-runtime`; the CLI (`agent-exec`) only wires these together.
 
 pub mod agent_program;
+pub mod claude_code;
 pub mod codex;
 pub mod command;
 pub mod config;

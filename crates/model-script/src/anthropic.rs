@@ -15,15 +15,14 @@ use serde_json::{Value, json};
 use crate::sse::{frame, pieces, respond};
 use crate::{Part, Turn};
 
-/// Whether a Messages request is a side request (no tools offered, or not streamed):
-/// answered with a short text, without taking a turn from the script.
+/// Whether a Messages request is a side request (no `tools` field at all, or not
+/// streamed): answered with a short text, without taking a turn from the script.
+/// A streamed request with an *empty* `tools` list is a conversation turn: Claude Code
+/// run with `--tools ""` (no tools allowed) sends exactly that.
 pub fn is_side_request(body: &Value) -> bool {
-    let has_tools = body
-        .get("tools")
-        .and_then(Value::as_array)
-        .is_some_and(|tools| !tools.is_empty());
+    let offers_tools_field = body.get("tools").and_then(Value::as_array).is_some();
     let streamed = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
-    !has_tools || !streamed
+    !offers_tools_field || !streamed
 }
 
 /// The non-streamed reply to a side request.

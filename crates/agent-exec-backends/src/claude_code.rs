@@ -1,0 +1,1029 @@
+//! The `claude-code` backend: Claude Code run headless,
+//! `claude -p --output-format stream-json --verbose`, driven through
+//! [`agent_program::drive`](crate::agent_program::drive).
+//!
+//! ## The stream
+//! One JSON object a line: a `system` line (`subtype: "init"`: session id, model,
+//! tools), `assistant` lines (a message whose `content` holds `text`, `thinking` and
+//! `tool_use` blocks), `user` lines (the `tool_result` blocks Claude Code sends back
+//! after running a tool), optionally `stream_event` lines (raw Messages stream events,
+//! with `--include-partial-messages`), and one final `result` line (`subtype`
+//! `success` or `error_*`, `is_error`, `result` text, `usage`, `total_cost_usd`,
+//! `api_error_status`).
+//!
+//! [`parse_line`] is a pure function from one line to what it says ([`Line`]);
+//! [`ClaudeCodeStream`] is the [`StreamParser`] that turns those into contract events
+//! in order, keeping the little state the mapping needs (tool names by id, the message
+//! already streamed by partial events). Mapping:
+//!
+//! | stream                                   | contract                                  |
+//! |------------------------------------------|-------------------------------------------|
+//! | `text` block (main agent)                | `text_delta`                              |
+//! | `thinking` block                         | `reasoning_delta`                         |
+//! | `tool_use` block                         | `tool_execution_start` (tool, detail)     |
+//! | `tool_result` block                      | `tool_execution_end` (same tool, detail)  |
+//! | `stream_event` text / thinking delta     | `text_delta` / `reasoning_delta`, and the |
+//! |                                          | whole message that follows is not re-sent |
+//! | `result`, success, `is_error: false`     | [`Verdict::Completed`] with `result`      |
+//! | `result` with `is_error` or `error_*`    | [`Verdict::Failed`] (code below)          |
+//!
+//! Failure codes: `error_max_turns` / `error_max_budget_usd` → `budget_exceeded`; an
+//! API error with status 429, 5xx or none (connection refused, timeout) →
+//! `provider_unavailable`; any other → `provider_rejected`. Usage comes from the
+//! `result` line only (`prompt_tokens` = `input_tokens` + both cache counts, the
+//! tokens the prompts consumed; `completion_tokens` = `output_tokens`): the per-message
+//! usage in `assistant` lines is the stream's *start* figure, not the total, so a run
+//! that dies before its result reports zero, never a guess. Text of a subagent
+//! (`parent_tool_use_id` set) is not the run's text and is not emitted; its tool calls
+//! are (they are real work).
+//!
+//! ## The process
+//! `claude -p --output-format stream-json --verbose --permission-mode
+//! bypassPermissions --no-session-persistence [--model=M] [tool flags]
+//! [--append-system-prompt=…] <config args>`, the prompt on **stdin**, the workspace
+//! root as working directory. Stdin rather than an argument: a prompt in argv is
+//! visible to every local user in `/proc/*/cmdline`, is capped at 128 KiB per
+//! argument by the kernel, and is swallowed as a value by a variadic option (`--tools
+//! a b PROMPT`) that a user put in `args`. Options with a value use the `--opt=value`
+//! form so a value starting with `-` is never read as an option.
+//! `--no-session-persistence`: a backend holds no state across executions, so nothing
+//! is saved for `--resume`. Bypassing permission prompts is required headless (nobody
+//! answers them); the [`ToolPolicy`] is enforced instead through `--tools`:
+//!
+//! * an `allowlist` → exactly those built-in tools (`--tools=A,B`; names must be plain
+//!   tool names), and no MCP servers but those in `args` (`--strict-mcp-config`);
+//! * profile `reasoning` or empty (the contract's default) → no tools at all;
+//! * profile `workspace` → Claude Code's default tool set;
+//! * any other profile → refused (`tool_rejected`) before anything starts.
+//!
+//! Decisions not taken: no `--include-partial-messages` by default (token-level
+//! deltas cost a line per few tokens; whole messages are what the spec names; users
+//! may add it in `args` and the parser handles it); no environment defaults — the
+//! user's own login/settings apply, and tests set `ANTHROPIC_BASE_URL`, a dummy key,
+//! `IS_SANDBOX=1` (bypass refuses root otherwise) and a temporary `HOME` through the
+//! config's `env`.
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
+
+use agent_exec_contract::{
+    Backend, BackendDescriptor, Capability, ContractRequest, ContractResult, Error, ErrorCode,
+    Event, EventKind, ExecutionContext, SideEffects, ToolPolicy, Usage, Verification,
+};
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::agent_program::{self, AgentRun, ProgramConfig, StreamParser, Verdict};
+
+/// The kind name in config (`kind = "claude-code"`).
+pub const KIND: &str = "claude-code";
+
+/// The program run when the config names none.
+pub const DEFAULT_PROGRAM: &str = "claude";
+
+/// What to install when the program is missing.
+pub const INSTALL_HINT: &str =
+    "install Claude Code: `npm install -g @anthropic-ai/claude-code` (or set `program`)";
+
+/// How long a `--version` / `--help` probe may take.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// The longest `detail` carried by a tool event (a whole file body is not a detail).
+pub const MAX_DETAIL: usize = 512;
+
+/// How many tool calls may be open at once before the oldest names are forgotten
+/// (bounds the parser's memory on a hostile stream; a real run has a handful).
+const MAX_OPEN_TOOLS: usize = 4096;
+
+/// A tool call Claude Code reported.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolUse {
+    pub id: String,
+    pub name: String,
+    /// The command, path, pattern or URL it acts on (bounded by [`MAX_DETAIL`]).
+    pub detail: String,
+}
+
+/// A content block of an `assistant` message that means something to the contract.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Block {
+    Text(String),
+    Thinking(String),
+    ToolUse(ToolUse),
+}
+
+/// A tool's result, from a `user` line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolResult {
+    pub tool_use_id: String,
+    pub is_error: bool,
+    /// For a failed tool, the start of its error text; empty otherwise.
+    pub error: String,
+}
+
+/// The `result` line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Final {
+    pub verdict: Verdict,
+    pub usage: Usage,
+}
+
+/// A `stream_event` line (only with `--include-partial-messages`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Partial {
+    /// A new message is streamed; its id.
+    MessageStart(String),
+    TextDelta(String),
+    ThinkingDelta(String),
+    /// Any other stream event.
+    Other,
+}
+
+/// What one line of `claude -p --output-format stream-json --verbose` means.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Line {
+    /// `system` / `init`: the session id and the model Claude Code uses.
+    Init {
+        session_id: String,
+        model: String,
+    },
+    /// An `assistant` message.
+    Assistant {
+        message_id: String,
+        /// Set when a subagent (Task tool) said it.
+        subagent: bool,
+        blocks: Vec<Block>,
+    },
+    /// A `user` line carrying tool results.
+    ToolResults(Vec<ToolResult>),
+    Partial(Partial),
+    /// The final `result` line.
+    Final(Final),
+    /// A JSON object of a type the contract has nothing for (other `system`
+    /// subtypes, hook events, …): ignored. Claude Code adds types between releases.
+    Other,
+    /// Not JSON, not an object, or without a `type`.
+    Unrecognised,
+}
+
+/// The top-level fields read. Everything else in a line (the init line's command
+/// lists, the result's per-model usage) is skipped by the decoder without being
+/// built; each field is a [`Value`], so a field of an unexpected type is data, never
+/// a decode error.
+#[derive(Deserialize)]
+struct RawLine {
+    #[serde(rename = "type")]
+    kind: Option<Value>,
+    subtype: Option<Value>,
+    message: Option<Value>,
+    event: Option<Value>,
+    parent_tool_use_id: Option<Value>,
+    session_id: Option<Value>,
+    model: Option<Value>,
+    is_error: Option<Value>,
+    result: Option<Value>,
+    errors: Option<Value>,
+    usage: Option<Value>,
+    api_error_status: Option<Value>,
+    terminal_reason: Option<Value>,
+}
+
+/// Parses one line (without its newline). Pure; never panics.
+pub fn parse_line(line: &[u8]) -> Line {
+    let Ok(raw) = serde_json::from_slice::<RawLine>(line) else {
+        return Line::Unrecognised;
+    };
+    let Some(kind) = raw.kind.as_ref().and_then(Value::as_str) else {
+        return Line::Unrecognised;
+    };
+    match kind {
+        "assistant" => assistant(&raw),
+        "user" => tool_results(raw.message.as_ref()),
+        "result" => Line::Final(final_line(&raw)),
+        "stream_event" => Line::Partial(partial(raw.event.as_ref())),
+        "system" if str_of(raw.subtype.as_ref()) == "init" => Line::Init {
+            session_id: str_of(raw.session_id.as_ref()).to_owned(),
+            model: str_of(raw.model.as_ref()).to_owned(),
+        },
+        _ => Line::Other,
+    }
+}
+
+fn str_of(value: Option<&Value>) -> &str {
+    value.and_then(Value::as_str).unwrap_or_default()
+}
+
+fn field<'a>(value: &'a Value, key: &str) -> &'a str {
+    str_of(value.get(key))
+}
+
+/// `text` cut to at most `max` bytes, on a character boundary.
+fn bounded(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", text.get(..end).unwrap_or_default())
+}
+
+fn content_blocks(message: Option<&Value>) -> &[Value] {
+    message
+        .and_then(|m| m.get("content"))
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+}
+
+fn assistant(raw: &RawLine) -> Line {
+    let message = raw.message.as_ref();
+    let blocks = content_blocks(message)
+        .iter()
+        .filter_map(|block| match field(block, "type") {
+            "text" => Some(Block::Text(field(block, "text").to_owned())),
+            "thinking" => Some(Block::Thinking(field(block, "thinking").to_owned())),
+            "tool_use" => Some(Block::ToolUse(ToolUse {
+                id: field(block, "id").to_owned(),
+                name: field(block, "name").to_owned(),
+                detail: tool_detail(block.get("input")),
+            })),
+            _ => None,
+        })
+        .collect();
+    Line::Assistant {
+        message_id: message
+            .map(|m| field(m, "id"))
+            .unwrap_or_default()
+            .to_owned(),
+        subagent: raw
+            .parent_tool_use_id
+            .as_ref()
+            .is_some_and(|p| !p.is_null()),
+        blocks,
+    }
+}
+
+/// What a tool acts on: the first of the usual input fields, else the input itself.
+fn tool_detail(input: Option<&Value>) -> String {
+    let Some(input) = input else {
+        return String::new();
+    };
+    const KEYS: [&str; 6] = [
+        "command",
+        "file_path",
+        "notebook_path",
+        "path",
+        "pattern",
+        "url",
+    ];
+    for key in KEYS {
+        if let Some(text) = input.get(key).and_then(Value::as_str) {
+            return bounded(text, MAX_DETAIL);
+        }
+    }
+    match input {
+        Value::Object(map) if map.is_empty() => String::new(),
+        Value::Null => String::new(),
+        other => bounded(&other.to_string(), MAX_DETAIL),
+    }
+}
+
+fn tool_results(message: Option<&Value>) -> Line {
+    let results = content_blocks(message)
+        .iter()
+        .filter(|block| field(block, "type") == "tool_result")
+        .map(|block| {
+            let is_error = block
+                .get("is_error")
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
+            ToolResult {
+                tool_use_id: field(block, "tool_use_id").to_owned(),
+                is_error,
+                error: if is_error {
+                    bounded(&result_text(block.get("content")), MAX_DETAIL)
+                } else {
+                    String::new()
+                },
+            }
+        })
+        .collect::<Vec<_>>();
+    if results.is_empty() {
+        // The prompt echoed back, or a user message without tool results.
+        Line::Other
+    } else {
+        Line::ToolResults(results)
+    }
+}
+
+/// A tool result's content: a string, or blocks whose text parts are joined.
+fn result_text(content: Option<&Value>) -> String {
+    match content {
+        Some(Value::String(text)) => text.clone(),
+        Some(Value::Array(blocks)) => blocks
+            .iter()
+            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+fn partial(event: Option<&Value>) -> Partial {
+    let Some(event) = event else {
+        return Partial::Other;
+    };
+    match field(event, "type") {
+        "message_start" => Partial::MessageStart(
+            event
+                .get("message")
+                .map(|m| field(m, "id"))
+                .unwrap_or_default()
+                .to_owned(),
+        ),
+        "content_block_delta" => {
+            let delta = event.get("delta").unwrap_or(&Value::Null);
+            match field(delta, "type") {
+                "text_delta" => Partial::TextDelta(field(delta, "text").to_owned()),
+                "thinking_delta" => Partial::ThinkingDelta(field(delta, "thinking").to_owned()),
+                _ => Partial::Other,
+            }
+        }
+        _ => Partial::Other,
+    }
+}
+
+fn final_line(raw: &RawLine) -> Final {
+    let usage = raw.usage.as_ref().map(usage_of).unwrap_or_default();
+    let subtype = str_of(raw.subtype.as_ref());
+    let is_error = raw
+        .is_error
+        .as_ref()
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let text = str_of(raw.result.as_ref());
+    let verdict = if subtype == "success" && !is_error {
+        Verdict::Completed(text.to_owned())
+    } else {
+        let code = failure_code(subtype, raw);
+        let detail = if !text.is_empty() {
+            text.to_owned()
+        } else {
+            raw.errors
+                .as_ref()
+                .and_then(Value::as_array)
+                .map(|errors| {
+                    errors
+                        .iter()
+                        .filter_map(Value::as_str)
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                })
+                .unwrap_or_default()
+        };
+        let label = if subtype.is_empty() {
+            "no subtype"
+        } else {
+            subtype
+        };
+        let message = if detail.is_empty() {
+            format!("claude-code reported an error ({label})")
+        } else {
+            format!(
+                "claude-code reported an error ({label}): {}",
+                bounded(&detail, 2 * MAX_DETAIL)
+            )
+        };
+        Verdict::Failed { code, message }
+    };
+    Final { verdict, usage }
+}
+
+fn failure_code(subtype: &str, raw: &RawLine) -> ErrorCode {
+    if matches!(subtype, "error_max_turns" | "error_max_budget_usd") {
+        return ErrorCode::BudgetExceeded;
+    }
+    let status = raw.api_error_status.as_ref().and_then(Value::as_u64);
+    let api_error = str_of(raw.terminal_reason.as_ref()) == "api_error";
+    match status {
+        Some(429) => ErrorCode::ProviderUnavailable,
+        Some(s) if s >= 500 => ErrorCode::ProviderUnavailable,
+        Some(_) => ErrorCode::ProviderRejected,
+        // No HTTP status on an API error: the request never got an answer.
+        None if api_error => ErrorCode::ProviderUnavailable,
+        None => ErrorCode::ProviderRejected,
+    }
+}
+
+fn usage_of(usage: &Value) -> Usage {
+    let count = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
+    Usage {
+        prompt_tokens: count("input_tokens")
+            .saturating_add(count("cache_creation_input_tokens"))
+            .saturating_add(count("cache_read_input_tokens")),
+        completion_tokens: count("output_tokens"),
+    }
+}
+
+/// The [`StreamParser`] for Claude Code's stream-json: [`parse_line`] plus the state
+/// the mapping needs. Fresh per run.
+#[derive(Debug, Default)]
+pub struct ClaudeCodeStream {
+    /// Open tool calls: id → (name, detail), so the end event names its tool.
+    open_tools: HashMap<String, (String, String)>,
+    /// The message whose text arrived as partial deltas (not to be sent twice).
+    streamed_message: Option<String>,
+    /// Whether the message being streamed has produced deltas yet.
+    streaming: bool,
+    verdict: Verdict,
+    usage: Usage,
+    /// From the init line, for logs and tests.
+    pub session_id: String,
+    pub model: String,
+}
+
+impl ClaudeCodeStream {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn tool_event(kind: EventKind, tool: &str, detail: &str) -> Event {
+        Event {
+            kind,
+            text: String::new(),
+            tool: tool.to_owned(),
+            detail: detail.to_owned(),
+        }
+    }
+}
+
+impl StreamParser for ClaudeCodeStream {
+    fn line(&mut self, line: &[u8], events: &mut Vec<Event>) {
+        match parse_line(line) {
+            Line::Init { session_id, model } => {
+                self.session_id = session_id;
+                self.model = model;
+            }
+            Line::Partial(Partial::MessageStart(id)) => {
+                self.streamed_message = Some(id);
+                self.streaming = false;
+            }
+            Line::Partial(Partial::TextDelta(text)) => {
+                self.streaming = true;
+                events.push(Event::text_delta(text));
+            }
+            Line::Partial(Partial::ThinkingDelta(text)) => {
+                self.streaming = true;
+                events.push(Event {
+                    kind: EventKind::ReasoningDelta,
+                    text,
+                    tool: String::new(),
+                    detail: String::new(),
+                });
+            }
+            Line::Partial(Partial::Other) | Line::Other | Line::Unrecognised => {}
+            Line::Assistant {
+                message_id,
+                subagent,
+                blocks,
+            } => {
+                let already_streamed =
+                    self.streaming && self.streamed_message.as_deref() == Some(message_id.as_str());
+                for block in blocks {
+                    match block {
+                        Block::Text(text) if !subagent && !already_streamed => {
+                            events.push(Event::text_delta(text));
+                        }
+                        Block::Thinking(text) if !subagent && !already_streamed => {
+                            events.push(Event {
+                                kind: EventKind::ReasoningDelta,
+                                text,
+                                tool: String::new(),
+                                detail: String::new(),
+                            });
+                        }
+                        Block::Text(_) | Block::Thinking(_) => {}
+                        Block::ToolUse(tool) => {
+                            events.push(Self::tool_event(
+                                EventKind::ToolExecStart,
+                                &tool.name,
+                                &tool.detail,
+                            ));
+                            if self.open_tools.len() >= MAX_OPEN_TOOLS {
+                                self.open_tools.clear();
+                            }
+                            self.open_tools.insert(tool.id, (tool.name, tool.detail));
+                        }
+                    }
+                }
+            }
+            Line::ToolResults(results) => {
+                for result in results {
+                    let (name, detail) = self
+                        .open_tools
+                        .remove(&result.tool_use_id)
+                        .unwrap_or_default();
+                    let detail = if result.is_error {
+                        format!("failed: {}", result.error)
+                    } else {
+                        detail
+                    };
+                    events.push(Self::tool_event(EventKind::ToolExecEnd, &name, &detail));
+                }
+            }
+            Line::Final(last) => {
+                self.verdict = last.verdict;
+                self.usage = last.usage;
+            }
+        }
+    }
+
+    fn verdict(&self) -> Verdict {
+        self.verdict.clone()
+    }
+
+    fn usage(&self) -> Usage {
+        self.usage
+    }
+}
+
+/// The `--tools` flags for a tool policy, or why it is refused.
+pub fn tool_flags(policy: &ToolPolicy) -> Result<Vec<String>, String> {
+    if !policy.allowlist.is_empty() {
+        let plain = |name: &str| {
+            !name.is_empty()
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        };
+        if let Some(bad) = policy.allowlist.iter().find(|name| !plain(name)) {
+            return Err(format!(
+                "tool `{bad}` in the allowlist is not a plain Claude Code tool name"
+            ));
+        }
+        return Ok(vec![
+            format!("--tools={}", policy.allowlist.join(",")),
+            "--strict-mcp-config".to_owned(),
+        ]);
+    }
+    match policy.profile.as_str() {
+        "" | "reasoning" => Ok(vec![
+            "--tools=".to_owned(),
+            "--strict-mcp-config".to_owned(),
+        ]),
+        "workspace" => Ok(Vec::new()),
+        other => Err(format!(
+            "tool profile `{other}` is unknown to the claude-code backend (known: reasoning, workspace, or an allowlist)"
+        )),
+    }
+}
+
+/// The backend. Holds only its configuration.
+#[derive(Debug, Clone)]
+pub struct ClaudeCodeBackend {
+    config: ProgramConfig,
+}
+
+impl ClaudeCodeBackend {
+    pub fn new(config: ProgramConfig) -> Self {
+        ClaudeCodeBackend { config }
+    }
+
+    fn program(&self) -> &str {
+        self.config.program_or(DEFAULT_PROGRAM)
+    }
+
+    fn declared() -> Vec<Capability> {
+        vec![
+            Capability::Text,
+            Capability::Files,
+            Capability::Stream,
+            Capability::Tools,
+            Capability::Cancel,
+            Capability::Usage,
+        ]
+    }
+
+    /// How `request` is run: program, argv, stdin, working directory. Refuses a tool
+    /// policy it cannot enforce.
+    pub fn agent_run(&self, request: &ContractRequest) -> Result<AgentRun, Error> {
+        if request.workspace.root.is_empty() {
+            return Err(Error::new(
+                ErrorCode::Internal,
+                "the claude-code backend needs a workspace root to run in",
+                SideEffects::None,
+            ));
+        }
+        let tools = tool_flags(&request.tool_policy)
+            .map_err(|reason| Error::new(ErrorCode::ToolRejected, reason, SideEffects::None))?;
+        let mut args: Vec<String> = [
+            "-p",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--permission-mode",
+            "bypassPermissions",
+            "--no-session-persistence",
+        ]
+        .map(str::to_owned)
+        .to_vec();
+        if let Some(model) = &self.config.model {
+            args.push(format!("--model={model}"));
+        }
+        args.extend(tools);
+        let mut system = request.instructions.clone();
+        if !request.targets.is_empty() {
+            if !system.is_empty() {
+                system.push_str("\n\n");
+            }
+            system.push_str(
+                "The caller expects these files, relative to the working directory, when you are done:\n",
+            );
+            for target in &request.targets {
+                system.push_str("- ");
+                system.push_str(target);
+                system.push('\n');
+            }
+        }
+        if !system.is_empty() {
+            args.push(format!("--append-system-prompt={system}"));
+        }
+        Ok(self.config.agent_run(
+            self.program(),
+            args,
+            Vec::new(),
+            Some(request.prompt.clone().into_bytes()),
+            &request.workspace.root,
+        ))
+    }
+}
+
+/// The version in `claude --version` output (`2.1.332 (Claude Code)`).
+pub fn parse_version(output: &str) -> Option<&str> {
+    let first = output.split_whitespace().next()?;
+    let parts: Vec<&str> = first.split('.').collect();
+    let numeric = parts.len() >= 2
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()));
+    numeric.then_some(first)
+}
+
+#[async_trait::async_trait]
+impl Backend for ClaudeCodeBackend {
+    fn descriptor(&self) -> BackendDescriptor {
+        BackendDescriptor {
+            name: self.config.name.clone(),
+            capabilities: Self::declared(),
+            adapter_version: format!("claude-code/{}", env!("CARGO_PKG_VERSION")),
+        }
+    }
+
+    async fn verify(&self) -> Verification {
+        let program = self.program();
+        let env: &BTreeMap<String, String> = &self.config.env;
+        let name = &self.config.name;
+        let version_output = match agent_program::probe_output(
+            program,
+            &["--version"],
+            env,
+            PROBE_TIMEOUT,
+            INSTALL_HINT,
+        )
+        .await
+        {
+            Ok(output) => output,
+            Err(problem) => return Verification::failed(format!("backend `{name}`: {problem}")),
+        };
+        let Some(version) = parse_version(&version_output) else {
+            return Verification::failed(format!(
+                "backend `{name}`: `{program} --version` printed {:?}, not a Claude Code version; {INSTALL_HINT}",
+                bounded(&version_output, 200)
+            ));
+        };
+        let adapter_version = format!("claude-code/{version}");
+        let help = match agent_program::probe_output(
+            program,
+            &["--help"],
+            env,
+            PROBE_TIMEOUT,
+            INSTALL_HINT,
+        )
+        .await
+        {
+            Ok(help) => help,
+            Err(problem) => {
+                return Verification {
+                    verified: Vec::new(),
+                    adapter_version,
+                    problems: vec![format!("backend `{name}`: {problem}")],
+                };
+            }
+        };
+        let mut problems = Vec::new();
+        let mut verified = Vec::new();
+        let speaks = [
+            "--output-format",
+            "stream-json",
+            "--permission-mode",
+            "--no-session-persistence",
+        ];
+        let missing: Vec<&str> = speaks
+            .iter()
+            .copied()
+            .filter(|f| !help.contains(f))
+            .collect();
+        if missing.is_empty() {
+            verified.extend([
+                Capability::Text,
+                Capability::Files,
+                Capability::Stream,
+                Capability::Usage,
+            ]);
+        } else {
+            problems.push(format!(
+                "backend `{name}`: `{program} --help` (version {version}) does not list {}; the stream-json mode is needed; {INSTALL_HINT}",
+                missing.join(", ")
+            ));
+            return Verification {
+                verified,
+                adapter_version,
+                problems,
+            };
+        }
+        if help.contains("--tools") && help.contains("--strict-mcp-config") {
+            verified.push(Capability::Tools);
+        } else {
+            problems.push(format!(
+                "tools: `{program} --help` lists no `--tools`/`--strict-mcp-config`, so a tool policy cannot be enforced; upgrade @anthropic-ai/claude-code"
+            ));
+        }
+        if agent_exec_runtime::procfs::stat(std::process::id() as i32).is_some() {
+            verified.push(Capability::Cancel);
+        } else {
+            problems.push("cancel: /proc is not readable, process trees cannot be found".into());
+        }
+        Verification {
+            verified,
+            adapter_version,
+            problems,
+        }
+    }
+
+    async fn execute(&self, request: &ContractRequest, ctx: ExecutionContext) -> ContractResult {
+        let run = match self.agent_run(request) {
+            Ok(run) => run,
+            Err(error) => return ContractResult::failed(error),
+        };
+        let mut parser = ClaudeCodeStream::new();
+        agent_program::drive(run, &mut parser, &ctx).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn events_of(lines: &[&str]) -> (Vec<Event>, ClaudeCodeStream) {
+        let mut parser = ClaudeCodeStream::new();
+        let mut events = Vec::new();
+        for line in lines {
+            parser.line(line.as_bytes(), &mut events);
+        }
+        (events, parser)
+    }
+
+    #[test]
+    fn maps_tool_use_result_text_and_usage_in_order() {
+        let (events, parser) = events_of(&[
+            r#"{"type":"system","subtype":"init","session_id":"s1","model":"m1","tools":["Bash"]}"#,
+            r#"{"type":"assistant","message":{"id":"msg_1","content":[{"type":"thinking","thinking":"hmm"},{"type":"text","text":"I'll write it"},{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"echo hi > a","description":"x"}}]},"parent_tool_use_id":null}"#,
+            r#"{"type":"user","message":{"role":"user","content":[{"tool_use_id":"t1","type":"tool_result","content":"done"}]}}"#,
+            r#"{"type":"assistant","message":{"id":"msg_2","content":[{"type":"text","text":"wrote a"}]}}"#,
+            r#"{"type":"result","subtype":"success","is_error":false,"result":"wrote a","usage":{"input_tokens":300,"cache_creation_input_tokens":5,"cache_read_input_tokens":7,"output_tokens":18},"total_cost_usd":0.1}"#,
+        ]);
+        let kinds: Vec<EventKind> = events.iter().map(|e| e.kind.clone()).collect();
+        assert_eq!(
+            kinds,
+            [
+                EventKind::ReasoningDelta,
+                EventKind::TextDelta,
+                EventKind::ToolExecStart,
+                EventKind::ToolExecEnd,
+                EventKind::TextDelta
+            ]
+        );
+        assert_eq!(events[2].tool, "Bash");
+        assert_eq!(events[2].detail, "echo hi > a");
+        assert_eq!(
+            events[3].tool, "Bash",
+            "the end names the tool of its start"
+        );
+        assert_eq!(parser.verdict(), Verdict::Completed("wrote a".into()));
+        assert_eq!(
+            parser.usage(),
+            Usage {
+                prompt_tokens: 312,
+                completion_tokens: 18
+            }
+        );
+        assert_eq!(
+            (parser.session_id.as_str(), parser.model.as_str()),
+            ("s1", "m1")
+        );
+    }
+
+    #[test]
+    fn errors_map_to_honest_codes() {
+        let failed = |line: &str| match events_of(&[line]).1.verdict() {
+            Verdict::Failed { code, message } => (code, message),
+            other => panic!("expected a failure, got {other:?}"),
+        };
+        let (code, message) = failed(
+            r#"{"type":"result","subtype":"success","is_error":true,"terminal_reason":"api_error","api_error_status":401,"result":"Failed to authenticate. API Error: 401"}"#,
+        );
+        assert_eq!(code, ErrorCode::ProviderRejected);
+        assert!(message.contains("API Error: 401"), "{message}");
+        let (code, _) = failed(
+            r#"{"type":"result","subtype":"success","is_error":true,"terminal_reason":"api_error","api_error_status":529,"result":"overloaded"}"#,
+        );
+        assert_eq!(code, ErrorCode::ProviderUnavailable);
+        let (code, _) = failed(
+            r#"{"type":"result","subtype":"success","is_error":true,"terminal_reason":"api_error","api_error_status":null,"result":"Connection refused"}"#,
+        );
+        assert_eq!(code, ErrorCode::ProviderUnavailable);
+        let (code, message) = failed(
+            r#"{"type":"result","subtype":"error_max_turns","is_error":true,"errors":["max turns 3"]}"#,
+        );
+        assert_eq!(code, ErrorCode::BudgetExceeded);
+        assert!(message.contains("max turns 3"), "{message}");
+        let (code, message) = failed(r#"{"type":"result","subtype":"error_during_execution"}"#);
+        assert_eq!(code, ErrorCode::ProviderRejected);
+        assert!(message.contains("error_during_execution"), "{message}");
+    }
+
+    #[test]
+    fn partial_deltas_are_not_sent_twice_and_subagent_text_is_not_the_runs() {
+        let (events, _) = events_of(&[
+            r#"{"type":"stream_event","event":{"type":"message_start","message":{"id":"msg_1"}}}"#,
+            r#"{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"he"}}}"#,
+            r#"{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"llo"}}}"#,
+            r#"{"type":"assistant","message":{"id":"msg_1","content":[{"type":"text","text":"hello"}]}}"#,
+            r#"{"type":"assistant","message":{"id":"msg_9","content":[{"type":"text","text":"sub"},{"type":"tool_use","id":"t9","name":"Read","input":{"file_path":"/w/a"}}]},"parent_tool_use_id":"t0"}"#,
+        ]);
+        let texts: Vec<&str> = events.iter().map(|e| e.text.as_str()).collect();
+        assert_eq!(texts, ["he", "llo", ""]);
+        assert_eq!(events[2].kind, EventKind::ToolExecStart);
+        assert_eq!(events[2].detail, "/w/a");
+    }
+
+    #[test]
+    fn failed_tools_and_unknown_lines() {
+        let (events, parser) = events_of(&[
+            "not json",
+            "[1]",
+            r#"{"no":"type"}"#,
+            r#"{"type":"system","subtype":"hook_started"}"#,
+            r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"zz","is_error":true,"content":[{"type":"text","text":"Exit code 1"}]}]}}"#,
+        ]);
+        assert_eq!(events.len(), 1);
+        assert_eq!(events[0].kind, EventKind::ToolExecEnd);
+        assert_eq!(events[0].detail, "failed: Exit code 1");
+        assert_eq!(parser.verdict(), Verdict::Pending);
+        assert_eq!(parse_line(b"not json"), Line::Unrecognised);
+        assert_eq!(parse_line(br#"{"type":"rate_limit_event"}"#), Line::Other);
+    }
+
+    #[test]
+    fn details_are_bounded_on_char_boundaries() {
+        let long = "é".repeat(MAX_DETAIL);
+        let line = format!(
+            r#"{{"type":"assistant","message":{{"id":"m","content":[{{"type":"tool_use","id":"t","name":"Write","input":{{"content":"{long}"}}}}]}}}}"#
+        );
+        let Line::Assistant { blocks, .. } = parse_line(line.as_bytes()) else {
+            panic!("expected an assistant line")
+        };
+        let Block::ToolUse(tool) = &blocks[0] else {
+            panic!("expected a tool use")
+        };
+        assert!(
+            tool.detail.len() <= MAX_DETAIL + '…'.len_utf8(),
+            "{}",
+            tool.detail.len()
+        );
+    }
+
+    #[test]
+    fn tool_policy_maps_to_flags_or_refusal() {
+        let policy = |profile: &str, allow: &[&str]| ToolPolicy {
+            profile: profile.into(),
+            allowlist: allow.iter().map(|s| s.to_string()).collect(),
+        };
+        assert_eq!(
+            tool_flags(&policy("", &[])).unwrap(),
+            ["--tools=", "--strict-mcp-config"]
+        );
+        assert_eq!(
+            tool_flags(&policy("reasoning", &[])).unwrap(),
+            tool_flags(&policy("", &[])).unwrap()
+        );
+        assert!(tool_flags(&policy("workspace", &[])).unwrap().is_empty());
+        assert_eq!(
+            tool_flags(&policy("workspace", &["Write", "Bash"])).unwrap()[0],
+            "--tools=Write,Bash"
+        );
+        assert!(tool_flags(&policy("", &["Bash(rm *)"])).is_err());
+        assert!(tool_flags(&policy("", &["a,b"])).is_err());
+        assert!(
+            tool_flags(&policy("admin", &[]))
+                .unwrap_err()
+                .contains("admin")
+        );
+    }
+
+    #[test]
+    fn argv_puts_the_prompt_on_stdin_and_values_in_one_argument() {
+        let mut config = ProgramConfig::new("cc");
+        config.model = Some("-odd".into());
+        config.args = vec!["--max-turns".into(), "3".into()];
+        let backend = ClaudeCodeBackend::new(config);
+        let request = ContractRequest {
+            prompt: "--not-an-option".into(),
+            instructions: "-be brief".into(),
+            targets: vec!["out.txt".into()],
+            workspace: agent_exec_contract::WorkspaceHandle {
+                root: "/w".into(),
+                writable: Vec::new(),
+            },
+            ..Default::default()
+        };
+        let run = backend.agent_run(&request).unwrap();
+        assert_eq!(run.program, "claude");
+        assert_eq!(run.stdin.as_deref(), Some(b"--not-an-option".as_slice()));
+        assert!(
+            run.args.contains(&"--model=-odd".to_owned()),
+            "{:?}",
+            run.args
+        );
+        assert!(!run.args.iter().any(|a| a.contains("--not-an-option")));
+        let system = run
+            .args
+            .iter()
+            .find(|a| a.starts_with("--append-system-prompt="))
+            .unwrap();
+        assert!(
+            system.contains("-be brief") && system.contains("- out.txt"),
+            "{system}"
+        );
+        assert_eq!(run.args[run.args.len() - 2..], ["--max-turns", "3"]);
+        assert_eq!(run.cwd, "/w");
+        let refused = backend
+            .agent_run(&ContractRequest {
+                tool_policy: ToolPolicy {
+                    profile: "root".into(),
+                    allowlist: Vec::new(),
+                },
+                ..request
+            })
+            .unwrap_err();
+        assert_eq!(refused.code, ErrorCode::ToolRejected);
+    }
+
+    #[test]
+    fn version_is_parsed() {
+        assert_eq!(parse_version("2.1.332 (Claude Code)"), Some("2.1.332"));
+        assert_eq!(parse_version("1.0.0"), Some("1.0.0"));
+        assert_eq!(parse_version("claude 2"), None);
+        assert_eq!(parse_version(""), None);
+    }
+
+    proptest! {
+        #[test]
+        fn never_panics_on_any_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
+            let mut parser = ClaudeCodeStream::new();
+            let mut events = Vec::new();
+            parser.line(&bytes, &mut events);
+            let _ = parser.verdict();
+        }
+
+        #[test]
+        fn never_panics_on_typed_objects(
+            kind in "(assistant|user|result|stream_event|system|x)",
+            block in "(text|thinking|tool_use|tool_result|y)",
+            body in "[ -~]{0,40}",
+        ) {
+            let escaped = serde_json::to_string(&body).unwrap();
+            let line = format!(
+                r#"{{"type":"{kind}","subtype":{escaped},"message":{{"id":{escaped},"content":[{{"type":"{block}","text":{escaped},"input":{{"command":{escaped}}},"tool_use_id":{escaped},"is_error":true,"content":{escaped}}}]}},"event":{{"type":"content_block_delta","delta":{{"type":"text_delta","text":{escaped}}}}},"usage":{{"input_tokens":{escaped}}},"api_error_status":{escaped}}}"#
+            );
+            let mut parser = ClaudeCodeStream::new();
+            let mut events = Vec::new();
+            parser.line(line.as_bytes(), &mut events);
+            parser.line(line.as_bytes(), &mut events);
+            let _ = (parser.verdict(), parser.usage());
+        }
+    }
+}

@@ -1,0 +1,346 @@
+//! The `claude-code` backend driving the real Claude Code (npm
+//! `@anthropic-ai/claude-code`, installed by scripts/test.sh) against a scripted
+//! Anthropic Messages server on loopback: the agent, its tools and its process tree
+//! are real; only the model's words are scripted.
+#![allow(clippy::unwrap_used)]
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_exec_backends::agent_program::ProgramConfig;
+use agent_exec_backends::claude_code::ClaudeCodeBackend;
+use agent_exec_contract::{
+    Backend, CancelCause, Capability, ContractRequest, ErrorCode, Event, EventKind, EventSink,
+    ExecutionContext, Outcome, Registry, SideEffects, ToolPolicy, WorkspaceHandle,
+};
+use agent_exec_runtime::{RunOptions, Runtime};
+use model_script::{Script, ScriptedServer, Turn};
+use serde_json::json;
+
+/// The `claude` program installed by scripts/setup.d/40-agent-clis.sh.
+fn claude_program() -> PathBuf {
+    let bin = std::env::var_os("AGENT_EXEC_NPM_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/peers/npm/node_modules/.bin")
+        });
+    let program = bin.join("claude");
+    assert!(
+        program.exists(),
+        "the real Claude Code is missing at {}: npm package @anthropic-ai/claude-code; run scripts/test.sh (it installs it)",
+        program.display()
+    );
+    program
+}
+
+/// A run's surroundings: a workspace, a private HOME, a scripted server.
+struct Setup {
+    workspace: tempfile::TempDir,
+    _home: tempfile::TempDir,
+    server: ScriptedServer,
+    backend: Arc<ClaudeCodeBackend>,
+}
+
+/// `script` gets the workspace root (Claude Code's file tools take absolute paths).
+fn setup(script: impl FnOnce(&Path) -> Vec<Turn>) -> Setup {
+    let workspace = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let server = ScriptedServer::start(Script::new(script(workspace.path())));
+    let mut config = ProgramConfig::new("claude-test");
+    config.program = Some(claude_program().display().to_string());
+    config.grace_ms = 1000;
+    let home_dir = home.path().display().to_string();
+    for (key, value) in [
+        ("ANTHROPIC_BASE_URL", server.origin.as_str()),
+        ("ANTHROPIC_API_KEY", "dummy-key-for-tests"),
+        // bypassPermissions refuses to run as root outside a sandbox.
+        ("IS_SANDBOX", "1"),
+        ("HOME", home_dir.as_str()),
+        ("CLAUDE_CONFIG_DIR", &format!("{home_dir}/.claude")),
+        ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
+        ("DISABLE_AUTOUPDATER", "1"),
+        ("CLAUDE_CODE_MAX_RETRIES", "0"),
+    ] {
+        config.env.insert(key.to_owned(), value.to_owned());
+    }
+    Setup {
+        workspace,
+        _home: home,
+        server,
+        backend: Arc::new(ClaudeCodeBackend::new(config)),
+    }
+}
+
+impl Setup {
+    fn path(&self, name: &str) -> PathBuf {
+        self.workspace.path().join(name)
+    }
+
+    fn request(&self, prompt: &str, profile: &str) -> ContractRequest {
+        ContractRequest {
+            execution_id: format!("cc-{}", std::process::id()),
+            prompt: prompt.into(),
+            workspace: WorkspaceHandle {
+                root: self.workspace.path().display().to_string(),
+                writable: Vec::new(),
+            },
+            tool_policy: ToolPolicy {
+                profile: profile.into(),
+                allowlist: Vec::new(),
+            },
+            ..Default::default()
+        }
+    }
+}
+
+fn drain(rx: &mut futures::channel::mpsc::UnboundedReceiver<Event>) -> Vec<Event> {
+    let mut events = Vec::new();
+    while let Ok(event) = rx.try_recv() {
+        events.push(event);
+    }
+    events
+}
+
+fn position(events: &[Event], what: impl Fn(&Event) -> bool) -> usize {
+    events
+        .iter()
+        .position(what)
+        .unwrap_or_else(|| panic!("event missing from {events:#?}"))
+}
+
+#[tokio::test]
+async fn writes_a_deliverable_with_its_own_write_tool_reports_usage_and_orders_events() {
+    let s = setup(|root| {
+        vec![
+            Turn::tool_call(
+                "toolu_w1",
+                "Write",
+                json!({"file_path": root.join("out.txt"), "content": "hello from claude\n"}),
+            )
+            .with_usage(120, 7),
+            Turn::text("wrote out.txt").with_usage(200, 11),
+        ]
+    });
+    let file = s.path("out.txt");
+
+    let mut registry = Registry::new();
+    registry.register(s.backend.clone()).unwrap();
+    let resolved = registry
+        .resolve(
+            "claude-test",
+            &[
+                Capability::Files,
+                Capability::Stream,
+                Capability::Usage,
+                Capability::Tools,
+            ],
+        )
+        .await
+        .unwrap_or_else(|e| panic!("verify/resolve failed: {e}"));
+    let mut request = s.request("write hello to out.txt", "workspace");
+    request.targets = vec!["out.txt".into()];
+    let (sink, mut rx) = EventSink::channel();
+    let result = Runtime::new()
+        .run(
+            request,
+            &resolved,
+            RunOptions {
+                events: sink,
+                ..RunOptions::default()
+            },
+        )
+        .await;
+    assert_eq!(result.outcome, Outcome::Succeeded, "{result:#?}");
+    assert_eq!(result.text, "wrote out.txt");
+    assert_eq!(
+        result.files.get("out.txt").map(Vec::as_slice),
+        Some(b"hello from claude\n".as_slice()),
+        "the deliverable comes from the agent's own Write tool"
+    );
+    // Claude Code sums both requests' usage in its result line.
+    assert_eq!(
+        (result.usage.prompt_tokens, result.usage.completion_tokens),
+        (320, 18)
+    );
+    assert_eq!(s.server.turns_served(), 2);
+    assert_eq!(s.server.requests_past_script(), 0);
+
+    let events = drain(&mut rx);
+    let start = position(&events, |e| {
+        e.kind == EventKind::ToolExecStart && e.tool == "Write"
+    });
+    let end = position(&events, |e| {
+        e.kind == EventKind::ToolExecEnd && e.tool == "Write"
+    });
+    let text = position(&events, |e| {
+        e.kind == EventKind::TextDelta && e.text == "wrote out.txt"
+    });
+    let message_end = position(&events, |e| e.kind == EventKind::MessageEnd);
+    assert!(
+        start < end && end < text && text < message_end,
+        "out of order: {events:#?}"
+    );
+    assert_eq!(events[start].detail, file.display().to_string());
+    assert_eq!(message_end, events.len() - 1, "message_end is last");
+}
+
+#[tokio::test]
+async fn the_default_reasoning_policy_gives_claude_no_tools_at_all() {
+    // The model asks for Bash anyway; Claude Code must not have it to run.
+    let s = setup(|root| {
+        vec![
+            Turn::tool_call(
+                "toolu_b1",
+                "Bash",
+                json!({"command": format!("touch {}", root.join("pwned").display())}),
+            ),
+            Turn::text("no tools here"),
+        ]
+    });
+    let (sink, _rx) = EventSink::channel();
+    let result = s
+        .backend
+        .execute(&s.request("try a tool", ""), ExecutionContext::new(sink))
+        .await;
+    assert!(
+        !s.path("pwned").exists(),
+        "a tool ran under the reasoning policy"
+    );
+    let first = s.server.requests().into_iter().next().unwrap();
+    assert_eq!(
+        first.body.get("tools"),
+        Some(&json!([])),
+        "Claude Code offered tools to the model"
+    );
+    assert_eq!(result.outcome, Outcome::Succeeded, "{result:#?}");
+    assert_eq!(result.text, "no tools here");
+}
+
+/// Waits for the pid the scripted command wrote, or panics with the run's result.
+async fn wait_for_pid(
+    pidfile: &Path,
+    run: &mut tokio::task::JoinHandle<agent_exec_contract::ContractResult>,
+) -> i32 {
+    for _ in 0..300 {
+        let text = std::fs::read_to_string(pidfile).unwrap_or_default();
+        // The shell creates the file before it writes the pid and its newline.
+        if let (true, Ok(pid)) = (text.ends_with('\n'), text.trim().parse()) {
+            return pid;
+        }
+        if run.is_finished() {
+            panic!("the run ended before the tool started: {:#?}", run.await);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!(
+        "the scripted Bash command never wrote {}",
+        pidfile.display()
+    );
+}
+
+fn gone(pid: i32) -> bool {
+    agent_exec_runtime::procfs::stat(pid).is_none_or(|s| s.state == 'Z')
+}
+
+/// A script whose Bash call writes its pid and sleeps in Claude Code's shell.
+fn sleeping_script(root: &Path) -> Vec<Turn> {
+    vec![
+        Turn::tool_call(
+            "toolu_s1",
+            "Bash",
+            json!({
+                "command": format!("sh -c 'echo $$ > {}; exec sleep 30'", root.join("pid").display()),
+                "description": "sleep"
+            }),
+        ),
+        Turn::text("slept"),
+    ]
+}
+
+#[tokio::test]
+async fn cancel_in_the_middle_of_a_bash_tool_is_canceled_and_leaves_no_process() {
+    let s = setup(sleeping_script);
+    let (sink, mut rx) = EventSink::channel();
+    let ctx = ExecutionContext::new(sink);
+    let cancel = ctx.cancellation.clone();
+    let backend = s.backend.clone();
+    let request = s.request("sleep", "workspace");
+    let mut run = tokio::spawn(async move { backend.execute(&request, ctx).await });
+    let sleeper = wait_for_pid(&s.path("pid"), &mut run).await;
+    assert!(!gone(sleeper), "the sleep should be running");
+    cancel.cancel(CancelCause::Caller);
+    let result = tokio::time::timeout(Duration::from_secs(20), run)
+        .await
+        .expect("cancel must return promptly")
+        .unwrap();
+    assert_eq!(result.outcome, Outcome::Canceled, "{result:#?}");
+    let err = result.err.unwrap();
+    assert_eq!(err.code, ErrorCode::Canceled);
+    assert_eq!(
+        err.side_effects,
+        SideEffects::Possible,
+        "a tool had started"
+    );
+    assert!(
+        gone(sleeper),
+        "the Bash tool's sleep {sleeper} survived the cancel"
+    );
+    let events = drain(&mut rx);
+    let start = position(&events, |e| {
+        e.kind == EventKind::ToolExecStart && e.tool == "Bash"
+    });
+    assert!(
+        events[start].detail.contains("sleep 30"),
+        "{:?}",
+        events[start]
+    );
+    assert!(
+        !events.iter().any(|e| e.kind == EventKind::MessageEnd),
+        "a canceled run has no message end"
+    );
+}
+
+/// The `claude` process among `pid`'s ancestors.
+fn claude_ancestor(pid: i32) -> i32 {
+    let mut current = pid;
+    for _ in 0..32 {
+        let stat = agent_exec_runtime::procfs::stat(current)
+            .unwrap_or_else(|| panic!("process {current} vanished while walking up from {pid}"));
+        let exe = std::fs::read_link(format!("/proc/{current}/exe")).unwrap_or_default();
+        if exe.to_string_lossy().contains("claude") {
+            return current;
+        }
+        current = stat.ppid;
+    }
+    panic!("no claude process above {pid}");
+}
+
+#[tokio::test]
+async fn killing_claude_mid_run_is_unknown_and_its_tree_is_cleaned_up() {
+    let s = setup(sleeping_script);
+    let (sink, _rx) = EventSink::channel();
+    let backend = s.backend.clone();
+    let request = s.request("sleep", "workspace");
+    let mut run =
+        tokio::spawn(async move { backend.execute(&request, ExecutionContext::new(sink)).await });
+    let sleeper = wait_for_pid(&s.path("pid"), &mut run).await;
+    let claude = claude_ancestor(sleeper);
+    let killed = std::process::Command::new("kill")
+        .args(["-KILL", &claude.to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success(), "kill -KILL {claude} failed");
+    let result = tokio::time::timeout(Duration::from_secs(20), run)
+        .await
+        .expect("a killed agent must not hang the run")
+        .unwrap();
+    assert_eq!(result.outcome, Outcome::Unknown, "{result:#?}");
+    let err = result.err.unwrap();
+    assert_eq!(err.code, ErrorCode::UnknownOutcome);
+    assert!(err.reason.contains("signal 9"), "{}", err.reason);
+    assert!(
+        gone(sleeper),
+        "the orphaned sleep {sleeper} was left running"
+    );
+}
