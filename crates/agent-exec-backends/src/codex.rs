@@ -264,10 +264,19 @@ fn is_turn_failure(line: &[u8]) -> bool {
         .unwrap_or(false)
 }
 
-/// The error code for a failure codex reported, from its message.
+/// The error code for a failure codex reported, from its message: an HTTP status it
+/// quotes decides (5xx, 408 and 429 are transient); otherwise words of transport
+/// trouble make it `provider_unavailable`; anything else is `provider_rejected`.
 pub fn classify_failure(message: &str) -> ErrorCode {
     let lower = message.to_ascii_lowercase();
-    const TRANSIENT: [&str; 14] = [
+    if let Some(status) = quoted_status(&lower) {
+        return if status >= 500 || status == 408 || status == 429 {
+            ErrorCode::ProviderUnavailable
+        } else {
+            ErrorCode::ProviderRejected
+        };
+    }
+    const TRANSIENT: [&str; 9] = [
         "stream disconnected",
         "disconnect",
         "error sending request",
@@ -275,19 +284,29 @@ pub fn classify_failure(message: &str) -> ErrorCode {
         "timed out",
         "timeout",
         "retry limit",
-        "429",
-        "too many requests",
-        "500",
-        "502",
-        "503",
-        "504",
         "overloaded",
+        "waiting for network",
     ];
     if TRANSIENT.iter().any(|needle| lower.contains(needle)) {
         ErrorCode::ProviderUnavailable
     } else {
         ErrorCode::ProviderRejected
     }
+}
+
+/// The first HTTP status in `status 503 …` / `status: 429 …` (codex's wording), not
+/// any three digits (a port or a token count would mislead).
+fn quoted_status(lower: &str) -> Option<u16> {
+    lower.match_indices("status").find_map(|(at, word)| {
+        let rest = lower.get(at + word.len()..)?;
+        let rest = rest.trim_start_matches([':', ' ']);
+        let digits = rest.get(..3)?;
+        let followed_by_digit = rest.as_bytes().get(3).is_some_and(u8::is_ascii_digit);
+        if followed_by_digit {
+            return None;
+        }
+        digits.parse().ok().filter(|s| (100..600).contains(s))
+    })
 }
 
 /// The `codex` backend. Holds only its configuration: every execution is a fresh
@@ -343,27 +362,32 @@ impl CodexBackend {
         args
     }
 
-    /// The values to scrub from reasons and logs: configured variables that look like
-    /// credentials.
-    fn secrets(&self) -> Vec<&str> {
-        self.config
-            .env
-            .iter()
-            .filter(|(name, value)| looks_secret(name) && value.len() >= 4)
-            .map(|(_, value)| value.as_str())
+    /// The values to scrub from reasons and logs: variables that look like credentials,
+    /// configured or inherited (codex reads its key from a variable we cannot know).
+    fn secrets(&self) -> Vec<String> {
+        let configured = self.config.env.clone().into_iter();
+        let inherited = std::env::vars();
+        configured
+            .chain(inherited)
+            .filter(|(name, value)| looks_secret(name) && value.len() >= MIN_SECRET_LEN)
+            .map(|(_, value)| value)
             .collect()
     }
 
-    fn redact(&self, text: &str) -> String {
+    /// `text` with every credential value replaced by `[redacted]`.
+    pub fn redact(&self, text: &str) -> String {
         let mut out = text.to_owned();
         for secret in self.secrets() {
-            if out.contains(secret) {
-                out = out.replace(secret, "[redacted]");
+            if out.contains(&secret) {
+                out = out.replace(&secret, "[redacted]");
             }
         }
         out
     }
 }
+
+/// Shorter values (`1`, `yes`) are not credentials, and replacing them would mangle text.
+const MIN_SECRET_LEN: usize = 8;
 
 fn looks_secret(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
@@ -520,6 +544,13 @@ impl Backend for CodexBackend {
         run.env.extend(ours);
         let mut stream = CodexStream::new();
         let mut result = agent_program::drive(run, &mut stream, &ctx).await;
+        if result.outcome != agent_exec_contract::Outcome::Succeeded
+            && let Some(error) = &stream.last_error
+        {
+            // E.g. "Reconnecting... waiting for network": codex's last word on why a
+            // run that was canceled or timed out was not progressing.
+            agent_program::push_line(&mut result.logs, &format!("codex said: {error}"));
+        }
         if let Some(err) = result.err.as_mut() {
             err.reason = self.redact(&err.reason);
             // codex already retried the stream itself; what is left is transient
@@ -630,6 +661,39 @@ mod tests {
     }
 
     #[test]
+    fn failures_are_classified_by_the_status_codex_quotes_then_by_words() {
+        let unavailable = ErrorCode::ProviderUnavailable;
+        let rejected = ErrorCode::ProviderRejected;
+        for (message, code) in [
+            (
+                "unexpected status 503 Service Unavailable: x, url: http://h:1/v1",
+                &unavailable,
+            ),
+            (
+                "exceeded retry limit, last status: 429 Too Many Requests",
+                &unavailable,
+            ),
+            (
+                "unexpected status 401 Unauthorized: bad key, url: http://h:5003/v1",
+                &rejected,
+            ),
+            ("unexpected status 400 Bad Request: tokens 5000", &rejected),
+            (
+                "stream disconnected before completion: error decoding",
+                &unavailable,
+            ),
+            (
+                "Reconnecting... waiting for network (Connection failed)",
+                &unavailable,
+            ),
+            ("model not supported", &rejected),
+            ("status", &rejected),
+        ] {
+            assert_eq!(&classify_failure(message), code, "{message}");
+        }
+    }
+
+    #[test]
     fn versions_parse_from_codex_cli_output_only() {
         assert_eq!(parse_version("codex-cli 0.171.0"), Some("0.171.0"));
         assert_eq!(
@@ -696,8 +760,8 @@ mod tests {
             .env
             .insert("CODEX_HOME".into(), "/home/me/.codex".into());
         let backend = CodexBackend::new(config);
-        let out = backend.redact("401: bad key sk-very-secret in /home/me/.codex");
-        assert_eq!(out, "401: bad key [redacted] in /home/me/.codex");
+        let out = backend.redact("401: bad key sk-very-secret in /home/me/.codex, 1 try");
+        assert_eq!(out, "401: bad key [redacted] in /home/me/.codex, 1 try");
     }
 
     proptest! {

@@ -1,0 +1,439 @@
+//! The `codex` backend driving the real Codex CLI (npm `@openai/codex`) against a
+//! scripted OpenAI Responses server on loopback (`model-script`): codex, its
+//! `exec_command` tool, the shell it starts and the files it writes are real; only the
+//! model's words are scripted. Everything goes through the public `Backend` API under
+//! the `Runtime` (deliverables, events, cancellation), as a caller would use it.
+//!
+//! The program is found through `AGENT_EXEC_NPM_BIN` (set by `scripts/test.sh`) or
+//! `<workspace>/target/peers/npm/node_modules/.bin`; a missing program fails the test
+//! with what to run.
+#![allow(clippy::unwrap_used)]
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_exec_backends::agent_program::ProgramConfig;
+use agent_exec_backends::codex::{CodexBackend, KIND};
+use agent_exec_contract::{
+    Backend, CancelCause, Cancellation, Capability, ContractRequest, ContractResult, ErrorCode,
+    Event, EventKind, EventSink, Outcome, Resolved, WorkspaceHandle,
+};
+use agent_exec_runtime::{RunOptions, Runtime, procfs};
+use model_script::{Ending, Script, ScriptedServer, Turn};
+
+/// The codex program, or a panic saying how to install it.
+fn codex_program() -> PathBuf {
+    let bin = std::env::var_os("AGENT_EXEC_NPM_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/peers/npm/node_modules/.bin")
+        });
+    let program = bin.join("codex");
+    assert!(
+        program.exists(),
+        "the real codex is missing at {}: npm package @openai/codex; run scripts/test.sh \
+         (scripts/setup.d/40-agent-clis.sh installs it)",
+        program.display()
+    );
+    program
+}
+
+/// One scripted server, a `CODEX_HOME` pointing codex at it, a workspace, a backend.
+struct Rig {
+    server: ScriptedServer,
+    workspace: tempfile::TempDir,
+    _home: tempfile::TempDir,
+    backend: Arc<CodexBackend>,
+}
+
+/// The dummy credential codex sends to the scripted server.
+const DUMMY_KEY: &str = "dummy-key-for-model-script";
+
+impl Rig {
+    fn new(turns: Vec<Turn>) -> Rig {
+        Rig::with_provider_extra(turns, "")
+    }
+
+    /// `extra` is appended to the provider table (e.g. retry limits).
+    fn with_provider_extra(turns: Vec<Turn>, extra: &str) -> Rig {
+        let server = ScriptedServer::start(Script::new(turns));
+        Rig::for_base_url(server, None, extra)
+    }
+
+    fn for_base_url(server: ScriptedServer, base_url: Option<&str>, extra: &str) -> Rig {
+        // Not under /tmp: codex refuses to set up its helper binaries in a CODEX_HOME
+        // there. The target dir's tmp is ours and on the same machine.
+        let home = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+        let base_url = base_url.unwrap_or(&server.base_url);
+        std::fs::write(
+            home.path().join("config.toml"),
+            format!(
+                "model = \"scripted\"\nmodel_provider = \"scripted\"\n\n\
+                 [model_providers.scripted]\nname = \"scripted\"\nbase_url = \"{base_url}\"\n\
+                 wire_api = \"responses\"\nenv_key = \"SCRIPTED_KEY\"\n{extra}"
+            ),
+        )
+        .unwrap();
+        let mut config = ProgramConfig::new(KIND);
+        config.program = Some(codex_program().display().to_string());
+        config
+            .env
+            .insert("CODEX_HOME".into(), home.path().display().to_string());
+        config.env.insert("SCRIPTED_KEY".into(), DUMMY_KEY.into());
+        config.grace_ms = 1000;
+        Rig {
+            server,
+            workspace: tempfile::tempdir().unwrap(),
+            _home: home,
+            backend: Arc::new(CodexBackend::new(config)),
+        }
+    }
+
+    fn request(&self, id: &str, prompt: &str) -> ContractRequest {
+        ContractRequest {
+            execution_id: id.into(),
+            prompt: prompt.into(),
+            workspace: WorkspaceHandle {
+                root: self.workspace.path().display().to_string(),
+                ..WorkspaceHandle::default()
+            },
+            ..ContractRequest::default()
+        }
+    }
+
+    fn resolved(&self) -> Resolved {
+        Resolved {
+            backend: self.backend.clone(),
+            name: KIND.into(),
+            deprecation_warning: None,
+            verification: agent_exec_contract::Verification {
+                verified: vec![
+                    Capability::Text,
+                    Capability::Files,
+                    Capability::Stream,
+                    Capability::Cancel,
+                    Capability::Usage,
+                ],
+                ..Default::default()
+            },
+        }
+    }
+
+    /// Runs `request` through the runtime; `during` gets the cancellation while it runs.
+    async fn run(
+        &self,
+        request: ContractRequest,
+        during: impl FnOnce(Cancellation) -> tokio::task::JoinHandle<()>,
+    ) -> (ContractResult, Vec<Event>) {
+        let (sink, mut rx) = EventSink::channel();
+        let cancellation = Cancellation::new();
+        let helper = during(cancellation.clone());
+        let options = RunOptions {
+            events: sink,
+            cancellation,
+            ..RunOptions::default()
+        };
+        let result = tokio::time::timeout(
+            Duration::from_secs(60),
+            Runtime::new().run(request, &self.resolved(), options),
+        )
+        .await
+        .expect("the run did not end within 60 s");
+        helper.abort();
+        let mut events = Vec::new();
+        while let Ok(event) = rx.try_recv() {
+            events.push(event);
+        }
+        (result, events)
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.workspace.path().join(name)
+    }
+}
+
+fn nothing(_: Cancellation) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async {})
+}
+
+/// Waits (polling) until `path` holds a pid and returns it.
+async fn pid_in(path: &Path) -> i32 {
+    for _ in 0..600 {
+        if let Ok(text) = std::fs::read_to_string(path)
+            && let Ok(pid) = text.trim().parse()
+        {
+            return pid;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{} never held a pid", path.display());
+}
+
+fn alive(pid: i32) -> bool {
+    procfs::stat(pid).is_some_and(|s| !s.is_gone())
+}
+
+/// A scripted `exec_command` call running `cmd` in the agent's shell, waiting up to
+/// `yield_ms` for it (codex's default would hand a long command back to the model).
+fn exec_command(call_id: &str, cmd: &str, yield_ms: u64) -> Turn {
+    Turn::tool_call(
+        call_id,
+        "exec_command",
+        serde_json::json!({"cmd": cmd, "yield_time_ms": yield_ms}),
+    )
+}
+
+/// The parent of `pid`.
+fn parent(pid: i32) -> Option<i32> {
+    procfs::stat(pid).map(|s| s.ppid)
+}
+
+fn comm(pid: i32) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .unwrap_or_default()
+        .trim()
+        .to_owned()
+}
+
+#[tokio::test]
+async fn a_tool_call_writes_the_deliverable_with_usage_and_events_in_order() {
+    let rig = Rig::new(vec![
+        exec_command("call_1", "printf 'hello from codex' > out.txt", 10_000).with_usage(120, 9),
+        Turn::text("wrote out.txt").with_usage(130, 11),
+    ]);
+    let mut request = rig.request("codex-live-file", "write out.txt");
+    request.targets = vec!["out.txt".into()];
+    let (result, events) = rig.run(request, nothing).await;
+
+    // 1. The agent's own tool call wrote the deliverable; the text is the final message.
+    assert_eq!(result.outcome, Outcome::Succeeded, "{result:#?}");
+    assert_eq!(result.text, "wrote out.txt");
+    assert_eq!(
+        result.files.get("out.txt").map(Vec::as_slice),
+        Some(&b"hello from codex"[..]),
+        "{result:#?}"
+    );
+    // The tool really ran and its output went back to the model.
+    let requests = rig.server.requests();
+    assert_eq!(requests.len(), 2, "one request per scripted turn");
+    assert!(
+        requests[1].body.to_string().contains("call_1"),
+        "the second request carries the tool's output: {}",
+        requests[1].body
+    );
+    assert_eq!(rig.server.requests_past_script(), 0);
+
+    // 2. Usage as codex reports it: the sum over the turn's two model calls.
+    assert_eq!(
+        (result.usage.prompt_tokens, result.usage.completion_tokens),
+        (120 + 130, 9 + 11)
+    );
+
+    // 5. Events in order: tool start, tool end, the message, message end.
+    let kinds: Vec<EventKind> = events.iter().map(|e| e.kind.clone()).collect();
+    assert_eq!(
+        kinds,
+        [
+            EventKind::ToolExecStart,
+            EventKind::ToolExecEnd,
+            EventKind::TextDelta,
+            EventKind::MessageEnd
+        ],
+        "{events:#?}"
+    );
+    assert_eq!(events[0].tool, "shell");
+    assert!(events[0].detail.contains("out.txt"), "{:?}", events[0]);
+    assert_eq!(events[2].text, "wrote out.txt");
+}
+
+#[tokio::test]
+async fn cancel_during_a_tool_call_is_canceled_and_leaves_no_process() {
+    // The shell's pid becomes sleep's (exec); codex waits up to 40 s for it.
+    let rig = Rig::new(vec![exec_command(
+        "call_1",
+        "echo $$ > sleep.pid; exec sleep 30",
+        40_000,
+    )]);
+    let pidfile = rig.path("sleep.pid");
+    let (sleep_tx, sleep_rx) = tokio::sync::oneshot::channel();
+    let started = std::time::Instant::now();
+    let (result, events) = rig
+        .run(rig.request("codex-live-cancel", "sleep"), move |cancel| {
+            tokio::spawn(async move {
+                let pid = pid_in(&pidfile).await;
+                assert!(alive(pid), "the tool's sleep is running");
+                let _ = sleep_tx.send(pid);
+                cancel.cancel(CancelCause::Caller);
+            })
+        })
+        .await;
+    let sleep = sleep_rx.await.expect("the tool call started");
+    assert_eq!(result.outcome, Outcome::Canceled, "{result:#?}");
+    let err = result.err.as_ref().unwrap();
+    assert_eq!(err.code, ErrorCode::Canceled);
+    assert_eq!(err.side_effects, agent_exec_contract::SideEffects::Possible);
+    assert!(
+        !alive(sleep),
+        "the tool's sleep {sleep} survived the cancel"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(25),
+        "the run waited for the sleep instead of canceling it"
+    );
+    assert_eq!(
+        events.first().map(|e| e.kind.clone()),
+        Some(EventKind::ToolExecStart)
+    );
+    assert!(
+        !events.iter().any(|e| e.kind == EventKind::ToolExecEnd),
+        "the tool never finished: {events:#?}"
+    );
+}
+
+#[tokio::test]
+async fn killing_codex_mid_run_is_unknown() {
+    let rig = Rig::new(vec![exec_command(
+        "call_1",
+        "echo $$ > sleep.pid; exec sleep 30",
+        40_000,
+    )]);
+    let pidfile = rig.path("sleep.pid");
+    let (pids_tx, pids_rx) = tokio::sync::oneshot::channel();
+    let (result, _) = rig
+        .run(rig.request("codex-live-kill", "sleep"), move |_| {
+            tokio::spawn(async move {
+                let sleep = pid_in(&pidfile).await;
+                // The agent is the process that started the tool's shell (codex's own
+                // binary; the npm `codex` is a node launcher above it).
+                let agent = parent(sleep).expect("the sleep has a parent");
+                assert_eq!(comm(agent), "codex", "the sleep's parent is codex");
+                let status = std::process::Command::new("kill")
+                    .args(["-KILL", &agent.to_string()])
+                    .status()
+                    .unwrap();
+                assert!(status.success());
+                let _ = pids_tx.send((agent, sleep));
+            })
+        })
+        .await;
+    let (agent, sleep) = pids_rx.await.expect("codex was killed");
+    assert_eq!(result.outcome, Outcome::Unknown, "{result:#?}");
+    let err = result.err.as_ref().unwrap();
+    assert_eq!(err.code, ErrorCode::UnknownOutcome);
+    assert_eq!(err.side_effects, agent_exec_contract::SideEffects::Possible);
+    assert!(!alive(agent));
+    assert!(
+        !alive(sleep),
+        "the orphaned tool {sleep} was not cleaned up"
+    );
+}
+
+#[tokio::test]
+async fn a_stream_disconnect_is_retried_by_codex_and_the_run_still_succeeds() {
+    let rig = Rig::with_provider_extra(
+        vec![
+            Turn::text("partial").ending(Ending::Disconnect),
+            Turn::text("after the retry"),
+        ],
+        "stream_max_retries = 1\nrequest_max_retries = 0\n",
+    );
+    let (result, _) = rig
+        .run(rig.request("codex-live-retry", "hi"), nothing)
+        .await;
+    assert_eq!(result.outcome, Outcome::Succeeded, "{result:#?}");
+    assert_eq!(result.text, "after the retry");
+    assert_eq!(
+        rig.server.turns_served(),
+        2,
+        "codex retried the stream once"
+    );
+}
+
+#[tokio::test]
+async fn instructions_reach_the_model() {
+    let rig = Rig::new(vec![Turn::text("ok")]);
+    let mut request = rig.request("codex-live-instructions", "hi");
+    request.instructions = "Answer in \"French\".\n[not a table]".into();
+    let (result, _) = rig.run(request, nothing).await;
+    assert_eq!(result.outcome, Outcome::Succeeded, "{result:#?}");
+    let body = rig.server.requests()[0].body.to_string();
+    assert!(
+        body.contains(r#"Answer in \"French\".\n[not a table]"#),
+        "the instructions are not in the model request: {body}"
+    );
+}
+
+/// A provider that refuses with 401 and, carelessly, echoes the credential back.
+async fn leaky_provider() -> String {
+    use axum::http::HeaderMap;
+    let app = axum::Router::new().fallback(|headers: HeaderMap| async move {
+        let seen = headers
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("none")
+            .to_owned();
+        (
+            axum::http::StatusCode::UNAUTHORIZED,
+            axum::Json(serde_json::json!({"error": {"message": format!("invalid key {seen}")}})),
+        )
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    format!("http://{addr}/v1")
+}
+
+#[tokio::test]
+async fn a_provider_refusal_is_failed_and_never_shows_the_key() {
+    let base_url = leaky_provider().await;
+    let rig = Rig::for_base_url(
+        ScriptedServer::start(Script::default()),
+        Some(&base_url),
+        "request_max_retries = 0\n",
+    );
+    let (result, _) = rig.run(rig.request("codex-live-401", "hi"), nothing).await;
+    assert_eq!(result.outcome, Outcome::Failed, "{result:#?}");
+    let err = result.err.as_ref().unwrap();
+    assert_eq!(err.code, ErrorCode::ProviderRejected);
+    assert_eq!(err.side_effects, agent_exec_contract::SideEffects::None);
+    assert!(err.reason.contains("401"), "{}", err.reason);
+    assert!(err.reason.contains("[redacted]"), "{}", err.reason);
+    let shown = format!("{result:?}");
+    assert!(!shown.contains(DUMMY_KEY), "the key leaked: {shown}");
+}
+
+#[tokio::test]
+async fn verify_reports_the_real_version_and_a_missing_program_says_what_to_install() {
+    let rig = Rig::new(vec![]);
+    let verification = rig.backend.verify().await;
+    assert!(verification.problems.is_empty(), "{verification:?}");
+    assert!(
+        verification.adapter_version.contains("codex-cli 0."),
+        "{verification:?}"
+    );
+    for capability in [Capability::Text, Capability::Stream, Capability::Cancel] {
+        assert!(
+            verification.verified.contains(&capability),
+            "{capability:?} not verified: {verification:?}"
+        );
+    }
+    let descriptor = rig.backend.descriptor();
+    assert_eq!(descriptor.name, KIND);
+    assert!(
+        verification
+            .verified
+            .iter()
+            .all(|c| descriptor.capabilities.contains(c)),
+        "only declared capabilities are verified"
+    );
+
+    let mut config = ProgramConfig::new("gone");
+    config.program = Some("/nonexistent/codex".into());
+    let missing = CodexBackend::new(config).verify().await;
+    assert!(missing.verified.is_empty());
+    assert!(
+        missing.problems.join(" ").contains("@openai/codex"),
+        "{missing:?}"
+    );
+}
