@@ -11,6 +11,8 @@
 //!   and `pi` are each an argv and a [`agent_program::StreamParser`].
 //! * [`claude_code`]: Claude Code (`claude -p --output-format stream-json --verbose`),
 //!   prompt on stdin, tool policy enforced through `--tools`.
+//! * [`pi`]: the pi coding agent (`pi --mode json --no-session`), kind `agent-native`
+//!   (deprecated alias `pi-native`), prompt on stdin, tool policy through `--tools`.
 //! * [`config`]: the TOML file (`[backends.NAME] kind = "…"`) → a [`agent_exec_contract::Registry`].
 //!
 //! ## Invariants
@@ -31,4 +33,5 @@ pub mod codex;
 pub mod command;
 pub mod config;
 pub mod openai;
+pub mod pi;
 pub mod sse;

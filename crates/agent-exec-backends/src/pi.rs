@@ -1,0 +1,1448 @@
+//! The `agent-native` backend (deprecated alias `pi-native`): the pi coding agent
+//! (npm `@mariozechner/pi-coding-agent`, bin `pi`) run headless as
+//! `pi --mode json --no-session [--model M] [tool flags] [--append-system-prompt FILE]
+//! [args…]` with the prompt on stdin, in the workspace root, driven by
+//! [`crate::agent_program::drive`].
+//!
+//! `pi --mode json` writes one JSON object a line: a `session` header, then pi's
+//! `AgentSessionEvent`s — `agent_start`, `turn_start`, `message_start` /
+//! `message_update` (with an `assistantMessageEvent`: `text_delta`, `thinking_delta`,
+//! `toolcall_start`, `toolcall_delta`, …) / `message_end`, `tool_execution_start` /
+//! `_update` / `_end`, `turn_end`, `agent_end` (every message of the run), plus
+//! `auto_retry_*`, `compaction_*` and `queue_update`.
+//!
+//! * [`parse_line`] is a pure function from one line to what it means
+//!   ([`Line`]). It never panics; a line that is not a JSON object with a `type` is
+//!   [`Line::Unrecognised`]; an unknown `type` is [`Line::Other`] (pi adds event types
+//!   between releases). It is a hand-written serde visitor rather than a
+//!   `serde_json::Value` decode: `message_update` lines repeat the whole partial
+//!   message (about 1 KB each, the bulk of the stream), and the visitor skips those
+//!   parts without building them. Fuzzed (`agent_exec_pi_stream`), property-tested.
+//! * [`PiStream`] folds lines into the driver's [`Verdict`]: the result is final only
+//!   on `agent_end`, judged by the run's last assistant message and its `stopReason`:
+//!   `stop` → completed with that message's text; `error` → failed (transport trouble
+//!   is `agent.provider_unavailable`, anything else `agent.provider_rejected`);
+//!   `length` → failed `agent.budget_exceeded` (the answer was cut at the output-token
+//!   limit: not passed off as complete); `aborted` → failed `agent.canceled`; `toolUse`
+//!   or anything unknown stays pending, so the driver reports `unknown`.
+//!   Usage is summed over every assistant `message_end` (pi reports usage per message,
+//!   one message per model request): prompt tokens are `input + cacheRead +
+//!   cacheWrite`, completion tokens `output`.
+//! * [`PiBackend`] is the argv, the prompt and [`Backend::verify`].
+//!
+//! Decisions:
+//! * One-shot JSON mode, not `--mode rpc`: one execution is one prompt, the stream
+//!   carries everything the contract needs, and cancel is the driver's whole-tree
+//!   termination (which also reaches the detached process groups pi's `bash` tool
+//!   starts), so RPC's `abort` command would add a protocol without adding a guarantee.
+//! * The prompt goes on stdin, never in argv: pi reads a positional `@name` as a file
+//!   to attach and `-x` as a flag. pi trims stdin, so leading/trailing whitespace of
+//!   the prompt is not kept. `context` is rendered above the prompt as a transcript and
+//!   `targets` below it as the files to write.
+//! * `instructions` go through `--append-system-prompt` as a *file* we write: pi reads
+//!   the option's value as a path when such a file exists, so passing the text itself
+//!   could silently read a file instead, and argv has a size limit.
+//! * Exit status 0 says nothing in JSON mode (pi exits 0 after a failed model call),
+//!   so the stream's `stopReason` decides.
+//! * The environment defaults to `PI_OFFLINE=1` (no update check or telemetry call to
+//!   pi.dev on every run); the config's `env` can override it.
+//! * Tool policy, enforced with pi's own flags: a non-empty `allowlist` is passed as
+//!   `--tools a,b` (only those; pi ignores names it does not have, so nothing is
+//!   widened); profile `reasoning` is `--no-tools`; `workspace` and the empty profile
+//!   keep pi's built-in set (`read`, `bash`, `edit`, `write`); any other profile is
+//!   refused (`agent.tool_rejected`). The empty profile deviates from the contract's
+//!   "empty means reasoning": every caller today sends an empty policy, and a coding
+//!   agent without tools cannot deliver files — flip it here when callers set profiles.
+//! * Error reasons and logs are scrubbed of the values of configured environment
+//!   variables that look like credentials, in case a provider echoes a key back.
+//!
+//! Deliberately not done: sessions (`--no-session`: each execution is fresh, nothing
+//! is written to `~/.pi/agent/sessions`); pi's own provider configuration
+//! (`models.json` in `PI_CODING_AGENT_DIR`, default `~/.pi/agent`) is the user's, and
+//! this backend only names the model.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Duration;
+
+use agent_exec_contract::{
+    Backend, BackendDescriptor, Capability, ContractRequest, ContractResult, Error, ErrorCode,
+    Event, EventKind, ExecutionContext, Outcome, SideEffects, Usage, Verification,
+};
+use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::Value;
+
+use crate::agent_program::{self, ProgramConfig, StreamParser, Verdict};
+
+/// The kind name in config (`kind = "agent-native"`).
+pub const KIND: &str = "agent-native";
+
+/// The deprecated name that resolves to [`KIND`] (with a deprecation warning).
+pub const DEPRECATED_ALIAS: &str = "pi-native";
+
+/// The program run when the config names none (looked up on `PATH`).
+pub const DEFAULT_PROGRAM: &str = "pi";
+
+/// What to install when the program is missing.
+pub const INSTALL_HINT: &str = "install @mariozechner/pi-coding-agent (npm i -g @mariozechner/pi-coding-agent; needs Node >= 20.6)";
+
+/// The kind's own flags, before the model and the tool flags.
+pub const JSON_MODE_FLAGS: [&str; 3] = ["--mode", "json", "--no-session"];
+
+/// How long each `verify` probe may take (Node start-up on a loaded machine).
+const PROBE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The longest tool-failure text kept in an event's `detail`.
+const DETAIL_MAX: usize = 200;
+
+/// Why an assistant message stopped (pi's `stopReason`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StopReason {
+    /// The model finished its answer.
+    Stop,
+    /// The output-token limit cut the answer.
+    Length,
+    /// The model asked for tools (the loop goes on).
+    ToolUse,
+    /// The model request failed (`errorMessage` says why).
+    Error,
+    /// The run was aborted.
+    Aborted,
+    /// A reason this parser does not know (or none).
+    Other(String),
+}
+
+impl StopReason {
+    fn parse(reason: &str) -> StopReason {
+        match reason {
+            "stop" => StopReason::Stop,
+            "length" => StopReason::Length,
+            "toolUse" => StopReason::ToolUse,
+            "error" => StopReason::Error,
+            "aborted" => StopReason::Aborted,
+            other => StopReason::Other(other.to_owned()),
+        }
+    }
+}
+
+/// An assistant message as pi ended it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Assistant {
+    /// Its text parts, joined with newlines.
+    pub text: String,
+    pub stop_reason: StopReason,
+    /// pi's `errorMessage`, when it stopped on an error.
+    pub error: Option<String>,
+    /// Usage of the model request that produced it.
+    pub usage: Usage,
+}
+
+/// What one line of `pi --mode json` means.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Line {
+    /// The `session` header (its format version, when given).
+    Session { version: Option<u64> },
+    /// Assistant text streaming in.
+    TextDelta(String),
+    /// Thinking text streaming in.
+    ReasoningDelta(String),
+    /// A tool call starts streaming: its content index and tool name.
+    ToolCallStart { index: u64, name: String },
+    /// Arguments of the tool call at `index` streaming in.
+    ToolCallDelta { index: u64, delta: String },
+    /// `tool_execution_start`: the tool and a one-line summary of its arguments.
+    ToolStart { tool: String, detail: String },
+    /// `tool_execution_end`: on error, the start of the tool's message.
+    ToolEnd {
+        tool: String,
+        is_error: bool,
+        detail: String,
+    },
+    /// `message_end` of an assistant message (one model request).
+    AssistantEnd(Assistant),
+    /// `agent_end`: the run is over; its last assistant message, if any.
+    AgentEnd(Option<Assistant>),
+    /// A well-formed line that means nothing for the contract (lifecycle, user and
+    /// tool-result messages, retries, compaction, unknown types).
+    Other,
+    /// Not a JSON object with a string `type`.
+    Unrecognised,
+}
+
+/// Parses one line (without its newline).
+pub fn parse_line(line: &[u8]) -> Line {
+    match serde_json::from_slice::<RawLine>(line) {
+        Ok(raw) => raw.into_line(),
+        Err(_) => Line::Unrecognised,
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// The visitor. pi writes `type` first in every object it emits, so once the type is
+// known, the fields that type does not need are skipped (IgnoredAny) instead of
+// built; a field seen before the type is parsed in case it is needed.
+
+/// The line types this parser reads fields of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Session,
+    MessageUpdate,
+    MessageEnd,
+    ToolStart,
+    ToolEnd,
+    AgentEnd,
+    Other,
+}
+
+/// The top-level keys this parser reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Key {
+    Type,
+    AssistantMessageEvent,
+    Message,
+    Messages,
+    ToolName,
+    Args,
+    Result,
+    IsError,
+    Version,
+    Other,
+}
+
+/// Keys of an `assistantMessageEvent`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum EventKey {
+    Type,
+    ContentIndex,
+    Delta,
+    Partial,
+    Other,
+}
+
+/// `assistantMessageEvent.type`, as far as it matters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum DeltaKind {
+    Text,
+    Thinking,
+    ToolCallStart,
+    ToolCall,
+    Other,
+}
+
+/// Deserializes a string into one of a few names without allocating; anything that
+/// is not a string is a type error (the line is then unrecognised).
+macro_rules! name_enum {
+    ($ty:ident, $expecting:literal, $other:expr, { $($name:literal => $variant:expr),* $(,)? }) => {
+        impl<'de> serde::Deserialize<'de> for $ty {
+            fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                struct NameVisitor;
+                impl Visitor<'_> for NameVisitor {
+                    type Value = $ty;
+                    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                        f.write_str($expecting)
+                    }
+                    fn visit_str<E: de::Error>(self, v: &str) -> Result<$ty, E> {
+                        Ok(match v {
+                            $($name => $variant,)*
+                            _ => $other,
+                        })
+                    }
+                }
+                deserializer.deserialize_str(NameVisitor)
+            }
+        }
+    };
+}
+
+name_enum!(Kind, "an event type", Kind::Other, {
+    "session" => Kind::Session,
+    "message_update" => Kind::MessageUpdate,
+    "message_end" => Kind::MessageEnd,
+    "tool_execution_start" => Kind::ToolStart,
+    "tool_execution_end" => Kind::ToolEnd,
+    "agent_end" => Kind::AgentEnd,
+});
+
+name_enum!(Key, "a field name", Key::Other, {
+    "type" => Key::Type,
+    "assistantMessageEvent" => Key::AssistantMessageEvent,
+    "message" => Key::Message,
+    "messages" => Key::Messages,
+    "toolName" => Key::ToolName,
+    "args" => Key::Args,
+    "result" => Key::Result,
+    "isError" => Key::IsError,
+    "version" => Key::Version,
+});
+
+name_enum!(EventKey, "a field name", EventKey::Other, {
+    "type" => EventKey::Type,
+    "contentIndex" => EventKey::ContentIndex,
+    "delta" => EventKey::Delta,
+    "partial" => EventKey::Partial,
+});
+
+name_enum!(DeltaKind, "an assistant message event type", DeltaKind::Other, {
+    "text_delta" => DeltaKind::Text,
+    "thinking_delta" => DeltaKind::Thinking,
+    "toolcall_start" => DeltaKind::ToolCallStart,
+    "toolcall_delta" => DeltaKind::ToolCall,
+});
+
+/// The fields of one line that matter, before interpretation.
+#[derive(Default)]
+struct RawLine {
+    kind: Option<Kind>,
+    event: Option<RawEvent>,
+    message: Option<Value>,
+    last_assistant: Option<Value>,
+    tool_name: Option<String>,
+    args: Option<Value>,
+    result: Option<Value>,
+    is_error: Option<Value>,
+    version: Option<Value>,
+}
+
+/// The fields of an `assistantMessageEvent` that matter.
+#[derive(Default)]
+struct RawEvent {
+    kind: Option<DeltaKind>,
+    content_index: Option<Value>,
+    delta: Option<String>,
+    partial: Option<Value>,
+}
+
+/// True when a field belongs to `wanted` lines, or the type is not known yet.
+fn wants(kind: Option<Kind>, wanted: &[Kind]) -> bool {
+    kind.is_none_or(|kind| wanted.contains(&kind))
+}
+
+impl<'de> serde::Deserialize<'de> for RawLine {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct LineVisitor;
+        impl<'de> Visitor<'de> for LineVisitor {
+            type Value = RawLine;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a pi JSON-mode event object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawLine, A::Error> {
+                use Kind as K;
+                let mut raw = RawLine::default();
+                while let Some(key) = map.next_key::<Key>()? {
+                    let kind = raw.kind;
+                    match key {
+                        Key::Type => raw.kind = Some(map.next_value()?),
+                        Key::AssistantMessageEvent if wants(kind, &[K::MessageUpdate]) => {
+                            raw.event = Some(map.next_value()?);
+                        }
+                        Key::Message if wants(kind, &[K::MessageEnd]) => {
+                            raw.message = Some(map.next_value()?);
+                        }
+                        Key::Messages if wants(kind, &[K::AgentEnd]) => {
+                            raw.last_assistant = map.next_value::<LastAssistant>()?.0;
+                        }
+                        Key::ToolName if wants(kind, &[K::ToolStart, K::ToolEnd]) => {
+                            raw.tool_name = map.next_value::<Value>()?.as_str().map(str::to_owned);
+                        }
+                        Key::Args if wants(kind, &[K::ToolStart]) => {
+                            raw.args = Some(map.next_value()?);
+                        }
+                        Key::Result if wants(kind, &[K::ToolEnd]) => {
+                            raw.result = Some(map.next_value()?);
+                        }
+                        Key::IsError if wants(kind, &[K::ToolEnd]) => {
+                            raw.is_error = Some(map.next_value()?);
+                        }
+                        Key::Version if wants(kind, &[K::Session]) => {
+                            raw.version = Some(map.next_value()?);
+                        }
+                        _ => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(raw)
+            }
+        }
+        deserializer.deserialize_map(LineVisitor)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for RawEvent {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct EventVisitor;
+        impl<'de> Visitor<'de> for EventVisitor {
+            type Value = RawEvent;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an assistantMessageEvent object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawEvent, A::Error> {
+                let mut raw = RawEvent::default();
+                while let Some(key) = map.next_key::<EventKey>()? {
+                    let kind = raw.kind;
+                    match key {
+                        EventKey::Type => raw.kind = Some(map.next_value()?),
+                        EventKey::ContentIndex => raw.content_index = Some(map.next_value()?),
+                        EventKey::Delta
+                            if kind.is_none_or(|k| {
+                                matches!(
+                                    k,
+                                    DeltaKind::Text | DeltaKind::Thinking | DeltaKind::ToolCall
+                                )
+                            }) =>
+                        {
+                            raw.delta = map.next_value::<Value>()?.as_str().map(str::to_owned);
+                        }
+                        // The partial message is read only for the tool's name.
+                        EventKey::Partial if kind.is_none_or(|k| k == DeltaKind::ToolCallStart) => {
+                            raw.partial = Some(map.next_value()?);
+                        }
+                        _ => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(raw)
+            }
+        }
+        deserializer.deserialize_map(EventVisitor)
+    }
+}
+
+/// The last assistant message of an `agent_end`'s `messages` (others are skipped
+/// after reading their role).
+struct LastAssistant(Option<Value>);
+
+impl<'de> serde::Deserialize<'de> for LastAssistant {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct SeqVisitor;
+        impl<'de> Visitor<'de> for SeqVisitor {
+            type Value = LastAssistant;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a list of messages")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<LastAssistant, A::Error> {
+                let mut last = None;
+                while let Some(message) = seq.next_element::<Value>()? {
+                    if message.get("role").and_then(Value::as_str) == Some("assistant") {
+                        last = Some(message);
+                    }
+                }
+                Ok(LastAssistant(last))
+            }
+        }
+        deserializer.deserialize_seq(SeqVisitor)
+    }
+}
+
+impl RawLine {
+    fn into_line(self) -> Line {
+        let Some(kind) = self.kind else {
+            return Line::Unrecognised;
+        };
+        match kind {
+            Kind::Session => Line::Session {
+                version: self.version.as_ref().and_then(Value::as_u64),
+            },
+            Kind::MessageUpdate => self.event.map_or(Line::Other, RawEvent::into_line),
+            Kind::MessageEnd => self
+                .message
+                .as_ref()
+                .and_then(assistant_of)
+                .map_or(Line::Other, Line::AssistantEnd),
+            Kind::ToolStart => Line::ToolStart {
+                tool: self.tool_name.unwrap_or_default(),
+                detail: self.args.as_ref().map(summarize_args).unwrap_or_default(),
+            },
+            Kind::ToolEnd => {
+                let is_error = self.is_error.as_ref().and_then(Value::as_bool) == Some(true);
+                Line::ToolEnd {
+                    tool: self.tool_name.unwrap_or_default(),
+                    is_error,
+                    detail: if is_error {
+                        self.result.as_ref().map(first_text).unwrap_or_default()
+                    } else {
+                        String::new()
+                    },
+                }
+            }
+            Kind::AgentEnd => Line::AgentEnd(self.last_assistant.as_ref().and_then(assistant_of)),
+            Kind::Other => Line::Other,
+        }
+    }
+}
+
+impl RawEvent {
+    fn into_line(self) -> Line {
+        let index = self.content_index.as_ref().and_then(Value::as_u64);
+        match (self.kind, self.delta) {
+            (Some(DeltaKind::Text), Some(delta)) => Line::TextDelta(delta),
+            (Some(DeltaKind::Thinking), Some(delta)) => Line::ReasoningDelta(delta),
+            (Some(DeltaKind::ToolCall), Some(delta)) => Line::ToolCallDelta {
+                index: index.unwrap_or(0),
+                delta,
+            },
+            (Some(DeltaKind::ToolCallStart), _) => {
+                let index = index.unwrap_or(0);
+                let name = self
+                    .partial
+                    .as_ref()
+                    .and_then(|p| p.get("content"))
+                    .and_then(|c| c.get(usize::try_from(index).ok()?))
+                    .and_then(|part| part.get("name"))
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned();
+                Line::ToolCallStart { index, name }
+            }
+            _ => Line::Other,
+        }
+    }
+}
+
+/// A number pi wrote as a token count (an integer, or a float from some providers).
+fn count(value: Option<&Value>) -> u64 {
+    match value {
+        Some(v) => v
+            .as_u64()
+            .or_else(|| v.as_f64().filter(|f| *f >= 0.0).map(|f| f as u64))
+            .unwrap_or(0),
+        None => 0,
+    }
+}
+
+/// Reads an assistant message; anything else (user, toolResult, malformed) is `None`.
+fn assistant_of(message: &Value) -> Option<Assistant> {
+    if message.get("role").and_then(Value::as_str) != Some("assistant") {
+        return None;
+    }
+    let text = message
+        .get("content")
+        .and_then(Value::as_array)
+        .map(|parts| {
+            parts
+                .iter()
+                .filter(|part| part.get("type").and_then(Value::as_str) == Some("text"))
+                .filter_map(|part| part.get("text").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .unwrap_or_default();
+    let usage = message.get("usage");
+    let field = |name: &str| count(usage.and_then(|u| u.get(name)));
+    Some(Assistant {
+        text,
+        stop_reason: StopReason::parse(
+            message
+                .get("stopReason")
+                .and_then(Value::as_str)
+                .unwrap_or_default(),
+        ),
+        error: message
+            .get("errorMessage")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        usage: Usage {
+            prompt_tokens: field("input")
+                .saturating_add(field("cacheRead"))
+                .saturating_add(field("cacheWrite")),
+            completion_tokens: field("output"),
+        },
+    })
+}
+
+/// One line saying what a tool call is about: the command, path or pattern.
+fn summarize_args(args: &Value) -> String {
+    ["command", "path", "file_path", "pattern"]
+        .iter()
+        .find_map(|key| args.get(key).and_then(Value::as_str))
+        .map(|s| truncate(s, DETAIL_MAX))
+        .unwrap_or_default()
+}
+
+/// The first text part of a tool result (`{"content":[{"type":"text","text":…}]}`).
+fn first_text(result: &Value) -> String {
+    result
+        .get("content")
+        .and_then(Value::as_array)
+        .and_then(|parts| {
+            parts
+                .iter()
+                .find_map(|part| part.get("text").and_then(Value::as_str))
+        })
+        .map(|s| truncate(s, DETAIL_MAX))
+        .unwrap_or_default()
+}
+
+fn truncate(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", text.get(..at).unwrap_or_default()),
+        None => text.to_owned(),
+    }
+}
+
+// ---------------------------------------------------------------------------------
+
+/// Folds pi's lines into events, usage and a verdict (see the module doc).
+#[derive(Debug, Default)]
+pub struct PiStream {
+    usage: Usage,
+    /// Tool names of the streaming message's tool calls, by content index.
+    tool_calls: Vec<(u64, String)>,
+    last_assistant: Option<Assistant>,
+    verdict: Verdict,
+    session_version: Option<u64>,
+    saw_session: bool,
+    ended: bool,
+}
+
+impl PiStream {
+    pub fn new() -> Self {
+        PiStream::default()
+    }
+
+    /// Whether the `session` header was seen (pi's JSON mode starts with it).
+    pub fn saw_session(&self) -> bool {
+        self.saw_session
+    }
+
+    /// The session header's format version, when it gave one.
+    pub fn session_version(&self) -> Option<u64> {
+        self.session_version
+    }
+
+    /// Whether `agent_end` was seen.
+    pub fn ended(&self) -> bool {
+        self.ended
+    }
+
+    /// The verdict `final_message` means (see the module doc).
+    fn judge(final_message: Option<&Assistant>) -> Verdict {
+        let Some(message) = final_message else {
+            return Verdict::Pending;
+        };
+        let said = |fallback: &str| {
+            message
+                .error
+                .clone()
+                .filter(|e| !e.is_empty())
+                .unwrap_or_else(|| fallback.to_owned())
+        };
+        match &message.stop_reason {
+            StopReason::Stop => Verdict::Completed(message.text.clone()),
+            StopReason::Error => {
+                let error = said("the model request failed without a message");
+                Verdict::Failed {
+                    code: classify(&error),
+                    message: format!("pi: {error}"),
+                }
+            }
+            StopReason::Length => Verdict::Failed {
+                code: ErrorCode::BudgetExceeded,
+                message: "pi: the model stopped at its output-token limit (stopReason `length`); the answer is incomplete".to_owned(),
+            },
+            StopReason::Aborted => Verdict::Failed {
+                code: ErrorCode::Canceled,
+                message: format!("pi aborted the run: {}", said("no reason given")),
+            },
+            StopReason::ToolUse | StopReason::Other(_) => Verdict::Pending,
+        }
+    }
+}
+
+/// Transport trouble (worth retrying later) or a refusal.
+pub fn classify(message: &str) -> ErrorCode {
+    let lower = message.to_ascii_lowercase();
+    const TRANSIENT: [&str; 18] = [
+        "terminated",
+        "connection",
+        "econnrefused",
+        "econnreset",
+        "socket",
+        "network",
+        "fetch failed",
+        "timeout",
+        "timed out",
+        "429",
+        "rate limit",
+        "500",
+        "502",
+        "503",
+        "504",
+        "overloaded",
+        "unavailable",
+        "aborted",
+    ];
+    if TRANSIENT.iter().any(|needle| lower.contains(needle)) {
+        ErrorCode::ProviderUnavailable
+    } else {
+        ErrorCode::ProviderRejected
+    }
+}
+
+impl StreamParser for PiStream {
+    fn line(&mut self, line: &[u8], events: &mut Vec<Event>) {
+        let event = |kind: EventKind, text: String, tool: String, detail: String| Event {
+            kind,
+            text,
+            tool,
+            detail,
+        };
+        match parse_line(line) {
+            Line::Session { version } => {
+                self.saw_session = true;
+                self.session_version = version;
+            }
+            Line::TextDelta(text) => events.push(Event::text_delta(text)),
+            Line::ReasoningDelta(text) => events.push(event(
+                EventKind::ReasoningDelta,
+                text,
+                String::new(),
+                String::new(),
+            )),
+            Line::ToolCallStart { index, name } => {
+                self.tool_calls.retain(|(i, _)| *i != index);
+                self.tool_calls.push((index, name));
+            }
+            Line::ToolCallDelta { index, delta } => {
+                let tool = self
+                    .tool_calls
+                    .iter()
+                    .find(|(i, _)| *i == index)
+                    .map(|(_, name)| name.clone())
+                    .unwrap_or_default();
+                events.push(event(EventKind::ToolCallDelta, delta, tool, String::new()));
+            }
+            Line::ToolStart { tool, detail } => {
+                events.push(event(EventKind::ToolExecStart, String::new(), tool, detail));
+            }
+            Line::ToolEnd {
+                tool,
+                is_error,
+                detail,
+            } => {
+                let detail = if is_error {
+                    format!("error: {detail}")
+                } else {
+                    detail
+                };
+                events.push(event(EventKind::ToolExecEnd, String::new(), tool, detail));
+            }
+            Line::AssistantEnd(message) => {
+                self.usage = self.usage.plus(message.usage);
+                self.tool_calls.clear();
+                self.last_assistant = Some(message);
+            }
+            Line::AgentEnd(last) => {
+                self.ended = true;
+                let last = last.or_else(|| self.last_assistant.clone());
+                self.verdict = Self::judge(last.as_ref());
+            }
+            Line::Other | Line::Unrecognised => {}
+        }
+    }
+
+    fn verdict(&self) -> Verdict {
+        self.verdict.clone()
+    }
+
+    fn usage(&self) -> Usage {
+        self.usage
+    }
+}
+
+// ---------------------------------------------------------------------------------
+
+/// The `agent-native` backend. Holds only its configuration: every execution is a
+/// fresh `pi` process with no session.
+#[derive(Debug, Clone)]
+pub struct PiBackend {
+    config: ProgramConfig,
+}
+
+/// Tool profiles this backend knows (see the module doc).
+const KNOWN_PROFILES: [&str; 3] = ["", "workspace", "reasoning"];
+
+impl PiBackend {
+    /// A backend for `config` (`program` defaults to `pi` on `PATH`). Problems are
+    /// reported by [`Backend::verify`] and at run time, never by a panic.
+    pub fn new(config: ProgramConfig) -> Self {
+        PiBackend { config }
+    }
+
+    fn program(&self) -> &str {
+        self.config.program_or(DEFAULT_PROGRAM)
+    }
+
+    fn declared() -> Vec<Capability> {
+        vec![
+            Capability::Text,
+            Capability::Files,
+            Capability::Stream,
+            Capability::Tools,
+            Capability::Cancel,
+            Capability::Usage,
+        ]
+    }
+
+    fn adapter_version(program_version: &str) -> String {
+        let ours = format!("agent-native/{}", env!("CARGO_PKG_VERSION"));
+        if program_version.is_empty() {
+            ours
+        } else {
+            format!("{ours} (pi {program_version})")
+        }
+    }
+
+    /// The kind's own arguments: [`JSON_MODE_FLAGS`], the model, the tool flags from
+    /// the request's policy, and `--append-system-prompt instructions_file` when
+    /// given. An unknown tool profile is refused.
+    pub fn kind_args(
+        &self,
+        request: &ContractRequest,
+        instructions_file: Option<&std::path::Path>,
+    ) -> Result<Vec<String>, Error> {
+        let mut args: Vec<String> = JSON_MODE_FLAGS.iter().map(|s| (*s).to_owned()).collect();
+        if let Some(model) = &self.config.model {
+            args.push("--model".into());
+            args.push(model.clone());
+        }
+        let policy = &request.tool_policy;
+        if !KNOWN_PROFILES.contains(&policy.profile.as_str()) {
+            return Err(Error::new(
+                ErrorCode::ToolRejected,
+                format!(
+                    "tool profile `{}` is not known to the {KIND} backend (known: workspace, reasoning)",
+                    policy.profile
+                ),
+                SideEffects::None,
+            ));
+        }
+        if !policy.allowlist.is_empty() {
+            args.push("--tools".into());
+            args.push(policy.allowlist.join(","));
+        } else if policy.profile == "reasoning" {
+            args.push("--no-tools".into());
+        }
+        if let Some(path) = instructions_file {
+            args.push("--append-system-prompt".into());
+            args.push(path.display().to_string());
+        }
+        Ok(args)
+    }
+
+    /// The values to scrub from reasons and logs: configured variables that look like
+    /// credentials.
+    fn redact(&self, text: &str) -> String {
+        let mut out = text.to_owned();
+        for (name, value) in &self.config.env {
+            let upper = name.to_ascii_uppercase();
+            let secret = ["KEY", "TOKEN", "SECRET", "PASSWORD"]
+                .iter()
+                .any(|needle| upper.contains(needle));
+            if secret && value.len() >= 4 && out.contains(value.as_str()) {
+                out = out.replace(value.as_str(), "[redacted]");
+            }
+        }
+        out
+    }
+
+    /// The environment: quiet defaults, then the config's `env`, then the execution's
+    /// identity.
+    fn environment(&self, request: &ContractRequest, attempt: u32) -> BTreeMap<String, String> {
+        let mut env: BTreeMap<String, String> = [("PI_OFFLINE".to_owned(), "1".to_owned())].into();
+        env.extend(self.config.env.clone());
+        env.insert(
+            crate::command::EXECUTION_ID_VAR.to_owned(),
+            request.execution_id.clone(),
+        );
+        env.insert("AGENT_EXEC_ATTEMPT".to_owned(), attempt.to_string());
+        env
+    }
+}
+
+/// The prompt pi reads on stdin: prior `context` as a transcript, the prompt, then
+/// the deliverables to write.
+pub fn render_prompt(request: &ContractRequest) -> String {
+    let mut prompt = String::new();
+    if !request.context.is_empty() {
+        prompt.push_str("Conversation so far:\n");
+        for message in &request.context {
+            prompt.push_str(&format!("[{}] {}\n", message.role, message.content));
+        }
+        prompt.push('\n');
+    }
+    prompt.push_str(&request.prompt);
+    if !request.targets.is_empty() {
+        prompt.push_str("\n\nWrite these files (paths relative to the working directory):\n");
+        for target in &request.targets {
+            prompt.push_str(&format!("- {target}\n"));
+        }
+    }
+    prompt
+}
+
+/// `0.73.1` (what `pi --version` prints) → `0.73.1`; anything not starting with
+/// `N.N` is `None`.
+pub fn parse_version(output: &str) -> Option<&str> {
+    let word = output.split_whitespace().find(|w| {
+        let w = w.trim_start_matches('v');
+        let mut parts = w.split('.');
+        let numeric = |p: Option<&str>| {
+            p.is_some_and(|p| !p.is_empty() && p.bytes().take_while(u8::is_ascii_digit).count() > 0)
+        };
+        numeric(parts.next()) && numeric(parts.next())
+    })?;
+    Some(word.trim_start_matches('v'))
+}
+
+/// Runs `program args…` with `env` (in `cwd` when given), writing `stdin` (or
+/// closing it), within [`PROBE_TIMEOUT`].
+async fn run_probe(
+    program: &str,
+    args: &[&str],
+    env: &BTreeMap<String, String>,
+    cwd: Option<&std::path::Path>,
+    stdin: &[u8],
+) -> Result<std::process::Output, String> {
+    let path = crate::command::find_program(program)
+        .map_err(|problem| format!("{problem}; {INSTALL_HINT}"))?;
+    let mut command = tokio::process::Command::new(path);
+    command
+        .args(args)
+        .envs(env)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    if let Some(cwd) = cwd {
+        command.current_dir(cwd);
+    }
+    let mut child = command
+        .spawn()
+        .map_err(|e| format!("cannot run `{program}`: {e}"))?;
+    if let Some(mut pipe) = child.stdin.take() {
+        use tokio::io::AsyncWriteExt as _;
+        // A program that never reads stdin closes the pipe: judged by its output.
+        let _ = pipe.write_all(stdin).await;
+    }
+    match tokio::time::timeout(PROBE_TIMEOUT, child.wait_with_output()).await {
+        Ok(Ok(output)) => Ok(output),
+        Ok(Err(e)) => Err(format!("cannot run `{program}`: {e}")),
+        Err(_) => Err(format!(
+            "`{program} {}` did not answer within {PROBE_TIMEOUT:?}",
+            args.join(" ")
+        )),
+    }
+}
+
+/// `pi --version`'s number. pi prints it on stderr when stdout is not a terminal
+/// (its non-interactive modes keep stdout for the protocol), so both are read.
+async fn probe_version(program: &str, env: &BTreeMap<String, String>) -> Result<String, String> {
+    let output = run_probe(program, &["--version"], env, None, b"").await?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    if !output.status.success() {
+        return Err(format!(
+            "`{program} --version` failed ({}): {}",
+            output.status,
+            truncate(stderr.trim(), 400)
+        ));
+    }
+    parse_version(&stdout)
+        .or_else(|| parse_version(&stderr))
+        .map(str::to_owned)
+        .ok_or_else(|| {
+            format!(
+                "`{program} --version` printed {:?}, not a version number; {INSTALL_HINT}",
+                truncate(format!("{stdout}{stderr}").trim(), 200)
+            )
+        })
+}
+
+/// The format check `verify` runs: pi in JSON mode against a provider on a loopback
+/// port nobody listens on, so no model is needed and nothing leaves the machine. The
+/// stream must be pi's (session header, `agent_end`) and end in a failed verdict.
+async fn probe_json_mode(program: &str, user_env: &BTreeMap<String, String>) -> Result<(), String> {
+    let dir = tempfile::tempdir().map_err(|e| format!("cannot create a probe directory: {e}"))?;
+    let agent_dir = dir.path().join("agent");
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0")
+            .map_err(|e| format!("cannot reserve a loopback port: {e}"))?;
+        listener
+            .local_addr()
+            .map_err(|e| format!("cannot reserve a loopback port: {e}"))?
+            .port()
+        // Dropped here: connections to the port are refused.
+    };
+    let models = serde_json::json!({"providers": {"agent-exec-probe": {
+        "baseUrl": format!("http://127.0.0.1:{port}/v1"),
+        "api": "openai-completions",
+        "apiKey": "agent-exec-probe",
+        "models": [{"id": "probe"}]}}});
+    let settings = serde_json::json!({"retry": {"enabled": false}});
+    std::fs::create_dir_all(&agent_dir)
+        .and_then(|()| std::fs::write(agent_dir.join("models.json"), models.to_string()))
+        .and_then(|()| std::fs::write(agent_dir.join("settings.json"), settings.to_string()))
+        .map_err(|e| format!("cannot write the probe configuration: {e}"))?;
+    let mut env = user_env.clone();
+    env.insert(
+        "PI_CODING_AGENT_DIR".to_owned(),
+        agent_dir.display().to_string(),
+    );
+    env.insert("PI_OFFLINE".to_owned(), "1".to_owned());
+    let mut args: Vec<&str> = JSON_MODE_FLAGS.to_vec();
+    args.extend(["--no-tools", "--model", "agent-exec-probe/probe"]);
+    let output = run_probe(
+        program,
+        &args,
+        &env,
+        Some(dir.path()),
+        b"agent-exec format probe",
+    )
+    .await?;
+    let mut stream = PiStream::new();
+    let mut events = Vec::new();
+    for line in output.stdout.split(|b| *b == b'\n') {
+        if !line.is_empty() {
+            stream.line(line, &mut events);
+        }
+    }
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stderr = truncate(stderr.trim(), 400);
+    match stream.verdict() {
+        Verdict::Failed { .. } if stream.saw_session() && stream.ended() => Ok(()),
+        verdict => Err(format!(
+            "`{program} --mode json` did not speak the expected event stream (session header: {}, agent_end: {}, verdict: {verdict:?}, exit: {}, stderr: {stderr:?})",
+            stream.saw_session(),
+            stream.ended(),
+            output.status
+        )),
+    }
+}
+
+#[async_trait::async_trait]
+impl Backend for PiBackend {
+    fn descriptor(&self) -> BackendDescriptor {
+        BackendDescriptor {
+            name: self.config.name.clone(),
+            capabilities: Self::declared(),
+            adapter_version: Self::adapter_version(""),
+        }
+    }
+
+    async fn verify(&self) -> Verification {
+        let program = self.program();
+        let name = &self.config.name;
+        let number = match probe_version(program, &self.config.env).await {
+            Ok(number) => number,
+            Err(problem) => {
+                return Verification::failed(format!(
+                    "backend `{name}`: {}",
+                    self.redact(&problem)
+                ));
+            }
+        };
+        let adapter_version = Self::adapter_version(&number);
+        if let Err(problem) = probe_json_mode(program, &self.config.env).await {
+            return Verification {
+                verified: Vec::new(),
+                adapter_version,
+                problems: vec![format!("backend `{name}`: {}", self.redact(&problem))],
+            };
+        }
+        let mut verified = vec![
+            Capability::Text,
+            Capability::Files,
+            Capability::Stream,
+            Capability::Tools,
+            Capability::Usage,
+        ];
+        let mut problems = Vec::new();
+        // Whole-tree cancellation needs /proc to find the tree.
+        if agent_exec_runtime::procfs::stat(std::process::id() as i32).is_some() {
+            verified.push(Capability::Cancel);
+        } else {
+            problems.push("cancel: /proc is not readable, process trees cannot be found".into());
+        }
+        Verification {
+            verified,
+            adapter_version,
+            problems,
+        }
+    }
+
+    async fn execute(&self, request: &ContractRequest, ctx: ExecutionContext) -> ContractResult {
+        if request.workspace.root.is_empty() {
+            return ContractResult::failed(Error::new(
+                ErrorCode::Internal,
+                "the agent-native backend needs a workspace root to run in",
+                SideEffects::None,
+            ));
+        }
+        let prompt = render_prompt(request);
+        if prompt.trim().is_empty() {
+            // pi trims stdin and does nothing with an empty prompt.
+            return ContractResult::failed(Error::new(
+                ErrorCode::ProviderRejected,
+                "the agent-native backend needs a non-empty prompt",
+                SideEffects::None,
+            ));
+        }
+        // Kept alive until pi has exited (pi reads it at start-up).
+        let instructions = if request.instructions.is_empty() {
+            None
+        } else {
+            match write_instructions(&request.instructions) {
+                Ok(file) => Some(file),
+                Err(e) => {
+                    return ContractResult::failed(Error::new(
+                        ErrorCode::Internal,
+                        format!("cannot write the instructions file for pi: {e}"),
+                        SideEffects::None,
+                    ));
+                }
+            }
+        };
+        let kind_args = match self.kind_args(request, instructions.as_ref().map(|f| f.path())) {
+            Ok(args) => args,
+            Err(err) => return ContractResult::failed(err),
+        };
+        let mut run = self.config.agent_run(
+            self.program(),
+            kind_args,
+            Vec::new(),
+            Some(prompt.into_bytes()),
+            &request.workspace.root,
+        );
+        run.env = self.environment(request, ctx.attempt);
+        let mut stream = PiStream::new();
+        let mut result = agent_program::drive(run, &mut stream, &ctx).await;
+        drop(instructions);
+        if let Some(err) = result.err.as_mut() {
+            err.reason = self.redact(&err.reason);
+            // pi already retried (its `retry` setting); what is left is transient
+            // trouble the caller may retry later, if the side effects allow.
+            let transient = matches!(
+                stream.verdict(),
+                Verdict::Failed {
+                    code: ErrorCode::ProviderUnavailable,
+                    ..
+                }
+            );
+            if transient && result.outcome == Outcome::Failed {
+                err.retryable = true;
+            }
+        }
+        result.logs = self.redact(&result.logs);
+        result
+    }
+}
+
+/// The instructions as a file pi reads for `--append-system-prompt` (see the module
+/// doc for why a file).
+fn write_instructions(text: &str) -> std::io::Result<tempfile::NamedTempFile> {
+    use std::io::Write as _;
+    let mut file = tempfile::Builder::new()
+        .prefix("agent-exec-pi-instructions-")
+        .suffix(".md")
+        .tempfile()?;
+    file.write_all(text.as_bytes())?;
+    file.flush()?;
+    Ok(file)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn fold(lines: &[&str]) -> (PiStream, Vec<Event>) {
+        let mut stream = PiStream::new();
+        let mut events = Vec::new();
+        for line in lines {
+            stream.line(line.as_bytes(), &mut events);
+        }
+        (stream, events)
+    }
+
+    const ASSISTANT_STOP: &str = r#"{"type":"message_end","message":{"role":"assistant","content":[{"type":"text","text":"done"}],"usage":{"input":100,"output":9,"cacheRead":20,"cacheWrite":3,"totalTokens":132},"stopReason":"stop"}}"#;
+
+    #[test]
+    fn maps_deltas_tools_and_messages() {
+        assert_eq!(
+            parse_line(
+                br#"{"type":"message_update","assistantMessageEvent":{"type":"text_delta","contentIndex":0,"delta":"he","partial":{"role":"assistant"}},"message":{"role":"assistant"}}"#
+            ),
+            Line::TextDelta("he".into())
+        );
+        assert_eq!(
+            parse_line(
+                br#"{"type":"message_update","assistantMessageEvent":{"type":"toolcall_start","contentIndex":1,"partial":{"content":[{"type":"text","text":"x"},{"type":"toolCall","name":"bash"}]}}}"#
+            ),
+            Line::ToolCallStart {
+                index: 1,
+                name: "bash".into()
+            }
+        );
+        assert_eq!(
+            parse_line(
+                br#"{"type":"tool_execution_start","toolCallId":"c","toolName":"bash","args":{"command":"ls -la"}}"#
+            ),
+            Line::ToolStart {
+                tool: "bash".into(),
+                detail: "ls -la".into()
+            }
+        );
+        assert_eq!(
+            parse_line(
+                br#"{"type":"tool_execution_end","toolCallId":"c","toolName":"edit","result":{"content":[{"type":"text","text":"no match"}]},"isError":true}"#
+            ),
+            Line::ToolEnd {
+                tool: "edit".into(),
+                is_error: true,
+                detail: "no match".into()
+            }
+        );
+        let Line::AssistantEnd(message) = parse_line(ASSISTANT_STOP.as_bytes()) else {
+            panic!("expected an assistant end")
+        };
+        assert_eq!(message.text, "done");
+        assert_eq!(message.stop_reason, StopReason::Stop);
+        assert_eq!(
+            message.usage,
+            Usage {
+                prompt_tokens: 123,
+                completion_tokens: 9
+            }
+        );
+        assert_eq!(
+            parse_line(br#"{"type":"message_end","message":{"role":"user","content":"hi"}}"#),
+            Line::Other
+        );
+        assert_eq!(
+            parse_line(br#"{"type":"session","version":3,"id":"x"}"#),
+            Line::Session { version: Some(3) }
+        );
+        assert_eq!(parse_line(br#"{"type":"queue_update"}"#), Line::Other);
+        assert_eq!(parse_line(b"not json"), Line::Unrecognised);
+        assert_eq!(parse_line(b"[1,2]"), Line::Unrecognised);
+        assert_eq!(parse_line(br#"{"no_type":1}"#), Line::Unrecognised);
+        assert_eq!(parse_line(br#"{"type":5}"#), Line::Unrecognised);
+    }
+
+    #[test]
+    fn fields_before_the_type_are_still_read() {
+        assert_eq!(
+            parse_line(
+                br#"{"args":{"path":"a.txt"},"toolName":"write","type":"tool_execution_start"}"#
+            ),
+            Line::ToolStart {
+                tool: "write".into(),
+                detail: "a.txt".into()
+            }
+        );
+    }
+
+    #[test]
+    fn only_agent_end_is_final_and_usage_is_summed_over_messages() {
+        let tool_use = r#"{"type":"message_end","message":{"role":"assistant","content":[{"type":"toolCall","name":"bash"}],"usage":{"input":50,"output":5},"stopReason":"toolUse"}}"#;
+        let (stream, _) = fold(&[tool_use, ASSISTANT_STOP]);
+        assert_eq!(stream.verdict(), Verdict::Pending);
+        let (stream, _) = fold(&[
+            tool_use,
+            ASSISTANT_STOP,
+            r#"{"type":"agent_end","messages":[]}"#,
+        ]);
+        assert_eq!(stream.verdict(), Verdict::Completed("done".into()));
+        assert_eq!(
+            stream.usage(),
+            Usage {
+                prompt_tokens: 173,
+                completion_tokens: 14
+            }
+        );
+    }
+
+    #[test]
+    fn agent_end_judges_by_the_last_assistant_message() {
+        let end = |message: &str| {
+            format!(
+                r#"{{"type":"agent_end","messages":[{{"role":"user","content":"q"}},{message}]}}"#
+            )
+        };
+        let verdict = |message: &str| fold(&[&end(message)]).0.verdict();
+        assert_eq!(
+            verdict(
+                r#"{"role":"assistant","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}],"stopReason":"stop"}"#
+            ),
+            Verdict::Completed("a\nb".into())
+        );
+        assert_eq!(
+            verdict(
+                r#"{"role":"assistant","content":[],"stopReason":"error","errorMessage":"terminated"}"#
+            ),
+            Verdict::Failed {
+                code: ErrorCode::ProviderUnavailable,
+                message: "pi: terminated".into()
+            }
+        );
+        assert!(matches!(
+            verdict(
+                r#"{"role":"assistant","content":[],"stopReason":"error","errorMessage":"401 invalid api key"}"#
+            ),
+            Verdict::Failed {
+                code: ErrorCode::ProviderRejected,
+                ..
+            }
+        ));
+        assert!(matches!(
+            verdict(
+                r#"{"role":"assistant","content":[{"type":"text","text":"half"}],"stopReason":"length"}"#
+            ),
+            Verdict::Failed {
+                code: ErrorCode::BudgetExceeded,
+                ..
+            }
+        ));
+        assert!(matches!(
+            verdict(r#"{"role":"assistant","content":[],"stopReason":"aborted"}"#),
+            Verdict::Failed {
+                code: ErrorCode::Canceled,
+                ..
+            }
+        ));
+        assert_eq!(
+            verdict(r#"{"role":"assistant","content":[],"stopReason":"toolUse"}"#),
+            Verdict::Pending
+        );
+        assert_eq!(
+            verdict(r#"{"role":"assistant","content":[],"stopReason":"someday"}"#),
+            Verdict::Pending
+        );
+        assert_eq!(
+            verdict(r#"{"role":"toolResult","content":[]}"#),
+            Verdict::Pending
+        );
+    }
+
+    #[test]
+    fn tool_call_deltas_carry_the_tool_name_and_events_keep_order() {
+        let (_, events) = fold(&[
+            r#"{"type":"message_update","assistantMessageEvent":{"type":"toolcall_start","contentIndex":0,"partial":{"content":[{"type":"toolCall","name":"write"}]}}}"#,
+            r#"{"type":"message_update","assistantMessageEvent":{"type":"toolcall_delta","contentIndex":0,"delta":"{\"path\""}}"#,
+            r#"{"type":"tool_execution_start","toolName":"write","args":{"path":"out.txt"}}"#,
+            r#"{"type":"tool_execution_end","toolName":"write","result":{},"isError":false}"#,
+            r#"{"type":"message_update","assistantMessageEvent":{"type":"thinking_delta","delta":"hm"}}"#,
+            r#"{"type":"message_update","assistantMessageEvent":{"type":"text_delta","delta":"ok"}}"#,
+        ]);
+        let seen: Vec<(EventKind, &str, &str)> = events
+            .iter()
+            .map(|e| (e.kind.clone(), e.tool.as_str(), e.text.as_str()))
+            .collect();
+        assert_eq!(
+            seen,
+            vec![
+                (EventKind::ToolCallDelta, "write", "{\"path\""),
+                (EventKind::ToolExecStart, "write", ""),
+                (EventKind::ToolExecEnd, "write", ""),
+                (EventKind::ReasoningDelta, "", "hm"),
+                (EventKind::TextDelta, "", "ok"),
+            ]
+        );
+        assert_eq!(events[1].detail, "out.txt");
+    }
+
+    #[test]
+    fn versions_parse() {
+        assert_eq!(parse_version("0.73.1"), Some("0.73.1"));
+        assert_eq!(parse_version("v1.2.3\n"), Some("1.2.3"));
+        assert_eq!(parse_version("pi 0.9"), Some("0.9"));
+        assert_eq!(parse_version("usage: pi [options]"), None);
+        assert_eq!(parse_version(""), None);
+    }
+
+    #[test]
+    fn tool_policy_becomes_pi_flags() {
+        let backend = PiBackend::new(ProgramConfig::new("pi"));
+        let mut request = ContractRequest::default();
+        let args = backend.kind_args(&request, None).unwrap();
+        assert_eq!(args, ["--mode", "json", "--no-session"]);
+        request.tool_policy.profile = "reasoning".into();
+        assert!(
+            backend
+                .kind_args(&request, None)
+                .unwrap()
+                .contains(&"--no-tools".to_owned())
+        );
+        request.tool_policy.allowlist = vec!["read".into(), "ls".into()];
+        let args = backend.kind_args(&request, None).unwrap();
+        assert!(
+            args.ends_with(&["--tools".to_owned(), "read,ls".to_owned()]),
+            "{args:?}"
+        );
+        request.tool_policy.profile = "everything".into();
+        let err = backend.kind_args(&request, None).unwrap_err();
+        assert_eq!(err.code, ErrorCode::ToolRejected);
+        assert_eq!(err.side_effects, SideEffects::None);
+    }
+
+    #[test]
+    fn the_prompt_carries_context_and_targets() {
+        let mut request = ContractRequest {
+            prompt: "@notes.md -v".into(),
+            ..ContractRequest::default()
+        };
+        request.context = vec![agent_exec_contract::Message {
+            role: "user".into(),
+            content: "earlier".into(),
+        }];
+        request.targets = vec!["out.txt".into()];
+        let prompt = render_prompt(&request);
+        assert!(prompt.starts_with("Conversation so far:\n[user] earlier\n\n@notes.md -v"));
+        assert!(prompt.ends_with("- out.txt\n"));
+    }
+
+    #[test]
+    fn credential_values_from_the_config_env_are_redacted() {
+        let mut config = ProgramConfig::new("pi");
+        config
+            .env
+            .insert("MY_API_KEY".into(), "sk-very-secret".into());
+        config
+            .env
+            .insert("PI_CODING_AGENT_DIR".into(), "/home/me/.pi".into());
+        let backend = PiBackend::new(config);
+        assert_eq!(
+            backend.redact("401: bad key sk-very-secret in /home/me/.pi"),
+            "401: bad key [redacted] in /home/me/.pi"
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn never_panics_on_any_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
+            let mut stream = PiStream::new();
+            let mut events = Vec::new();
+            stream.line(&bytes, &mut events);
+            let _ = stream.verdict();
+        }
+
+        #[test]
+        fn never_panics_on_typed_objects(
+            kind in "(session|message_update|message_end|tool_execution_start|tool_execution_end|agent_end|x)",
+            event in "(text_delta|thinking_delta|toolcall_start|toolcall_delta|x)",
+            body in "[ -~]{0,24}",
+            index in any::<i64>(),
+        ) {
+            let body = serde_json::Value::String(body).to_string();
+            let line = format!(
+                r#"{{"type":"{kind}","assistantMessageEvent":{{"type":"{event}","contentIndex":{index},"delta":{body},"partial":{{"content":[{body}]}}}},"message":{{"role":"assistant","content":{body},"usage":{{"input":{index}}},"stopReason":{body}}},"messages":[{{"role":"assistant","stopReason":{body}}}],"toolName":{body},"args":{body},"isError":{body},"version":{index}}}"#
+            );
+            let mut stream = PiStream::new();
+            let mut events = Vec::new();
+            stream.line(line.as_bytes(), &mut events);
+            let _ = (stream.verdict(), stream.usage());
+        }
+    }
+}
