@@ -186,6 +186,7 @@ struct RawLine {
     usage: Option<Value>,
     api_error_status: Option<Value>,
     terminal_reason: Option<Value>,
+    is_api_error_message: Option<Value>,
 }
 
 /// Parses one line (without its newline). Pure; never panics.
@@ -239,6 +240,13 @@ fn content_blocks(message: Option<&Value>) -> &[Value] {
 
 fn assistant(raw: &RawLine) -> Line {
     let message = raw.message.as_ref();
+    // Claude Code reports an API failure as a synthetic assistant message too; its
+    // text is the error, not the model's words, and the result line carries it.
+    let synthetic = raw.is_api_error_message.as_ref().and_then(Value::as_bool) == Some(true)
+        || message.is_some_and(|m| field(m, "model") == "<synthetic>");
+    if synthetic {
+        return Line::Other;
+    }
     let blocks = content_blocks(message)
         .iter()
         .filter_map(|block| match field(block, "type") {

@@ -9,7 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_exec_backends::agent_program::ProgramConfig;
-use agent_exec_backends::claude_code::ClaudeCodeBackend;
+use agent_exec_backends::agent_program::{StreamParser as _, Verdict};
+use agent_exec_backends::claude_code::{ClaudeCodeBackend, ClaudeCodeStream};
 use agent_exec_contract::{
     Backend, CancelCause, Capability, ContractRequest, ErrorCode, Event, EventKind, EventSink,
     ExecutionContext, Outcome, Registry, SideEffects, ToolPolicy, WorkspaceHandle,
@@ -343,4 +344,188 @@ async fn killing_claude_mid_run_is_unknown_and_its_tree_is_cleaned_up() {
         gone(sleeper),
         "the orphaned sleep {sleeper} was left running"
     );
+}
+
+/// Feeds a recorded stream to a fresh parser, as the driver does (line by line).
+fn replay(data: &[u8]) -> (Vec<Event>, ClaudeCodeStream) {
+    let mut parser = ClaudeCodeStream::new();
+    let mut events = Vec::new();
+    for line in data.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+        parser.line(line, &mut events);
+    }
+    (events, parser)
+}
+
+fn summary(events: &[Event]) -> Vec<(EventKind, &str, &str)> {
+    events
+        .iter()
+        .map(|e| (e.kind.clone(), e.tool.as_str(), e.text.as_str()))
+        .collect()
+}
+
+#[test]
+fn recorded_write_stream_maps_in_order() {
+    // Claude Code 2.1.332, Write tool, then a final message (see record_streams).
+    let (events, parser) = replay(include_bytes!("data/claude-code-write.jsonl"));
+    assert_eq!(
+        summary(&events),
+        [
+            (EventKind::ToolExecStart, "Write", ""),
+            (EventKind::ToolExecEnd, "Write", ""),
+            (EventKind::TextDelta, "", "wrote out.txt"),
+        ]
+    );
+    assert!(events[0].detail.ends_with("/out.txt"), "{:?}", events[0]);
+    assert_eq!(parser.verdict(), Verdict::Completed("wrote out.txt".into()));
+    assert_eq!(
+        (
+            parser.usage().prompt_tokens,
+            parser.usage().completion_tokens
+        ),
+        (320, 18)
+    );
+    assert_eq!(parser.model, "claude-opus-5-5");
+    assert!(!parser.session_id.is_empty());
+}
+
+#[test]
+fn recorded_partial_stream_sends_each_text_once_and_marks_the_failed_tool() {
+    // With --include-partial-messages: token deltas, then the same text again in an
+    // assistant message, which must not be sent twice; the second Bash call exits 3.
+    let (events, parser) = replay(include_bytes!("data/claude-code-bash-partial.jsonl"));
+    assert_eq!(
+        summary(&events),
+        [
+            (EventKind::TextDelta, "", "Let me r"),
+            (EventKind::TextDelta, "", "un two c"),
+            (EventKind::TextDelta, "", "ommands."),
+            (EventKind::ToolExecStart, "Bash", ""),
+            (EventKind::ToolExecEnd, "Bash", ""),
+            (EventKind::ToolExecStart, "Bash", ""),
+            (EventKind::ToolExecEnd, "Bash", ""),
+            (EventKind::TextDelta, "", "one wor"),
+            (EventKind::TextDelta, "", "ked, on"),
+            (EventKind::TextDelta, "", "e failed"),
+        ]
+    );
+    assert_eq!(events[3].detail, "echo hi > out.txt");
+    assert_eq!(events[4].detail, "echo hi > out.txt");
+    assert_eq!(events[6].detail, "failed: Exit code 3");
+    assert_eq!(
+        parser.verdict(),
+        Verdict::Completed("one worked, one failed".into())
+    );
+    assert_eq!(
+        (
+            parser.usage().prompt_tokens,
+            parser.usage().completion_tokens
+        ),
+        (540, 27)
+    );
+}
+
+#[test]
+fn recorded_api_error_is_an_honest_failure() {
+    // The API unreachable (connection refused), no retry: is_error with no status.
+    let (events, parser) = replay(include_bytes!("data/claude-code-api-error.jsonl"));
+    let Verdict::Failed { code, message } = parser.verdict() else {
+        panic!("expected a failure, got {:?}", parser.verdict())
+    };
+    assert_eq!(code, ErrorCode::ProviderUnavailable);
+    assert!(message.contains("Connection refused"), "{message}");
+    // The error text also arrives as the assistant's (synthetic) message.
+    assert!(
+        events.iter().all(|e| e.kind == EventKind::TextDelta),
+        "{events:?}"
+    );
+    assert_eq!(parser.usage(), agent_exec_contract::Usage::default());
+}
+
+/// Re-records `tests/data/claude-code-*.jsonl` from the real program with this
+/// backend's own argv: `cargo test -p agent-exec-backends --test claude_code_live --
+/// --ignored record_streams`.
+#[tokio::test]
+#[ignore = "re-records the committed streams"]
+async fn record_streams() {
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    let write = setup(|root| {
+        vec![
+            Turn::tool_call(
+                "toolu_w1",
+                "Write",
+                json!({"file_path": root.join("out.txt"), "content": "hello from claude\n"}),
+            )
+            .with_usage(120, 7),
+            Turn::text("wrote out.txt").with_usage(200, 11),
+        ]
+    });
+    record(&write, &[], &data.join("claude-code-write.jsonl"));
+
+    let partial = setup(|_| {
+        vec![
+            Turn {
+                parts: vec![
+                    model_script::Part::Text("Let me run two commands.".into()),
+                    model_script::Part::ToolCall {
+                        call_id: "toolu_b1".into(),
+                        name: "Bash".into(),
+                        arguments: json!({"command": "echo hi > out.txt", "description": "write"}),
+                    },
+                ],
+                ..Turn::default()
+            }
+            .with_usage(150, 12),
+            Turn::tool_call(
+                "toolu_b2",
+                "Bash",
+                json!({"command": "exit 3", "description": "fail"}),
+            )
+            .with_usage(180, 6),
+            Turn::text("one worked, one failed").with_usage(210, 9),
+        ]
+    });
+    record(
+        &partial,
+        &["--include-partial-messages"],
+        &data.join("claude-code-bash-partial.jsonl"),
+    );
+
+    // Nothing listens on port 9 (discard): the API error path, without a retry.
+    let refused = setup(|_| Vec::new());
+    let mut run = refused
+        .backend
+        .agent_run(&refused.request("hi", "workspace"))
+        .unwrap();
+    run.env
+        .insert("ANTHROPIC_BASE_URL".into(), "http://127.0.0.1:9".into());
+    record_run(run, &data.join("claude-code-api-error.jsonl"));
+}
+
+fn record(s: &Setup, extra: &[&str], out: &Path) {
+    let mut run = s
+        .backend
+        .agent_run(&s.request("do it", "workspace"))
+        .unwrap();
+    run.args.extend(extra.iter().map(|a| a.to_string()));
+    record_run(run, out);
+}
+
+fn record_run(run: agent_exec_backends::agent_program::AgentRun, out: &Path) {
+    use std::io::Write as _;
+    let mut child = std::process::Command::new(&run.program)
+        .args(&run.args)
+        .envs(&run.env)
+        .current_dir(&run.cwd)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(run.stdin.as_deref().unwrap_or_default())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    std::fs::write(out, &output.stdout).unwrap();
 }
