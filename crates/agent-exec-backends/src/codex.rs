@@ -1,7 +1,7 @@
 //! The `codex` backend: the OpenAI Codex CLI run headless as
 //! `codex exec --json --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox
-//! [--model M] [-c developer_instructions=…] [args…] -- PROMPT`, stdin closed, in the
-//! workspace root, driven by [`crate::agent_program::drive`].
+//! [--model M] [tool flags] [-c developer_instructions=…] [args…] -`, the prompt on
+//! stdin, in the workspace root, driven by [`crate::agent_program::drive`].
 //!
 //! `codex exec --json` writes one JSON object a line (`thread.started`, `turn.started`,
 //! `item.started` / `item.updated` / `item.completed` with an `item` of type
@@ -16,35 +16,44 @@
 //! * [`CodexStream`] folds those lines into the driver's [`Verdict`]: the run's text is
 //!   the *last* `agent_message`; the result is final only on `turn.completed` (usage
 //!   summed over the turn's model calls, as codex reports it) or `turn.failed`.
-//! * [`CodexBackend`] is the argv, the prompt rendering and [`Backend::verify`].
+//! * [`CodexBackend`] is the argv ([`CodexBackend::kind_args`], [`tool_args`]), the
+//!   prompt ([`render_prompt`]) and [`Backend::verify`].
 //!
 //! Decisions:
 //! * A top-level `error` line is *not* final: codex also uses it for notices it
-//!   recovers from (stream retries). It is remembered, and becomes the failure only if
-//!   the turn then fails without a message of its own.
-//! * Failure codes come from codex's message: transport trouble (disconnects, timeouts,
-//!   5xx, 429, retry limits) is `agent.provider_unavailable` (worth retrying later);
-//!   anything else codex reports is `agent.provider_rejected`.
-//! * The prompt is the last argument after `--` (a prompt starting with `-` stays a
-//!   prompt); `context` messages are rendered above it as a transcript and `targets`
-//!   below it as the files to write, since the prompt is the agent's only input.
-//!   `instructions` go to codex's `developer_instructions` setting, TOML-quoted.
-//! * Error reasons and logs are scrubbed of the values of configured environment
-//!   variables that look like credentials (`*KEY*`, `*TOKEN*`, `*SECRET*`,
-//!   `*PASSWORD*`), in case a provider echoes a key back.
+//!   recovers from (`Reconnecting... waiting for network`, which it repeats for as long
+//!   as the provider is unreachable — such a run ends only by the deadline). It is
+//!   remembered: it explains a `turn.failed` without a message, and goes to the logs
+//!   of a run that did not succeed.
+//! * Failure codes come from codex's message: a quoted HTTP status decides (5xx, 408,
+//!   429 → `agent.provider_unavailable`, retryable; other statuses →
+//!   `agent.provider_rejected`); without one, transport words (disconnect, timeout,
+//!   retry limit) mean unavailable, anything else rejected.
+//! * The prompt goes on stdin (`-` as the prompt argument), never in argv: argv is
+//!   readable by every local user and capped at 128 KiB an argument. `context`
+//!   messages are rendered above it as a transcript and `targets` below it as the files
+//!   to write, since the prompt is the agent's only input. `instructions` go to codex's
+//!   `developer_instructions` setting, TOML-quoted (so they do sit in argv).
+//! * The [`ToolPolicy`] is held with codex's own switches ([`tool_args`]): the default
+//!   (`reasoning`) disables every built-in tool, `workspace` keeps codex's set, an
+//!   allowlist keeps exactly the named tools, anything else is `agent.tool_rejected`
+//!   before codex starts. Approvals and the sandbox are bypassed because nobody is there
+//!   to approve; the workspace is the caller's isolation (invariant 7).
+//! * Error reasons and logs are scrubbed of the values of environment variables
+//!   (configured or inherited) that look like credentials (`*KEY*`, `*TOKEN*`,
+//!   `*SECRET*`, `*PASSWORD*`): providers do echo keys back in errors.
 //!
-//! Deliberately not done: the [`agent_exec_contract::ToolPolicy`] is not enforced —
-//! codex runs with its own full tool set and no sandbox (the workspace is the
-//! caller's isolation, invariant 7), so `tools` is not a declared capability; no
-//! `codex exec resume` (each execution is a fresh codex thread, `--ephemeral` is not
-//! forced so the user's codex keeps its own session log).
+//! Deliberately not done: MCP servers declared in the user's own codex config are not
+//! switched off by the policy (give agent-exec a `CODEX_HOME` without them); no
+//! `codex exec resume` (each execution is a fresh codex thread); `--ephemeral` is not
+//! forced, so the user's codex keeps its own session log.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use agent_exec_contract::{
     Backend, BackendDescriptor, Capability, ContractRequest, ContractResult, ErrorCode, Event,
-    EventKind, ExecutionContext, Usage, Verification,
+    EventKind, ExecutionContext, ToolPolicy, Usage, Verification,
 };
 use serde_json::Value;
 
@@ -332,6 +341,7 @@ impl CodexBackend {
             Capability::Text,
             Capability::Files,
             Capability::Stream,
+            Capability::Tools,
             Capability::Cancel,
             Capability::Usage,
         ]
@@ -346,20 +356,23 @@ impl CodexBackend {
         }
     }
 
-    /// The kind's own arguments: [`EXEC_FLAGS`], the model, the instructions.
-    pub fn kind_args(&self, request: &ContractRequest) -> Vec<String> {
+    /// The kind's own arguments: [`EXEC_FLAGS`], the model, the tool policy
+    /// ([`tool_args`]), the instructions; `-` last, so the prompt is read from stdin.
+    /// Fails when the policy names what this backend cannot honour.
+    pub fn kind_args(&self, request: &ContractRequest) -> Result<Vec<String>, String> {
         let mut args: Vec<String> = EXEC_FLAGS.iter().map(|s| (*s).to_owned()).collect();
         if let Some(model) = &self.config.model {
             args.push("--model".into());
             args.push(model.clone());
         }
+        args.extend(tool_args(&request.tool_policy)?);
         if !request.instructions.is_empty() {
             // TOML-quoted, so codex cannot read the text as an array, a table, a number.
             let value = toml::Value::String(request.instructions.clone());
             args.push("-c".into());
             args.push(format!("developer_instructions={value}"));
         }
-        args
+        Ok(args)
     }
 
     /// The values to scrub from reasons and logs: variables that look like credentials,
@@ -399,6 +412,70 @@ fn looks_secret(name: &str) -> bool {
 /// The message `turn.failed` gets when codex gave none (see [`message`]).
 const NO_MESSAGE: &str = "codex reported an error without a message";
 
+/// The codex tools a [`ToolPolicy`] can name, and the codex features behind each.
+/// `exec_command` is codex's shell (with its `write_stdin` companion).
+pub const TOOLS: [(&str, &[&str]); 3] = [
+    ("exec_command", &["shell_tool", "unified_exec"]),
+    ("view_image", &["view_image"]),
+    ("web_search", &[]),
+];
+
+/// Features that give the model reach beyond its answer and that no allowlist entry
+/// turns back on: sub-agents (which have tools of their own), goals, image generation.
+const ALWAYS_OFF_UNLESS_WORKSPACE: [&str; 3] = ["multi_agent", "goals", "image_generation"];
+
+/// The flags that hold codex to `policy`:
+///
+/// * an `allowlist` → exactly those of [`TOOLS`] (every other feature is disabled);
+/// * profile `reasoning` or empty (the contract's default) → none of them;
+/// * profile `workspace` → codex's own default tool set;
+/// * anything else → an error (`tool_rejected`): unknown tools are refused.
+///
+/// An unknown feature name makes codex exit before it starts (fail closed), so a
+/// codex release that renames a feature breaks runs loudly rather than widening them.
+pub fn tool_args(policy: &ToolPolicy) -> Result<Vec<String>, String> {
+    let allowed: Vec<&str> = if !policy.allowlist.is_empty() {
+        if let Some(bad) = policy
+            .allowlist
+            .iter()
+            .find(|name| !TOOLS.iter().any(|(tool, _)| tool == name))
+        {
+            return Err(format!(
+                "tool `{bad}` is unknown to the codex backend (known: {})",
+                TOOLS.map(|(tool, _)| tool).join(", ")
+            ));
+        }
+        policy.allowlist.iter().map(String::as_str).collect()
+    } else {
+        match policy.profile.as_str() {
+            "" | "reasoning" => Vec::new(),
+            "workspace" => return Ok(Vec::new()),
+            other => {
+                return Err(format!(
+                    "tool profile `{other}` is unknown to the codex backend (known: reasoning, workspace, or an allowlist of {})",
+                    TOOLS.map(|(tool, _)| tool).join(", ")
+                ));
+            }
+        }
+    };
+    let mut args = Vec::new();
+    let mut disable = |feature: &str| {
+        args.push("--disable".to_owned());
+        args.push(feature.to_owned());
+    };
+    for (tool, features) in TOOLS {
+        if !allowed.contains(&tool) {
+            features.iter().for_each(|f| disable(f));
+        }
+    }
+    ALWAYS_OFF_UNLESS_WORKSPACE.iter().for_each(|f| disable(f));
+    if !allowed.contains(&"web_search") {
+        args.push("-c".to_owned());
+        args.push("web_search=\"disabled\"".to_owned());
+    }
+    Ok(args)
+}
+
 /// The prompt codex sees: prior `context` as a transcript, the prompt, then the
 /// deliverables to write.
 pub fn render_prompt(request: &ContractRequest) -> String {
@@ -416,10 +493,6 @@ pub fn render_prompt(request: &ContractRequest) -> String {
         for target in &request.targets {
             prompt.push_str(&format!("- {target}\n"));
         }
-    }
-    if prompt == "-" {
-        // A lone `-` tells codex to read the prompt from stdin.
-        prompt.push('\n');
     }
     prompt
 }
@@ -470,7 +543,15 @@ impl Backend for CodexBackend {
         };
         let program_version = format!("codex-cli {number}");
         let adapter_version = Self::adapter_version(&program_version);
-        // The format check: `exec` must know `--json` (no model needed).
+        // The format check: `exec` must know `--json` (no model needed); `--disable`
+        // is how the tool policy is held.
+        let mut verified = vec![
+            Capability::Text,
+            Capability::Files,
+            Capability::Stream,
+            Capability::Usage,
+        ];
+        let mut problems = Vec::new();
         match agent_program::probe_output(
             program,
             &["exec", "--help"],
@@ -480,7 +561,15 @@ impl Backend for CodexBackend {
         )
         .await
         {
-            Ok(help) if help.contains("--json") => {}
+            Ok(help) if help.contains("--json") => {
+                if help.contains("--disable") {
+                    verified.push(Capability::Tools);
+                } else {
+                    problems.push(format!(
+                        "tools: `{program} exec --help` does not offer --disable; the tool policy cannot be held"
+                    ));
+                }
+            }
             Ok(_) => {
                 return Verification {
                     verified: Vec::new(),
@@ -498,13 +587,6 @@ impl Backend for CodexBackend {
                 };
             }
         }
-        let mut verified = vec![
-            Capability::Text,
-            Capability::Files,
-            Capability::Stream,
-            Capability::Usage,
-        ];
-        let mut problems = Vec::new();
         // Whole-tree cancellation needs /proc to find the tree.
         if agent_exec_runtime::procfs::stat(std::process::id() as i32).is_some() {
             verified.push(Capability::Cancel);
@@ -526,11 +608,23 @@ impl Backend for CodexBackend {
                 agent_exec_contract::SideEffects::None,
             ));
         }
+        let kind_args = match self.kind_args(request) {
+            Ok(args) => args,
+            Err(problem) => {
+                return ContractResult::failed(agent_exec_contract::Error::new(
+                    ErrorCode::ToolRejected,
+                    format!("backend `{}`: {problem}", self.config.name),
+                    agent_exec_contract::SideEffects::None,
+                ));
+            }
+        };
+        // The prompt on stdin (`-`), not in argv: argv is readable by every local user
+        // in /proc/*/cmdline and capped at 128 KiB an argument.
         let mut run = self.config.agent_run(
             self.program(),
-            self.kind_args(request),
-            vec!["--".into(), render_prompt(request)],
-            None,
+            kind_args,
+            vec!["-".into()],
+            Some(render_prompt(request).into_bytes()),
             &request.workspace.root,
         );
         let ours: BTreeMap<String, String> = [
@@ -723,11 +817,6 @@ mod tests {
             "{prompt}"
         );
         assert!(prompt.ends_with("- out.md\n"), "{prompt}");
-        let lone = ContractRequest {
-            prompt: "-".into(),
-            ..ContractRequest::default()
-        };
-        assert_ne!(render_prompt(&lone), "-");
     }
 
     #[test]
@@ -739,15 +828,53 @@ mod tests {
             instructions: "say \"hi\"\n[not a table]".into(),
             ..ContractRequest::default()
         };
-        let args = backend.kind_args(&request);
+        let args = backend.kind_args(&request).unwrap();
         assert_eq!(&args[..4], &EXEC_FLAGS);
         assert_eq!(&args[4..6], &["--model".to_owned(), "m1".to_owned()]);
-        let setting = &args[7];
+        let setting = args.last().unwrap();
         let parsed: toml::Table = toml::from_str(setting).unwrap();
         assert_eq!(
             parsed["developer_instructions"].as_str(),
             Some("say \"hi\"\n[not a table]")
         );
+    }
+
+    #[test]
+    fn the_tool_policy_becomes_disabled_features_or_a_refusal() {
+        let policy = |profile: &str, allow: &[&str]| ToolPolicy {
+            profile: profile.into(),
+            allowlist: allow.iter().map(|s| (*s).to_owned()).collect(),
+        };
+        let disabled = |args: &[String]| -> Vec<String> {
+            args.windows(2)
+                .filter(|w| w[0] == "--disable")
+                .map(|w| w[1].clone())
+                .collect()
+        };
+        let none = tool_args(&policy("", &[])).unwrap();
+        assert_eq!(none, tool_args(&policy("reasoning", &[])).unwrap());
+        for feature in ["shell_tool", "unified_exec", "view_image", "multi_agent"] {
+            assert!(disabled(&none).iter().any(|f| f == feature), "{none:?}");
+        }
+        assert!(none.contains(&"web_search=\"disabled\"".to_owned()));
+        assert!(tool_args(&policy("workspace", &[])).unwrap().is_empty());
+        let shell = tool_args(&policy("workspace", &["exec_command"])).unwrap();
+        assert!(
+            !disabled(&shell).iter().any(|f| f == "shell_tool"),
+            "{shell:?}"
+        );
+        assert!(
+            disabled(&shell).iter().any(|f| f == "view_image"),
+            "{shell:?}"
+        );
+        assert!(
+            disabled(&shell).iter().any(|f| f == "multi_agent"),
+            "{shell:?}"
+        );
+        let refused = tool_args(&policy("root", &[])).unwrap_err();
+        assert!(refused.contains("`root`"), "{refused}");
+        let refused = tool_args(&policy("", &["rm_rf"])).unwrap_err();
+        assert!(refused.contains("`rm_rf`"), "{refused}");
     }
 
     #[test]

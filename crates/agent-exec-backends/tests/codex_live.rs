@@ -17,7 +17,7 @@ use agent_exec_backends::agent_program::ProgramConfig;
 use agent_exec_backends::codex::{CodexBackend, KIND};
 use agent_exec_contract::{
     Backend, CancelCause, Cancellation, Capability, ContractRequest, ContractResult, ErrorCode,
-    Event, EventKind, EventSink, Outcome, Resolved, WorkspaceHandle,
+    Event, EventKind, EventSink, Outcome, Resolved, ToolPolicy, WorkspaceHandle,
 };
 use agent_exec_runtime::{RunOptions, Runtime, procfs};
 use model_script::{Ending, Script, ScriptedServer, Turn};
@@ -90,6 +90,7 @@ impl Rig {
         }
     }
 
+    /// A request with codex's default tool set (profile `workspace`).
     fn request(&self, id: &str, prompt: &str) -> ContractRequest {
         ContractRequest {
             execution_id: id.into(),
@@ -97,6 +98,10 @@ impl Rig {
             workspace: WorkspaceHandle {
                 root: self.workspace.path().display().to_string(),
                 ..WorkspaceHandle::default()
+            },
+            tool_policy: ToolPolicy {
+                profile: "workspace".into(),
+                allowlist: Vec::new(),
             },
             ..ContractRequest::default()
         }
@@ -112,6 +117,7 @@ impl Rig {
                     Capability::Text,
                     Capability::Files,
                     Capability::Stream,
+                    Capability::Tools,
                     Capability::Cancel,
                     Capability::Usage,
                 ],
@@ -204,6 +210,11 @@ async fn a_tool_call_writes_the_deliverable_with_usage_and_events_in_order() {
     ]);
     let mut request = rig.request("codex-live-file", "write out.txt");
     request.targets = vec!["out.txt".into()];
+    // Only the shell: every other codex tool is switched off.
+    request.tool_policy = ToolPolicy {
+        profile: String::new(),
+        allowlist: vec!["exec_command".into()],
+    };
     let (result, events) = rig.run(request, nothing).await;
 
     // 1. The agent's own tool call wrote the deliverable; the text is the final message.
@@ -223,6 +234,20 @@ async fn a_tool_call_writes_the_deliverable_with_usage_and_events_in_order() {
         requests[1].body
     );
     assert_eq!(rig.server.requests_past_script(), 0);
+
+    let first = requests[0].body.to_string();
+    assert!(
+        first.contains("write out.txt") && first.contains("- out.txt"),
+        "the prompt (from stdin) and the deliverable list reach the model: {first}"
+    );
+    let offered = offered_tools(&requests[0].body);
+    assert!(offered.contains(&"exec_command".to_owned()), "{offered:?}");
+    for off in ["view_image", "web_search", "multi_agent_v1"] {
+        assert!(
+            !offered.contains(&off.to_owned()),
+            "{off} offered: {offered:?}"
+        );
+    }
 
     // 2. Usage as codex reports it: the sum over the turn's two model calls.
     assert_eq!(
@@ -245,6 +270,62 @@ async fn a_tool_call_writes_the_deliverable_with_usage_and_events_in_order() {
     assert_eq!(events[0].tool, "shell");
     assert!(events[0].detail.contains("out.txt"), "{:?}", events[0]);
     assert_eq!(events[2].text, "wrote out.txt");
+}
+
+/// The tool names a Responses request offered the model.
+fn offered_tools(body: &serde_json::Value) -> Vec<String> {
+    body["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .filter_map(|t| t["name"].as_str().or(t["type"].as_str()))
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn the_default_policy_offers_no_shell_and_a_shell_call_runs_nothing() {
+    let rig = Rig::new(vec![
+        exec_command("call_1", "printf x > forbidden.txt", 10_000),
+        Turn::text("could not"),
+    ]);
+    let mut request = rig.request("codex-live-reasoning", "try to write");
+    request.tool_policy = ToolPolicy::default(); // empty profile = `reasoning`
+    let (result, events) = rig.run(request, nothing).await;
+    let requests = rig.server.requests();
+    let offered = offered_tools(&requests[0].body);
+    for off in ["exec_command", "write_stdin", "view_image", "web_search"] {
+        assert!(
+            !offered.contains(&off.to_owned()),
+            "{off} offered: {offered:?}"
+        );
+    }
+    assert!(
+        !rig.path("forbidden.txt").exists(),
+        "a shell call ran under the reasoning policy"
+    );
+    assert!(
+        !events.iter().any(|e| e.kind == EventKind::ToolExecStart),
+        "{events:#?}"
+    );
+    assert_eq!(result.outcome, Outcome::Succeeded, "{result:#?}");
+    assert_eq!(result.text, "could not");
+}
+
+#[tokio::test]
+async fn an_unknown_tool_profile_is_refused_before_codex_starts() {
+    let rig = Rig::new(vec![Turn::text("never")]);
+    let mut request = rig.request("codex-live-root", "hi");
+    request.tool_policy.profile = "root".into();
+    let (result, _) = rig.run(request, nothing).await;
+    assert_eq!(result.outcome, Outcome::Failed, "{result:#?}");
+    let err = result.err.as_ref().unwrap();
+    assert_eq!(err.code, ErrorCode::ToolRejected);
+    assert_eq!(err.side_effects, agent_exec_contract::SideEffects::None);
+    assert!(rig.server.requests().is_empty(), "codex was started");
 }
 
 #[tokio::test]
@@ -412,7 +493,12 @@ async fn verify_reports_the_real_version_and_a_missing_program_says_what_to_inst
         verification.adapter_version.contains("codex-cli 0."),
         "{verification:?}"
     );
-    for capability in [Capability::Text, Capability::Stream, Capability::Cancel] {
+    for capability in [
+        Capability::Text,
+        Capability::Stream,
+        Capability::Tools,
+        Capability::Cancel,
+    ] {
         assert!(
             verification.verified.contains(&capability),
             "{capability:?} not verified: {verification:?}"
