@@ -34,14 +34,65 @@ use std::sync::Arc;
 use agent_exec_contract::Registry;
 use serde::Deserialize;
 
+use crate::agent_program::ProgramConfig;
 use crate::command::{self, CommandBackend, CommandConfig};
 use crate::openai::{self, OpenAiBackend, OpenAiConfig};
+use crate::{claude_code, codex, pi};
 
 /// The environment variable naming the config file.
 pub const CONFIG_ENV: &str = "AGENT_EXEC_CONFIG";
 
 /// The kinds of backend a config can declare.
-pub const KINDS: [&str; 2] = [command::KIND, openai::KIND];
+pub const KINDS: [&str; 5] = [
+    command::KIND,
+    openai::KIND,
+    codex::KIND,
+    claude_code::KIND,
+    pi::KIND,
+];
+
+/// The agent programs available without any config, under their kind's name, each
+/// running the program found on PATH with its own login and settings. A
+/// `[backends.NAME]` table of the same name replaces the built-in one.
+pub const BUILT_IN: [&str; 3] = [codex::KIND, claude_code::KIND, pi::KIND];
+
+/// An agent program driven headless; the table is the same for every kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AgentKind {
+    Codex,
+    ClaudeCode,
+    AgentNative,
+}
+
+impl AgentKind {
+    /// The kind for a `kind = "…"` value; `pi-native` is the deprecated name of
+    /// `agent-native`.
+    pub fn from_kind(kind: &str) -> Option<(AgentKind, bool)> {
+        Some(match kind {
+            codex::KIND => (AgentKind::Codex, false),
+            claude_code::KIND => (AgentKind::ClaudeCode, false),
+            pi::KIND => (AgentKind::AgentNative, false),
+            pi::DEPRECATED_ALIAS => (AgentKind::AgentNative, true),
+            _ => return None,
+        })
+    }
+
+    pub fn kind(self) -> &'static str {
+        match self {
+            AgentKind::Codex => codex::KIND,
+            AgentKind::ClaudeCode => claude_code::KIND,
+            AgentKind::AgentNative => pi::KIND,
+        }
+    }
+
+    fn backend(self, config: ProgramConfig) -> Arc<dyn agent_exec_contract::Backend> {
+        match self {
+            AgentKind::Codex => Arc::new(codex::CodexBackend::new(config)),
+            AgentKind::ClaudeCode => Arc::new(claude_code::ClaudeCodeBackend::new(config)),
+            AgentKind::AgentNative => Arc::new(pi::PiBackend::new(config)),
+        }
+    }
+}
 
 /// A bad configuration: always says which file, and where in it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -61,6 +112,8 @@ pub struct Config {
     pub backends: BTreeMap<String, BackendConfig>,
     /// Alias → canonical name.
     pub aliases: BTreeMap<String, String>,
+    /// Deprecations noticed while loading (e.g. `kind = "pi-native"`), for stderr.
+    pub warnings: Vec<String>,
 }
 
 /// `[journal]`.
@@ -80,6 +133,7 @@ pub struct JournalConfig {
 pub enum BackendConfig {
     Command(CommandConfig),
     OpenAi(OpenAiConfig),
+    Agent(AgentKind, ProgramConfig),
 }
 
 impl BackendConfig {
@@ -87,6 +141,7 @@ impl BackendConfig {
         match self {
             BackendConfig::Command(_) => command::KIND,
             BackendConfig::OpenAi(_) => openai::KIND,
+            BackendConfig::Agent(kind, _) => kind.kind(),
         }
     }
 }
@@ -128,6 +183,7 @@ impl Config {
             ));
         }
         let mut backends = BTreeMap::new();
+        let mut warnings = Vec::new();
         for (name, mut table) in raw.backends {
             if !valid_name(&name) {
                 return Err(error(format!(
@@ -188,10 +244,32 @@ impl Config {
                     BackendConfig::OpenAi(config)
                 }
                 other => {
-                    return Err(error(format!(
-                        "backends.{name}.kind: unknown kind `{other}`; one of: {}",
-                        KINDS.join(", ")
-                    )));
+                    let Some((agent, deprecated)) = AgentKind::from_kind(other) else {
+                        return Err(error(format!(
+                            "backends.{name}.kind: unknown kind `{other}`; one of: {}",
+                            KINDS.join(", ")
+                        )));
+                    };
+                    if deprecated {
+                        warnings.push(format!(
+                            "{}: backends.{name}.kind: `{other}` is deprecated; write kind = \"{}\"",
+                            file.display(),
+                            agent.kind()
+                        ));
+                    }
+                    let mut config: ProgramConfig =
+                        toml::Value::Table(table).try_into().map_err(in_table)?;
+                    if config
+                        .program
+                        .as_deref()
+                        .is_some_and(|p| p.trim().is_empty())
+                    {
+                        return Err(error(format!(
+                            "backends.{name}.program: must name a program or be left out"
+                        )));
+                    }
+                    config.name = name.clone();
+                    BackendConfig::Agent(agent, config)
                 }
             };
             backends.insert(name, backend);
@@ -205,7 +283,7 @@ impl Config {
                     "aliases.{alias}: a backend already has this name"
                 )));
             }
-            if !backends.contains_key(target) {
+            if !backends.contains_key(target) && !BUILT_IN.contains(&target.as_str()) {
                 return Err(error(format!(
                     "aliases.{alias}: points at `{target}`, which is not a backend in this file"
                 )));
@@ -216,6 +294,7 @@ impl Config {
             journal: raw.journal,
             backends,
             aliases: raw.aliases,
+            warnings,
         })
     }
 
@@ -248,11 +327,21 @@ impl Config {
     pub fn registry(&self) -> Result<Registry, ConfigError> {
         let file = self.file.clone().unwrap_or_default();
         let mut registry = Registry::new();
-        for backend in self.backends.values() {
-            let backend: Arc<dyn agent_exec_contract::Backend> = match backend {
-                BackendConfig::Command(c) => Arc::new(CommandBackend::new(c.clone())),
-                BackendConfig::OpenAi(c) => Arc::new(OpenAiBackend::new(c.clone())),
-            };
+        let built_in = BUILT_IN
+            .iter()
+            .filter(|name| !self.backends.contains_key(**name))
+            .filter_map(|name| {
+                let (kind, _) = AgentKind::from_kind(name)?;
+                Some(kind.backend(ProgramConfig::new(*name)))
+            });
+        let configured = self.backends.values().map(|backend| match backend {
+            BackendConfig::Command(c) => {
+                Arc::new(CommandBackend::new(c.clone())) as Arc<dyn agent_exec_contract::Backend>
+            }
+            BackendConfig::OpenAi(c) => Arc::new(OpenAiBackend::new(c.clone())),
+            BackendConfig::Agent(kind, c) => kind.backend(c.clone()),
+        });
+        for backend in built_in.chain(configured) {
             registry.register(backend).map_err(|e| ConfigError {
                 file: file.clone(),
                 message: e.to_string(),
@@ -262,6 +351,18 @@ impl Config {
             registry.alias(alias, canonical, true);
         }
         Ok(registry)
+    }
+
+    /// The kind of the backend called `name`: configured, or built in.
+    pub fn kind_of(&self, name: &str) -> Option<&'static str> {
+        match self.backends.get(name) {
+            Some(backend) => Some(backend.kind()),
+            None => BUILT_IN
+                .iter()
+                .find(|b| **b == name)
+                .and_then(|b| AgentKind::from_kind(b))
+                .map(|(kind, _)| kind.kind()),
+        }
     }
 }
 
@@ -324,7 +425,11 @@ old-review = "review"
             Some(Path::new("/tmp/j.sqlite3"))
         );
         let registry = config.registry().unwrap();
-        assert_eq!(registry.names(), ["deep", "review"]);
+        assert_eq!(
+            registry.names(),
+            ["agent-native", "claude-code", "codex", "deep", "review"],
+            "the configured backends and the built-in agent programs"
+        );
         let (canonical, warning) = registry.canonical("old-review").unwrap();
         assert_eq!(canonical, "review");
         assert!(warning.unwrap().contains("deprecated"));
@@ -363,6 +468,69 @@ old-review = "review"
         assert!(m.contains("not both"), "{m}");
         let m = message("[telemetry]\non = true\n");
         assert!(m.contains("telemetry"), "{m}");
+    }
+
+    #[test]
+    fn agent_kinds_parse_and_built_ins_are_there_without_config() {
+        let config = parse(
+            r#"
+[backends.reviewer]
+kind = "claude-code"
+model = "sonnet"
+args = ["--max-turns", "4"]
+env = { CLAUDE_CONFIG_DIR = "/srv/claude" }
+
+[backends.old]
+kind = "pi-native"
+program = "/opt/pi/bin/pi"
+"#,
+        )
+        .unwrap();
+        assert_eq!(config.kind_of("reviewer"), Some("claude-code"));
+        assert_eq!(config.kind_of("old"), Some("agent-native"));
+        assert_eq!(config.kind_of("codex"), Some("codex"), "built in");
+        assert_eq!(config.kind_of("nope"), None);
+        assert_eq!(config.warnings.len(), 1, "{:?}", config.warnings);
+        assert!(config.warnings[0].contains("`pi-native` is deprecated"));
+        let registry = config.registry().unwrap();
+        assert_eq!(
+            registry.names(),
+            ["agent-native", "claude-code", "codex", "old", "reviewer"]
+        );
+        let (canonical, warning) = registry.canonical("pi-native").unwrap();
+        assert_eq!(canonical, "agent-native");
+        assert!(warning.is_some_and(|w| w.contains("deprecated")));
+
+        let empty = Config::default().registry().unwrap();
+        assert_eq!(empty.names(), ["agent-native", "claude-code", "codex"]);
+    }
+
+    #[test]
+    fn a_configured_backend_replaces_the_built_in_of_its_name() {
+        let config =
+            parse("[backends.codex]\nkind = \"command\"\nargv = [\"my-codex\"]\n").unwrap();
+        assert_eq!(config.kind_of("codex"), Some("command"));
+        let registry = config.registry().unwrap();
+        assert_eq!(
+            registry
+                .descriptor("codex")
+                .map(|d| d.adapter_version.starts_with("command/")),
+            Some(true)
+        );
+    }
+
+    #[test]
+    fn bad_agent_tables_name_the_key() {
+        let m = message("[backends.x]\nkind = \"codex\"\nprogram = \"\"\n");
+        assert!(m.contains("backends.x.program: must name a program"), "{m}");
+        let m = message("[backends.x]\nkind = \"codex\"\nargv = [\"codex\"]\n");
+        assert!(m.contains("backends.x: unknown field `argv`"), "{m}");
+        // An alias may point at a built-in backend.
+        let registry = parse("[aliases]\nc = \"codex\"\n")
+            .unwrap()
+            .registry()
+            .unwrap();
+        assert_eq!(registry.canonical("c").unwrap().0, "codex");
     }
 
     #[test]

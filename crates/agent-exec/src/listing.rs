@@ -38,11 +38,7 @@ pub async fn backends(args: &Args, b: &BackendsArgs) -> anyhow::Result<u8> {
             continue;
         };
         let mut view = BackendView {
-            kind: config
-                .backends
-                .get(&name)
-                .map_or("built-in", |c| c.kind())
-                .to_owned(),
+            kind: config.kind_of(&name).unwrap_or("built-in").to_owned(),
             aliases: registry
                 .aliases_of(&name)
                 .into_iter()

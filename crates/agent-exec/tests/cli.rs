@@ -451,8 +451,19 @@ fn backends_lists_aliases_and_declared_and_verified_capabilities() {
         .args(["backends", "--verify", "--json"])
         .output()
         .unwrap();
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v[0]["name"], "review");
+    let all: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let names: Vec<&str> = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|b| b["name"].as_str())
+        .collect();
+    assert_eq!(
+        names,
+        ["agent-native", "claude-code", "codex", "review"],
+        "configured and built-in backends, by name"
+    );
+    let v = &all.as_array().unwrap()[3..];
     assert_eq!(
         v[0]["aliases"][0],
         serde_json::json!({"name": "old-review", "deprecated": true})
