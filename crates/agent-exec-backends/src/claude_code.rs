@@ -391,10 +391,12 @@ fn final_line(raw: &RawLine) -> Final {
                 })
                 .unwrap_or_default()
         };
-        let label = if subtype.is_empty() {
-            "no subtype"
-        } else {
-            subtype
+        // `success` with `is_error` says little; the terminal reason says more.
+        let terminal_reason = str_of(raw.terminal_reason.as_ref());
+        let label = match subtype {
+            "" | "success" if !terminal_reason.is_empty() => terminal_reason,
+            "" => "is_error",
+            other => other,
         };
         let message = if detail.is_empty() {
             format!("claude-code reported an error ({label})")

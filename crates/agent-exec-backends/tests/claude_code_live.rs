@@ -51,6 +51,8 @@ fn setup(script: impl FnOnce(&Path) -> Vec<Turn>) -> Setup {
     let mut config = ProgramConfig::new("claude-test");
     config.program = Some(claude_program().display().to_string());
     config.grace_ms = 1000;
+    // Passed as `--model=…`: the scripted server records what reached it.
+    config.model = Some("claude-scripted-test".into());
     let home_dir = home.path().display().to_string();
     for (key, value) in [
         ("ANTHROPIC_BASE_URL", server.origin.as_str()),
@@ -141,6 +143,7 @@ async fn writes_a_deliverable_with_its_own_write_tool_reports_usage_and_orders_e
         .unwrap_or_else(|e| panic!("verify/resolve failed: {e}"));
     let mut request = s.request("write hello to out.txt", "workspace");
     request.targets = vec!["out.txt".into()];
+    request.instructions = "-Answer in one line.".into();
     let (sink, mut rx) = EventSink::channel();
     let result = Runtime::new()
         .run(
@@ -166,6 +169,19 @@ async fn writes_a_deliverable_with_its_own_write_tool_reports_usage_and_orders_e
     );
     assert_eq!(s.server.turns_served(), 2);
     assert_eq!(s.server.requests_past_script(), 0);
+    // What the real program sent: our model, our instructions and targets in its
+    // system prompt, the prompt from stdin, and the dummy key never in the stream.
+    let first = s.server.requests().into_iter().next().unwrap();
+    assert_eq!(first.body["model"], "claude-scripted-test");
+    let system = first.body["system"].to_string();
+    assert!(system.contains("-Answer in one line."), "{system}");
+    assert!(system.contains("- out.txt"), "{system}");
+    assert!(
+        first.body["messages"]
+            .to_string()
+            .contains("write hello to out.txt")
+    );
+    assert!(!result.logs.contains("dummy-key-for-tests"));
 
     let events = drain(&mut rx);
     let start = position(&events, |e| {
@@ -528,4 +544,76 @@ fn record_run(run: agent_exec_backends::agent_program::AgentRun, out: &Path) {
         .unwrap();
     let output = child.wait_with_output().unwrap();
     std::fs::write(out, &output.stdout).unwrap();
+}
+
+#[tokio::test]
+async fn verify_probes_the_real_program_and_names_the_package_when_missing() {
+    let s = setup(|_| Vec::new());
+    let verification = s.backend.verify().await;
+    assert!(verification.problems.is_empty(), "{verification:?}");
+    for capability in [
+        Capability::Text,
+        Capability::Files,
+        Capability::Stream,
+        Capability::Tools,
+        Capability::Cancel,
+        Capability::Usage,
+    ] {
+        assert!(
+            verification.verified.contains(&capability),
+            "{capability:?}"
+        );
+    }
+    let version = verification
+        .adapter_version
+        .strip_prefix("claude-code/")
+        .unwrap();
+    assert!(
+        version.split('.').count() >= 2 && version.split('.').all(|p| p.parse::<u32>().is_ok()),
+        "{version}"
+    );
+    assert_eq!(
+        s.server.requests().len(),
+        0,
+        "verify must not call the model"
+    );
+
+    let mut missing = ProgramConfig::new("absent");
+    missing.program = Some("/nonexistent/claude".into());
+    let verification = ClaudeCodeBackend::new(missing).verify().await;
+    assert!(verification.verified.is_empty());
+    assert!(
+        verification.problems[0].contains("@anthropic-ai/claude-code"),
+        "{verification:?}"
+    );
+
+    // A program that answers, but is not Claude Code, verifies nothing.
+    let mut impostor = ProgramConfig::new("impostor");
+    impostor.program = Some("/bin/echo".into());
+    let verification = ClaudeCodeBackend::new(impostor).verify().await;
+    assert!(verification.verified.is_empty(), "{verification:?}");
+    assert!(
+        verification.problems[0].contains("not a Claude Code version"),
+        "{verification:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_model_stream_cut_mid_reply_is_claudes_own_failure_not_success() {
+    // Claude Code retries a cut stream; cut every try.
+    let s = setup(|_| vec![Turn::text("half a sent").ending(model_script::Ending::Disconnect); 6]);
+    let (sink, _rx) = EventSink::channel();
+    let result = s
+        .backend
+        .execute(&s.request("hi", "workspace"), ExecutionContext::new(sink))
+        .await;
+    assert_eq!(result.outcome, Outcome::Failed, "{result:#?}");
+    let err = result.err.unwrap();
+    assert_eq!(err.code, ErrorCode::ProviderUnavailable, "{}", err.reason);
+    assert_eq!(err.side_effects, SideEffects::None, "no tool ran");
+    assert!(
+        err.reason.starts_with("claude-code reported an error"),
+        "{}",
+        err.reason
+    );
 }
