@@ -46,15 +46,15 @@
 //!   so the stream's `stopReason` decides.
 //! * The environment defaults to `PI_OFFLINE=1` (no update check or telemetry call to
 //!   pi.dev on every run); the config's `env` can override it.
-//! * Tool policy, enforced with pi's own flags: a non-empty `allowlist` is passed as
-//!   `--tools a,b` (only those; pi ignores names it does not have, so nothing is
-//!   widened); profile `reasoning` is `--no-tools`; `workspace` and the empty profile
-//!   keep pi's built-in set (`read`, `bash`, `edit`, `write`); any other profile is
-//!   refused (`agent.tool_rejected`). The empty profile deviates from the contract's
-//!   "empty means reasoning": every caller today sends an empty policy, and a coding
-//!   agent without tools cannot deliver files — flip it here when callers set profiles.
-//! * Error reasons and logs are scrubbed of the values of configured environment
-//!   variables that look like credentials, in case a provider echoes a key back.
+//! * The [`agent_exec_contract::ToolPolicy`] is held with pi's own flags
+//!   ([`tool_args`]): profile `reasoning` or empty (the contract's default) is
+//!   `--no-tools`; `workspace` keeps pi's default set (`read`, `bash`, `edit`, `write`,
+//!   plus tools of extensions the user installed); an allowlist is `--tools a,b`,
+//!   exactly those, each of which must be one of pi's built-in tools ([`PI_TOOLS`]);
+//!   anything else is refused (`agent.tool_rejected`) before pi starts.
+//! * Error reasons and logs are scrubbed of the values of environment variables
+//!   (configured or inherited) that look like credentials (`*KEY*`, `*TOKEN*`,
+//!   `*SECRET*`, `*PASSWORD*`), in case a provider echoes a key back.
 //!
 //! Deliberately not done: sessions (`--no-session`: each execution is fresh, nothing
 //! is written to `~/.pi/agent/sessions`); pi's own provider configuration
@@ -760,8 +760,38 @@ pub struct PiBackend {
     config: ProgramConfig,
 }
 
-/// Tool profiles this backend knows (see the module doc).
-const KNOWN_PROFILES: [&str; 3] = ["", "workspace", "reasoning"];
+/// pi's built-in tools (0.73): the names an allowlist may use.
+pub const PI_TOOLS: [&str; 7] = ["read", "bash", "edit", "write", "grep", "find", "ls"];
+
+/// The flags that hold pi to `policy` (see the module doc); an unknown profile or
+/// tool is an error naming what is known.
+pub fn tool_args(policy: &agent_exec_contract::ToolPolicy) -> Result<Vec<String>, String> {
+    if !policy.allowlist.is_empty() {
+        if let Some(bad) = policy
+            .allowlist
+            .iter()
+            .find(|name| !PI_TOOLS.contains(&name.as_str()))
+        {
+            return Err(format!(
+                "tool `{bad}` is unknown to the {KIND} backend (known: {})",
+                PI_TOOLS.join(", ")
+            ));
+        }
+        return Ok(vec!["--tools".into(), policy.allowlist.join(",")]);
+    }
+    match policy.profile.as_str() {
+        "" | "reasoning" => Ok(vec!["--no-tools".into()]),
+        "workspace" => Ok(Vec::new()),
+        other => Err(format!(
+            "tool profile `{other}` is unknown to the {KIND} backend (known: reasoning, workspace, or an allowlist of {})",
+            PI_TOOLS.join(", ")
+        )),
+    }
+}
+
+/// Shorter values (`1`, `yes`) are not credentials, and replacing them would mangle
+/// text.
+const MIN_SECRET_LEN: usize = 8;
 
 impl PiBackend {
     /// A backend for `config` (`program` defaults to `pi` on `PATH`). Problems are
@@ -807,23 +837,9 @@ impl PiBackend {
             args.push("--model".into());
             args.push(model.clone());
         }
-        let policy = &request.tool_policy;
-        if !KNOWN_PROFILES.contains(&policy.profile.as_str()) {
-            return Err(Error::new(
-                ErrorCode::ToolRejected,
-                format!(
-                    "tool profile `{}` is not known to the {KIND} backend (known: workspace, reasoning)",
-                    policy.profile
-                ),
-                SideEffects::None,
-            ));
-        }
-        if !policy.allowlist.is_empty() {
-            args.push("--tools".into());
-            args.push(policy.allowlist.join(","));
-        } else if policy.profile == "reasoning" {
-            args.push("--no-tools".into());
-        }
+        let tools = tool_args(&request.tool_policy)
+            .map_err(|reason| Error::new(ErrorCode::ToolRejected, reason, SideEffects::None))?;
+        args.extend(tools);
         if let Some(path) = instructions_file {
             args.push("--append-system-prompt".into());
             args.push(path.display().to_string());
@@ -831,16 +847,17 @@ impl PiBackend {
         Ok(args)
     }
 
-    /// The values to scrub from reasons and logs: configured variables that look like
-    /// credentials.
+    /// `text` with the value of every environment variable (configured or inherited)
+    /// that looks like a credential replaced by `[redacted]`.
     fn redact(&self, text: &str) -> String {
         let mut out = text.to_owned();
-        for (name, value) in &self.config.env {
+        let configured = self.config.env.clone().into_iter();
+        for (name, value) in configured.chain(std::env::vars()) {
             let upper = name.to_ascii_uppercase();
             let secret = ["KEY", "TOKEN", "SECRET", "PASSWORD"]
                 .iter()
                 .any(|needle| upper.contains(needle));
-            if secret && value.len() >= 4 && out.contains(value.as_str()) {
+            if secret && value.len() >= MIN_SECRET_LEN && out.contains(value.as_str()) {
                 out = out.replace(value.as_str(), "[redacted]");
             }
         }
@@ -1364,24 +1381,40 @@ mod tests {
 
     #[test]
     fn tool_policy_becomes_pi_flags() {
+        use agent_exec_contract::ToolPolicy;
+        let policy = |profile: &str, allow: &[&str]| ToolPolicy {
+            profile: profile.into(),
+            allowlist: allow.iter().map(|s| (*s).to_owned()).collect(),
+        };
+        assert_eq!(tool_args(&policy("", &[])).unwrap(), ["--no-tools"]);
+        assert_eq!(
+            tool_args(&policy("reasoning", &[])).unwrap(),
+            ["--no-tools"]
+        );
+        assert!(tool_args(&policy("workspace", &[])).unwrap().is_empty());
+        assert_eq!(
+            tool_args(&policy("reasoning", &["read", "ls"])).unwrap(),
+            ["--tools", "read,ls"]
+        );
+        assert!(
+            tool_args(&policy("", &["read", "web_fetch"]))
+                .unwrap_err()
+                .contains("web_fetch")
+        );
+        assert!(
+            tool_args(&policy("everything", &[]))
+                .unwrap_err()
+                .contains("everything")
+        );
+
         let backend = PiBackend::new(ProgramConfig::new("pi"));
-        let mut request = ContractRequest::default();
+        let mut request = ContractRequest {
+            tool_policy: policy("workspace", &[]),
+            ..ContractRequest::default()
+        };
         let args = backend.kind_args(&request, None).unwrap();
         assert_eq!(args, ["--mode", "json", "--no-session"]);
-        request.tool_policy.profile = "reasoning".into();
-        assert!(
-            backend
-                .kind_args(&request, None)
-                .unwrap()
-                .contains(&"--no-tools".to_owned())
-        );
-        request.tool_policy.allowlist = vec!["read".into(), "ls".into()];
-        let args = backend.kind_args(&request, None).unwrap();
-        assert!(
-            args.ends_with(&["--tools".to_owned(), "read,ls".to_owned()]),
-            "{args:?}"
-        );
-        request.tool_policy.profile = "everything".into();
+        request.tool_policy = policy("everything", &[]);
         let err = backend.kind_args(&request, None).unwrap_err();
         assert_eq!(err.code, ErrorCode::ToolRejected);
         assert_eq!(err.side_effects, SideEffects::None);

@@ -16,8 +16,8 @@ use agent_exec_backends::agent_program::ProgramConfig;
 use agent_exec_backends::pi::{self, PiBackend};
 use agent_exec_contract::{
     Backend, CancelCause, Cancellation, Capability, ContractRequest, ContractResult, ErrorCode,
-    Event, EventKind, EventSink, Outcome, Registry, Resolved, SideEffects, Usage, Verification,
-    WorkspaceHandle,
+    Event, EventKind, EventSink, Outcome, Registry, Resolved, SideEffects, ToolPolicy, Usage,
+    Verification, WorkspaceHandle,
 };
 use agent_exec_runtime::{RunOptions, Runtime, procfs};
 use model_script::{Ending, Script, ScriptedServer, Turn};
@@ -103,10 +103,15 @@ impl Fixture {
         }
     }
 
+    /// A request with pi's workspace tools.
     fn request(&self, execution_id: &str, prompt: &str) -> ContractRequest {
         ContractRequest {
             execution_id: execution_id.into(),
             prompt: prompt.into(),
+            tool_policy: ToolPolicy {
+                profile: "workspace".into(),
+                allowlist: Vec::new(),
+            },
             workspace: WorkspaceHandle {
                 root: self.workspace.path().display().to_string(),
                 writable: Vec::new(),
@@ -399,21 +404,40 @@ async fn a_failed_model_call_is_failed_and_retryable() {
     assert!(err.reason.starts_with("pi: "), "{}", err.reason);
 }
 
+/// The tool names pi offered the model in its first request.
+fn offered_tools(server: &ScriptedServer) -> Vec<String> {
+    let body = &server.requests()[0].body;
+    body.get("tools")
+        .and_then(|t| t.as_array())
+        .map(|tools| {
+            tools
+                .iter()
+                .filter_map(|t| t.pointer("/function/name").and_then(|n| n.as_str()))
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 #[tokio::test]
-async fn reasoning_profile_runs_pi_without_tools() {
+async fn the_tool_policy_decides_what_pi_offers_the_model() {
+    // The contract's default (empty profile = reasoning): no tools at all.
     let fixture = Fixture::new(vec![Turn::text("no tools here")]);
-    let resolved = fixture.resolved();
     let mut request = fixture.request("pi-reasoning", "think");
-    request.tool_policy.profile = "reasoning".into();
-    let (result, _) = run(&resolved, request, Cancellation::new()).await;
+    request.tool_policy = ToolPolicy::default();
+    let (result, _) = run(&fixture.resolved(), request, Cancellation::new()).await;
     assert_eq!(result.outcome, Outcome::Succeeded, "{result:?}");
-    let body = &fixture.server.requests()[0].body;
-    assert!(
-        body.get("tools")
-            .and_then(|t| t.as_array())
-            .is_none_or(Vec::is_empty),
-        "pi offered tools: {body}"
-    );
+    assert_eq!(offered_tools(&fixture.server), Vec::<String>::new());
+
+    // An allowlist: exactly those.
+    let fixture = Fixture::new(vec![Turn::text("read only")]);
+    let mut request = fixture.request("pi-allowlist", "look");
+    request.tool_policy.allowlist = vec!["read".into(), "ls".into()];
+    let (result, _) = run(&fixture.resolved(), request, Cancellation::new()).await;
+    assert_eq!(result.outcome, Outcome::Succeeded, "{result:?}");
+    let mut offered = offered_tools(&fixture.server);
+    offered.sort();
+    assert_eq!(offered, ["ls", "read"]);
 }
 
 #[tokio::test]
