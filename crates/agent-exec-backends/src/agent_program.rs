@@ -36,8 +36,8 @@ use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
 use agent_exec_contract::{
-    CANCEL_REQUESTED, ContractResult, Error, ErrorCode, Event, EventKind, ExecutionContext,
-    Outcome, SideEffects, Usage,
+    CANCEL_REQUESTED, Cancellation, ContractResult, Error, ErrorCode, Event, EventKind,
+    ExecutionContext, Outcome, SideEffects, Usage,
 };
 use agent_exec_runtime::cause_code;
 use agent_exec_runtime::process::{ProcessTree, Termination};
@@ -455,40 +455,13 @@ fn settle(
             Error::new(ErrorCode::UnknownOutcome, reason, SideEffects::Possible),
         )
     };
-    if !termination.survivors.is_empty() || termination.leader_status.is_none() {
-        let code = match ending {
-            Ending::Canceled => cause_code(ctx.cancellation.cause()),
-            _ => ErrorCode::UnknownOutcome,
-        };
-        return ContractResult::with_error(
-            Outcome::Unknown,
-            Error::new(
-                code,
-                format!(
-                    "{CANCEL_REQUESTED}: processes {:?} of `{program}` are still alive after SIGKILL",
-                    termination.survivors
-                ),
-                SideEffects::Possible,
-            ),
-        );
+    let canceled = matches!(ending, Ending::Canceled);
+    if let Some(result) = settle_tree(program, termination, canceled, &ctx.cancellation, effects) {
+        return result;
     }
     match ending {
-        Ending::Canceled => ContractResult::with_error(
-            Outcome::Canceled,
-            Error::new(
-                cause_code(ctx.cancellation.cause()),
-                format!(
-                    "canceled; {} process(es) of `{program}` terminated{}",
-                    termination.members_seen,
-                    if termination.killed {
-                        " (SIGKILL after the grace period)"
-                    } else {
-                        ""
-                    }
-                ),
-                effects,
-            ),
-        ),
+        // Answered by `settle_tree` already; spelled out so the match stays total.
+        Ending::Canceled => canceled_tree(program, termination, &ctx.cancellation, effects),
         Ending::HungAfterResult => unknown(format!(
             "`{program}` reported its result but did not exit within {:?}; it was terminated",
             run.exit_after_result
@@ -523,6 +496,62 @@ fn settle(
             )),
         },
     }
+}
+
+/// The part of settling every process-tree backend shares (this driver, `acp`):
+/// members that outlived SIGKILL make the run `unknown` with `cancel_requested`,
+/// whatever the stream said; a cancel with the tree confirmed gone is `canceled`.
+/// `None`: the tree is gone and there was no cancel, so the stream decides.
+pub(crate) fn settle_tree(
+    program: &str,
+    termination: &Termination,
+    canceled: bool,
+    cancellation: &Cancellation,
+    effects: SideEffects,
+) -> Option<ContractResult> {
+    if !termination.survivors.is_empty() || termination.leader_status.is_none() {
+        let code = if canceled {
+            cause_code(cancellation.cause())
+        } else {
+            ErrorCode::UnknownOutcome
+        };
+        return Some(ContractResult::with_error(
+            Outcome::Unknown,
+            Error::new(
+                code,
+                format!(
+                    "{CANCEL_REQUESTED}: processes {:?} of `{program}` are still alive after SIGKILL",
+                    termination.survivors
+                ),
+                SideEffects::Possible,
+            ),
+        ));
+    }
+    canceled.then(|| canceled_tree(program, termination, cancellation, effects))
+}
+
+fn canceled_tree(
+    program: &str,
+    termination: &Termination,
+    cancellation: &Cancellation,
+    effects: SideEffects,
+) -> ContractResult {
+    ContractResult::with_error(
+        Outcome::Canceled,
+        Error::new(
+            cause_code(cancellation.cause()),
+            format!(
+                "canceled; {} process(es) of `{program}` terminated{}",
+                termination.members_seen,
+                if termination.killed {
+                    " (SIGKILL after the grace period)"
+                } else {
+                    ""
+                }
+            ),
+            effects,
+        ),
+    )
 }
 
 fn describe(status: ExitStatus) -> String {

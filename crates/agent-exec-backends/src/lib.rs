@@ -13,6 +13,9 @@
 //!   prompt on stdin, tool policy enforced through `--tools`.
 //! * [`pi`]: the pi coding agent (`pi --mode json --no-session`), kind `agent-native`
 //!   (deprecated alias `pi-native`), prompt on stdin, tool policy through `--tools`.
+//! * [`acp`]: any Agent Client Protocol agent over stdio, with the ACP SDK as the client;
+//!   serves `fs/*` only inside the workspace root and answers permission requests from
+//!   the tool policy.
 //! * [`config`]: the TOML file (`[backends.NAME] kind = "…"`) → a [`agent_exec_contract::Registry`].
 //!
 //! ## Invariants
@@ -27,6 +30,7 @@
 //! Attempts, deadlines, process-tree termination and deliverables belong to
 //! `agent-exec-runtime`; the CLI (`agent-exec`) only wires these together.
 
+pub mod acp;
 pub mod agent_program;
 pub mod claude_code;
 pub mod codex;

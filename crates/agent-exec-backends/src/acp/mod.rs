@@ -1,0 +1,315 @@
+//! The `acp` backend: any [Agent Client Protocol](https://agentclientprotocol.com)
+//! agent over stdio (codex-acp, claude-code-acp, gemini --acp, …), driven through
+//! the execution contract with the ACP Rust SDK (`agent-client-protocol`) as the
+//! *client* side.
+//!
+//! One execution is one agent process and one session:
+//!
+//! 1. spawn `program args…` in the workspace root as a [`agent_exec_runtime::process::ProcessTree`]
+//!    (own process group; the whole tree is terminated at the end, as for every agent
+//!    program);
+//! 2. `initialize` with protocol v1, declaring `fs.readTextFile` and `fs.writeTextFile`
+//!    (and no terminal); `session/new` with `cwd` = the workspace root and no MCP
+//!    servers; `session/prompt` with the request's prompt (instructions prepended);
+//! 3. `session/update` notifications become contract events in order ([`updates`]);
+//!    `session/request_permission` is answered from the request's tool policy
+//!    ([`policy`]); `fs/read_text_file` / `fs/write_text_file` are served only inside
+//!    the workspace root ([`fs`]); `terminal/*` and any other method are answered
+//!    "method not found";
+//! 4. on cancellation: `session/cancel`, up to the grace period for the agent's
+//!    `cancelled` answer, then the tree is terminated; `canceled` only when it is
+//!    confirmed gone;
+//! 5. the prompt's stop reason is settled with how the tree ended ([`session`]).
+//!
+//! Config (`[backends.NAME] kind = "acp"`, a [`ProgramConfig`]): `program` is required
+//! (there is no default ACP agent); `args` and `env` are passed on; `model` is not sent
+//! through ACP (v1 has no model field) — pass it the way the agent takes it (codex-acp:
+//! `args = ["-c", "model=\"NAME\""]`).
+//!
+//! Usage: ACP v1 has no token counts. An agent that sends the (unstable) end-of-turn
+//! `usage` in the prompt response has it reported; others — codex-acp 0.16 among them
+//! — report zero, never a guess, and `usage` is not a declared capability.
+//! `usage_update` (context window fill) is logged, not counted.
+//!
+//! Not done, deliberately: terminals (declined), MCP servers for the session, session
+//! load/resume (each execution is a fresh session: no state across executions),
+//! protocol v2 (draft).
+
+pub mod fs;
+pub mod policy;
+mod session;
+pub mod updates;
+
+use std::time::Duration;
+
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::{Agent, Client};
+use agent_exec_contract::{
+    Backend, BackendDescriptor, Capability, ContractRequest, ContractResult, Error, ErrorCode,
+    ExecutionContext, Outcome, SideEffects, Verification,
+};
+use agent_exec_runtime::cause_code;
+use agent_exec_runtime::process::ProcessTree;
+
+use crate::agent_program::ProgramConfig;
+
+/// The kind name in config (`kind = "acp"`).
+pub const KIND: &str = "acp";
+
+/// What to install when the program is missing (the agent the tests use).
+const INSTALL_HINT: &str = "install an ACP agent, e.g. `npm install -g @zed-industries/codex-acp` \
+     (bin `codex-acp`), and set `program` to it";
+
+/// How long `verify` waits for the `initialize` answer.
+const VERIFY_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// The backend. Holds only its configuration: nothing carries over between runs.
+#[derive(Debug, Clone)]
+pub struct AcpBackend {
+    config: ProgramConfig,
+}
+
+impl AcpBackend {
+    /// A backend for `config`. Problems (no program) are reported by `verify` and
+    /// `execute`, never a panic.
+    pub fn new(config: ProgramConfig) -> Self {
+        AcpBackend { config }
+    }
+
+    fn declared() -> Vec<Capability> {
+        vec![
+            Capability::Text,
+            Capability::Files,
+            Capability::Stream,
+            Capability::Tools,
+            Capability::Cancel,
+        ]
+    }
+
+    fn program(&self) -> Result<String, String> {
+        let program = self.config.program.as_deref().unwrap_or_default();
+        if program.is_empty() {
+            return Err(format!(
+                "backend `{}`: `program` is required for kind = \"acp\"; {INSTALL_HINT}",
+                self.config.name
+            ));
+        }
+        crate::command::find_program(program)
+            .map(|path| path.display().to_string())
+            .map_err(|problem| format!("backend `{}`: {problem}; {INSTALL_HINT}", self.config.name))
+    }
+
+    fn adapter_version() -> String {
+        format!("acp/{}", env!("CARGO_PKG_VERSION"))
+    }
+}
+
+#[async_trait::async_trait]
+impl Backend for AcpBackend {
+    fn descriptor(&self) -> BackendDescriptor {
+        BackendDescriptor {
+            name: self.config.name.clone(),
+            capabilities: Self::declared(),
+            adapter_version: Self::adapter_version(),
+        }
+    }
+
+    async fn verify(&self) -> Verification {
+        let program = match self.program() {
+            Ok(program) => program,
+            Err(problem) => return Verification::failed(problem),
+        };
+        let agent = match handshake(&program, &self.config, VERIFY_TIMEOUT).await {
+            Ok(agent) => agent,
+            Err(problem) => {
+                return Verification::failed(format!("backend `{}`: {problem}", self.config.name));
+            }
+        };
+        let mut verified = vec![
+            Capability::Text,
+            Capability::Files,
+            Capability::Stream,
+            Capability::Tools,
+        ];
+        let mut problems = vec![
+            "usage: reported only by agents that send ACP's unstable end-of-turn `usage`; \
+             not verifiable without a model turn"
+                .to_owned(),
+        ];
+        if agent_exec_runtime::procfs::stat(std::process::id() as i32).is_some() {
+            verified.push(Capability::Cancel);
+        } else {
+            problems.push("cancel: /proc is not readable, process trees cannot be found".into());
+        }
+        Verification {
+            verified,
+            adapter_version: format!("{} {agent}", Self::adapter_version()),
+            problems,
+        }
+    }
+
+    async fn execute(&self, request: &ContractRequest, ctx: ExecutionContext) -> ContractResult {
+        if let Some(cause) = ctx.cancellation.cause() {
+            return ContractResult::with_error(
+                Outcome::Canceled,
+                Error::new(
+                    cause_code(Some(cause)),
+                    "canceled before start",
+                    SideEffects::None,
+                ),
+            );
+        }
+        let internal = |message: String| {
+            ContractResult::failed(Error::new(ErrorCode::Internal, message, SideEffects::None))
+        };
+        let program = match self.program() {
+            Ok(program) => program,
+            Err(problem) => {
+                return ContractResult::failed(Error::new(
+                    ErrorCode::ProviderUnavailable,
+                    problem,
+                    SideEffects::None,
+                ));
+            }
+        };
+        if request.workspace.root.is_empty() {
+            return internal("the acp backend needs a workspace root (the session's cwd)".into());
+        }
+        let root = match containment::Root::new(&request.workspace.root) {
+            Ok(root) => root,
+            Err(e) => return internal(format!("workspace root: {e}")),
+        };
+        let policy = match policy::Policy::new(&request.tool_policy) {
+            Ok(policy) => policy,
+            Err(problem) => {
+                return ContractResult::failed(Error::new(
+                    ErrorCode::ToolRejected,
+                    problem,
+                    SideEffects::None,
+                ));
+            }
+        };
+        let fs =
+            match fs::WorkspaceFs::new(root, &request.workspace.writable, policy.allows_writes()) {
+                Ok(fs) => fs,
+                Err(e) => return internal(format!("workspace.writable: {e}")),
+            };
+        let launch = session::Launch {
+            backend: self.config.name.clone(),
+            program,
+            args: self.config.args.clone(),
+            env: self.config.env.clone(),
+            cwd: fs.root().display().to_string(),
+            prompt: prompt_text(request),
+            grace: Duration::from_millis(self.config.grace_ms),
+        };
+        session::run(launch, fs, policy, &ctx).await
+    }
+}
+
+/// The prompt sent: instructions first (ACP v1 has no system prompt), then the prompt.
+fn prompt_text(request: &ContractRequest) -> String {
+    if request.instructions.is_empty() {
+        request.prompt.clone()
+    } else {
+        format!("{}\n\n{}", request.instructions, request.prompt)
+    }
+}
+
+/// Spawns the agent, asks `initialize`, and returns "NAME VERSION" from its
+/// `agentInfo` (or "protocol v1" when it gives none). The tree is terminated after.
+async fn handshake(
+    program: &str,
+    config: &ProgramConfig,
+    timeout: Duration,
+) -> Result<String, String> {
+    use tokio_util::compat::{TokioAsyncReadCompatExt as _, TokioAsyncWriteCompatExt as _};
+    let mut command = tokio::process::Command::new(program);
+    command
+        .args(&config.args)
+        .envs(&config.env)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null());
+    let mut tree =
+        ProcessTree::spawn(command).map_err(|e| format!("cannot start `{program}`: {e}"))?;
+    let (Some(stdin), Some(stdout)) = (
+        tree.child_mut().stdin.take(),
+        tree.child_mut().stdout.take(),
+    ) else {
+        let _ = tree.terminate(Duration::from_millis(config.grace_ms)).await;
+        return Err("the agent's stdio was not captured".into());
+    };
+    let transport = agent_client_protocol::ByteStreams::new(stdin.compat_write(), stdout.compat());
+    let asked =
+        Client
+            .v1()
+            .name("agent-exec")
+            .connect_with(transport, async |cx: ConnectionTo<Agent>| {
+                cx.send_request(session::initialize_request())
+                    .block_task()
+                    .await
+            });
+    let answer = tokio::time::timeout(timeout, asked).await;
+    let _ = tree.terminate(Duration::from_millis(config.grace_ms)).await;
+    let response = match answer {
+        Err(_) => {
+            return Err(format!(
+                "`{program}` did not answer ACP `initialize` within {timeout:?}"
+            ));
+        }
+        Ok(Err(e)) => {
+            return Err(format!(
+                "`{program}` did not answer ACP `initialize` (is it an ACP agent? some need an \
+                 `acp` argument): {}",
+                e.message
+            ));
+        }
+        Ok(Ok(response)) => response,
+    };
+    session::check_version(&response)?;
+    Ok(match response.agent_info {
+        Some(info) => format!("{} {}", info.name, info.version),
+        None => "protocol v1".to_owned(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_missing_program_is_a_clear_verify_failure() {
+        let backend = AcpBackend::new(ProgramConfig::new("acp-test"));
+        let verification = backend.verify().await;
+        assert!(verification.verified.is_empty());
+        assert!(
+            verification.problems[0].contains("`program` is required"),
+            "{verification:?}"
+        );
+        assert!(verification.problems[0].contains("@zed-industries/codex-acp"));
+    }
+
+    #[tokio::test]
+    async fn a_program_that_is_not_an_acp_agent_fails_the_handshake() {
+        let mut config = ProgramConfig::new("acp-test");
+        config.program = Some("cat".into());
+        config.args = vec!["/dev/null".into()];
+        let verification = AcpBackend::new(config).verify().await;
+        assert!(verification.verified.is_empty(), "{verification:?}");
+        assert!(
+            verification.problems[0].contains("did not answer ACP `initialize`"),
+            "{verification:?}"
+        );
+    }
+
+    #[test]
+    fn instructions_come_before_the_prompt() {
+        let request = ContractRequest {
+            prompt: "do it".into(),
+            instructions: "be brief".into(),
+            ..ContractRequest::default()
+        };
+        assert_eq!(prompt_text(&request), "be brief\n\ndo it");
+    }
+}

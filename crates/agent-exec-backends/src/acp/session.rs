@@ -1,0 +1,662 @@
+//! One execution: spawn the agent, speak ACP to it over stdio, settle honestly.
+//!
+//! The agent runs as a [`ProcessTree`] (own process group, whole-tree termination),
+//! exactly as `agent_program::drive` runs its programs; its stdin/stdout carry
+//! newline-delimited JSON-RPC through the SDK's `Lines` transport, with our own
+//! bounded line reader (a line over [`MAX_LINE`] ends the connection rather than being
+//! buffered without bound). The SDK's dispatch loop hands messages to our handlers one
+//! at a time, in arrival order, and a response is routed only after every message
+//! before it was handled — so the events emitted by the `session/update` handler are in
+//! the agent's order, and all of them are out before the prompt's answer is seen.
+//!
+//! Settling (what the protocol said × how the tree ended):
+//!
+//! | protocol                                  | tree                        | outcome                      |
+//! |-------------------------------------------|-----------------------------|------------------------------|
+//! | prompt answered `end_turn`                | terminated by us, all gone  | `succeeded` (agent text)     |
+//! | `max_tokens` / `max_turn_requests`        | all gone                    | `failed` (budget exceeded)   |
+//! | `refusal`                                 | all gone                    | `failed` (provider rejected) |
+//! | `cancelled` we did not ask for            | all gone                    | `unknown`                    |
+//! | prompt answered with a JSON-RPC error     | all gone                    | `failed`                     |
+//! | `initialize` / `session/new` refused      | all gone                    | `failed`, no side effects    |
+//! | no answer: EOF, crash, leader killed      | —                           | `unknown`                    |
+//! | nothing ever read, non-zero exit          | —                           | `failed` (invocation)        |
+//! | canceled (`session/cancel` sent first)    | all gone                    | `canceled`                   |
+//! | anything                                  | members survive SIGKILL     | `unknown` + cancel_requested |
+//!
+//! The last two rows are [`crate::agent_program::settle_tree`], shared with the
+//! JSON-lines driver. A hang is bounded by the caller's deadline (the cancellation),
+//! which is then a cancel.
+
+use std::collections::BTreeMap;
+use std::os::unix::process::ExitStatusExt as _;
+use std::process::{ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::v1::schema::{
+    CancelNotification, ClientCapabilities, ContentBlock, FileSystemCapabilities, Implementation,
+    InitializeRequest, InitializeResponse, NewSessionRequest, PromptRequest, PromptResponse,
+    ReadTextFileRequest, ReadTextFileResponse, RequestPermissionRequest, SessionId,
+    SessionNotification, StopReason, TextContent, WriteTextFileRequest, WriteTextFileResponse,
+};
+use agent_client_protocol::{Agent, Client, Lines};
+use agent_exec_contract::{
+    Cancellation, ContractResult, Error, ErrorCode, Event, EventKind, EventSink, ExecutionContext,
+    Outcome, SideEffects, Usage,
+};
+use agent_exec_runtime::process::{ProcessTree, Termination};
+use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
+
+use super::fs::WorkspaceFs;
+use super::policy::Policy;
+use super::updates::UpdateMapper;
+use crate::agent_program::{MAX_LINE, join_bounded, push_line, read_tail, settle_tree};
+
+/// How often the tree is scanned while the agent runs (membership is sticky).
+const WATCH_EVERY: Duration = Duration::from_millis(250);
+/// How long the connection may still deliver after the leader exited on its own.
+const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(2);
+/// How long the agent may take to exit by itself once its stdin is closed.
+const EXIT_ON_EOF: Duration = Duration::from_secs(2);
+
+/// What one attempt needs, beyond the request.
+pub(super) struct Launch {
+    pub backend: String,
+    pub program: String,
+    pub args: Vec<String>,
+    pub env: BTreeMap<String, String>,
+    pub cwd: String,
+    pub prompt: String,
+    pub grace: Duration,
+}
+
+/// How far the protocol got (written as it goes, so an abandoned connection still
+/// tells).
+#[derive(Debug, Clone, Default)]
+enum Progress {
+    #[default]
+    Starting,
+    /// `initialize` was refused or not understood.
+    InitRefused(String),
+    /// `session/new` was refused.
+    SessionRefused(String),
+    /// The prompt was sent; no answer yet.
+    Prompting,
+    /// `session/cancel` was sent while the prompt ran.
+    CancelSent,
+    /// The prompt was answered.
+    Answered(PromptResponse),
+    /// The prompt was answered with a JSON-RPC error.
+    PromptFailed(String),
+    /// The connection ended with a request outstanding (EOF, transport error).
+    Lost(String),
+    /// Canceled before the prompt was sent.
+    CanceledEarly,
+}
+
+/// State the handlers and the driver share.
+struct Shared {
+    mapper: UpdateMapper,
+    progress: Progress,
+    /// Something arrived from the agent (any message).
+    heard: bool,
+    notes: Vec<String>,
+    cancel_sent: bool,
+}
+
+type SharedState = Arc<Mutex<Shared>>;
+
+fn lock(shared: &SharedState) -> std::sync::MutexGuard<'_, Shared> {
+    // A handler that panicked cannot leave the mapper half-updated in a way that
+    // matters more than losing the run; keep going with what is there.
+    shared
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// How the process side ended, before settling.
+enum Ending {
+    /// The connection's main task finished (answered, refused, lost, canceled).
+    Finished,
+    /// The leader exited on its own while the protocol was still running.
+    LeaderExited(std::io::Result<ExitStatus>),
+}
+
+/// Runs one attempt. Always returns a result.
+pub(super) async fn run(
+    launch: Launch,
+    fs: WorkspaceFs,
+    policy: Policy,
+    ctx: &ExecutionContext,
+) -> ContractResult {
+    let mut command = tokio::process::Command::new(&launch.program);
+    command
+        .args(&launch.args)
+        .envs(&launch.env)
+        .current_dir(&launch.cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut tree = match ProcessTree::spawn(command) {
+        Ok(tree) => tree,
+        Err(e) => {
+            return ContractResult::failed(Error::new(
+                ErrorCode::ProviderUnavailable,
+                format!(
+                    "cannot start `{}` for backend `{}`: {e}",
+                    launch.program, launch.backend
+                ),
+                SideEffects::None,
+            ));
+        }
+    };
+    let err_reader = tokio::spawn(read_tail(tree.child_mut().stderr.take()));
+    let (Some(stdin), Some(stdout)) = (
+        tree.child_mut().stdin.take(),
+        tree.child_mut().stdout.take(),
+    ) else {
+        let _ = tree.terminate(launch.grace).await;
+        return ContractResult::failed(Error::new(
+            ErrorCode::Internal,
+            "the agent's stdio was not captured",
+            SideEffects::None,
+        ));
+    };
+
+    let shared: SharedState = Arc::new(Mutex::new(Shared {
+        mapper: UpdateMapper::new(),
+        progress: Progress::Starting,
+        heard: false,
+        notes: Vec::new(),
+        cancel_sent: false,
+    }));
+    // Boxed, not stack-pinned: it must really be dropped (closing the agent's stdin)
+    // before the tree is waited for.
+    let mut connection = Box::pin(converse(
+        transport(stdin, stdout, Arc::clone(&shared)),
+        Arc::clone(&shared),
+        fs,
+        policy,
+        ctx.events.clone(),
+        ctx.cancellation.clone(),
+        launch.prompt.clone(),
+        launch.grace,
+    ));
+
+    let mut tick = tokio::time::interval(WATCH_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let ending = loop {
+        tokio::select! {
+            () = &mut connection => break Ending::Finished,
+            status = tree.wait_leader() => {
+                // Let what is already in the pipe be handled, but do not wait for a
+                // member that inherited stdout and lives on.
+                let drained = tokio::time::timeout(DRAIN_AFTER_EXIT, &mut connection).await;
+                break match (drained, &lock(&shared).progress) {
+                    (Ok(()), Progress::Answered(_)) => Ending::Finished,
+                    _ => Ending::LeaderExited(status),
+                };
+            }
+            _ = tick.tick() => { let _ = tree.live_members(); }
+        }
+    };
+    // The connection (and with it the agent's stdin) is dropped here: EOF asks the
+    // agent to exit; it gets a moment before the tree is terminated.
+    drop(connection);
+    let _ = tokio::time::timeout(EXIT_ON_EOF, tree.wait_leader()).await;
+    let termination = tree.terminate(launch.grace).await;
+    let (stderr_tail, _) = join_bounded(err_reader).await;
+
+    let shared = lock(&shared);
+    let mut logs = String::from_utf8_lossy(&stderr_tail).into_owned();
+    for note in &shared.notes {
+        push_line(&mut logs, note);
+    }
+    if let Some((used, size)) = shared.mapper.context() {
+        push_line(
+            &mut logs,
+            &format!("context reported by the agent: {used} of {size} tokens"),
+        );
+    }
+    let mut result = settle(&launch, &ending, &termination, &shared, &ctx.cancellation);
+    if let Progress::Answered(response) = &shared.progress {
+        result.usage = usage_of(response);
+    }
+    if result.outcome == Outcome::Succeeded {
+        ctx.events.emit(Event::of_kind(EventKind::MessageEnd));
+    }
+    result.logs = logs;
+    result
+}
+
+/// Token usage from the prompt response (ACP's end-of-turn `usage`, an unstable part
+/// of the protocol); zero when the agent did not send it — never a guess.
+fn usage_of(response: &PromptResponse) -> Usage {
+    match &response.usage {
+        Some(usage) => Usage {
+            prompt_tokens: usage.input_tokens,
+            completion_tokens: usage.output_tokens,
+        },
+        None => Usage::default(),
+    }
+}
+
+fn settle(
+    launch: &Launch,
+    ending: &Ending,
+    termination: &Termination,
+    shared: &Shared,
+    cancellation: &Cancellation,
+) -> ContractResult {
+    let program = &launch.program;
+    let effects = if shared.mapper.tool_seen() {
+        SideEffects::Possible
+    } else {
+        SideEffects::None
+    };
+    let canceled = cancellation.is_cancelled()
+        && matches!(
+            shared.progress,
+            Progress::CanceledEarly | Progress::CancelSent | Progress::Prompting
+        )
+        || shared.cancel_sent;
+    if let Some(result) = settle_tree(program, termination, canceled, cancellation, effects) {
+        return result;
+    }
+    let unknown = |reason: String| {
+        ContractResult::with_error(
+            Outcome::Unknown,
+            Error::new(ErrorCode::UnknownOutcome, reason, SideEffects::Possible),
+        )
+    };
+    if let Ending::LeaderExited(status) = ending {
+        let described = match status {
+            Ok(status) => describe(*status),
+            Err(e) => format!("was lost ({e})"),
+        };
+        let refused_at_start =
+            !shared.heard && matches!(status, Ok(s) if s.code().is_some_and(|c| c != 0));
+        return if refused_at_start {
+            ContractResult::failed(Error::new(
+                ErrorCode::ProviderRejected,
+                format!("`{program}` {described} before answering `initialize` (see logs)"),
+                SideEffects::None,
+            ))
+        } else {
+            unknown(format!(
+                "`{program}` {described} before answering the prompt{}",
+                open_tools(&shared.mapper)
+            ))
+        };
+    }
+    match &shared.progress {
+        Progress::Answered(response) => match response.stop_reason {
+            StopReason::EndTurn => ContractResult::succeeded(shared.mapper.text()),
+            StopReason::MaxTokens | StopReason::MaxTurnRequests => {
+                ContractResult::failed(Error::new(
+                    ErrorCode::BudgetExceeded,
+                    format!(
+                        "the agent stopped: {}",
+                        stop_reason_name(response.stop_reason)
+                    ),
+                    effects,
+                ))
+            }
+            StopReason::Refusal => ContractResult::failed(Error::new(
+                ErrorCode::ProviderRejected,
+                "the agent refused to continue (stop reason `refusal`)",
+                effects,
+            )),
+            _ => unknown(format!(
+                "the agent ended the turn with stop reason `{}`, which was not asked for",
+                stop_reason_name(response.stop_reason)
+            )),
+        },
+        Progress::PromptFailed(message) => ContractResult::failed(Error::new(
+            ErrorCode::ProviderRejected,
+            format!("the agent answered the prompt with an error: {message}"),
+            effects,
+        )),
+        Progress::InitRefused(message) => ContractResult::failed(Error::new(
+            ErrorCode::ProviderRejected,
+            format!("`{program}` did not complete the ACP handshake: {message}"),
+            SideEffects::None,
+        )),
+        Progress::SessionRefused(message) => ContractResult::failed(Error::new(
+            ErrorCode::ProviderRejected,
+            format!("`{program}` refused `session/new`: {message}"),
+            SideEffects::None,
+        )),
+        Progress::Lost(reason) if !shared.heard => ContractResult::failed(Error::new(
+            ErrorCode::ProviderRejected,
+            format!("`{program}` closed the connection before answering anything: {reason}"),
+            SideEffects::None,
+        )),
+        Progress::Lost(reason) => unknown(format!(
+            "the connection to `{program}` ended before the prompt was answered: {reason}{}",
+            open_tools(&shared.mapper)
+        )),
+        Progress::Starting
+        | Progress::Prompting
+        | Progress::CancelSent
+        | Progress::CanceledEarly => unknown(format!(
+            "the connection to `{program}` ended without an answer to the prompt{}",
+            open_tools(&shared.mapper)
+        )),
+    }
+}
+
+fn open_tools(mapper: &UpdateMapper) -> String {
+    let open = mapper.open_tools();
+    if open.is_empty() {
+        String::new()
+    } else {
+        format!(" (tool calls still open: {})", open.join(", "))
+    }
+}
+
+fn stop_reason_name(reason: StopReason) -> &'static str {
+    match reason {
+        StopReason::EndTurn => "end_turn",
+        StopReason::MaxTokens => "max_tokens",
+        StopReason::MaxTurnRequests => "max_turn_requests",
+        StopReason::Refusal => "refusal",
+        StopReason::Cancelled => "cancelled",
+        _ => "unrecognised",
+    }
+}
+
+fn describe(status: ExitStatus) -> String {
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exited with status {code}"),
+        (None, Some(signal)) => format!("was killed by signal {signal}"),
+        (None, None) => "ended".to_owned(),
+    }
+}
+
+/// The JSON-RPC line transport over the agent's stdio.
+fn transport(
+    stdin: tokio::process::ChildStdin,
+    stdout: tokio::process::ChildStdout,
+    shared: SharedState,
+) -> Lines<
+    impl futures::Sink<String, Error = std::io::Error> + Send + 'static,
+    impl futures::Stream<Item = std::io::Result<String>> + Send + 'static,
+> {
+    let outgoing = Box::pin(futures::sink::unfold(
+        stdin,
+        |mut stdin, line: String| async move {
+            stdin.write_all(line.as_bytes()).await?;
+            stdin.write_all(b"\n").await?;
+            stdin.flush().await?;
+            Ok::<_, std::io::Error>(stdin)
+        },
+    ));
+    let reader = tokio::io::BufReader::with_capacity(64 * 1024, stdout);
+    let incoming = futures::stream::unfold(
+        (reader, shared, false),
+        |(mut reader, shared, failed)| async move {
+            if failed {
+                return None;
+            }
+            let mut line = Vec::new();
+            match read_bounded_line(&mut reader, &mut line).await {
+                Ok(true) => {
+                    lock(&shared).heard = true;
+                    let text = String::from_utf8_lossy(trim_newline(&line)).into_owned();
+                    Some((Ok(text), (reader, shared, false)))
+                }
+                Ok(false) => None,
+                Err(e) => Some((Err(e), (reader, shared, true))),
+            }
+        },
+    );
+    Lines::new(outgoing, Box::pin(incoming))
+}
+
+/// Reads one line (up to `\n`) into `line`; `Ok(false)` at EOF. A line longer than
+/// [`MAX_LINE`] is an error: a JSON-RPC message cut short cannot be answered.
+async fn read_bounded_line<R: tokio::io::AsyncBufRead + Unpin>(
+    reader: &mut R,
+    line: &mut Vec<u8>,
+) -> std::io::Result<bool> {
+    loop {
+        let available = reader.fill_buf().await?;
+        if available.is_empty() {
+            return Ok(!line.is_empty());
+        }
+        let (take, done) = match available.iter().position(|b| *b == b'\n') {
+            Some(at) => (at + 1, true),
+            None => (available.len(), false),
+        };
+        if line.len() + take > MAX_LINE + 1 {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("the agent wrote a line longer than {MAX_LINE} bytes"),
+            ));
+        }
+        line.extend_from_slice(available.get(..take).unwrap_or_default());
+        reader.consume(take);
+        if done {
+            return Ok(true);
+        }
+    }
+}
+
+fn trim_newline(line: &[u8]) -> &[u8] {
+    let line = line.strip_suffix(b"\n").unwrap_or(line);
+    line.strip_suffix(b"\r").unwrap_or(line)
+}
+
+/// The client side of the conversation. Records its progress in `shared`; never
+/// returns an error (a protocol failure is a [`Progress`]).
+#[allow(clippy::too_many_arguments)]
+async fn converse(
+    transport: impl agent_client_protocol::ConnectTo<Client> + 'static,
+    shared: SharedState,
+    fs: WorkspaceFs,
+    policy: Policy,
+    events: EventSink,
+    cancellation: Cancellation,
+    prompt: String,
+    grace: Duration,
+) {
+    let fs = Arc::new(fs);
+    let policy = Arc::new(policy);
+    let on_update = {
+        let shared = Arc::clone(&shared);
+        let events = events.clone();
+        async move |notification: SessionNotification, _cx: ConnectionTo<Agent>| {
+            let mut batch = Vec::new();
+            lock(&shared)
+                .mapper
+                .update(&notification.update, &mut batch);
+            // Emitted inside the dispatch loop: the next message is not handled
+            // before these are out, so order holds across updates and responses.
+            for event in batch {
+                events.emit(event);
+            }
+            Ok(())
+        }
+    };
+    let on_permission = {
+        let shared = Arc::clone(&shared);
+        let policy = Arc::clone(&policy);
+        async move |request: RequestPermissionRequest,
+                    responder: agent_client_protocol::v1::Responder<_>,
+                    _cx: ConnectionTo<Agent>| {
+            let decision = policy.decide(&request);
+            lock(&shared).notes.push(format!(
+                "permission for tool `{}` {} by the tool policy",
+                decision.tool,
+                if decision.allowed {
+                    "granted once"
+                } else {
+                    "refused"
+                }
+            ));
+            responder.respond(decision.response)
+        }
+    };
+    let on_read = {
+        let shared = Arc::clone(&shared);
+        let fs = Arc::clone(&fs);
+        async move |request: ReadTextFileRequest,
+                    responder: agent_client_protocol::v1::Responder<_>,
+                    _cx: ConnectionTo<Agent>| {
+            match fs.read_text(&request.path, request.line, request.limit) {
+                Ok(content) => responder.respond(ReadTextFileResponse::new(content)),
+                Err(refusal) => {
+                    lock(&shared)
+                        .notes
+                        .push(format!("fs/read_text_file refused: {refusal}"));
+                    responder.respond_with_error(refusal.to_rpc_error())
+                }
+            }
+        }
+    };
+    let on_write = {
+        let shared = Arc::clone(&shared);
+        let fs = Arc::clone(&fs);
+        async move |request: WriteTextFileRequest,
+                    responder: agent_client_protocol::v1::Responder<_>,
+                    _cx: ConnectionTo<Agent>| {
+            match fs.write_text(&request.path, &request.content) {
+                Ok(()) => responder.respond(WriteTextFileResponse::new()),
+                Err(refusal) => {
+                    lock(&shared)
+                        .notes
+                        .push(format!("fs/write_text_file refused: {refusal}"));
+                    responder.respond_with_error(refusal.to_rpc_error())
+                }
+            }
+        }
+    };
+
+    let main = {
+        let shared = Arc::clone(&shared);
+        let root = fs.root().to_path_buf();
+        async move |cx: ConnectionTo<Agent>| {
+            let progress = conversation(&cx, &shared, root, prompt, &cancellation, grace).await;
+            lock(&shared).progress = progress;
+            Ok(())
+        }
+    };
+    let served = Client
+        .v1()
+        .name("agent-exec")
+        .on_receive_notification(on_update, agent_client_protocol::on_receive_notification!())
+        .on_receive_request(on_permission, agent_client_protocol::on_receive_request!())
+        .on_receive_request(on_read, agent_client_protocol::on_receive_request!())
+        .on_receive_request(on_write, agent_client_protocol::on_receive_request!())
+        .connect_with(transport, main)
+        .await;
+    if let Err(e) = served {
+        let mut shared = lock(&shared);
+        shared.notes.push(format!("ACP connection: {}", e.message));
+        if matches!(
+            shared.progress,
+            Progress::Starting | Progress::Prompting | Progress::CancelSent
+        ) {
+            shared.progress = Progress::Lost(e.message.clone());
+        }
+    }
+}
+
+/// initialize → session/new → session/prompt, each raced with the cancellation.
+async fn conversation(
+    cx: &ConnectionTo<Agent>,
+    shared: &SharedState,
+    root: std::path::PathBuf,
+    prompt: String,
+    cancellation: &Cancellation,
+    grace: Duration,
+) -> Progress {
+    let initialize = cx.send_request(initialize_request()).block_task();
+    let initialized = tokio::select! {
+        biased;
+        () = cancellation.cancelled() => return Progress::CanceledEarly,
+        () = cx.incoming_closed() => return Progress::Lost("the agent closed its stdout".into()),
+        answer = initialize => answer,
+    };
+    match initialized {
+        Ok(response) => {
+            if let Err(problem) = check_version(&response) {
+                return Progress::InitRefused(problem);
+            }
+        }
+        Err(e) => return Progress::InitRefused(e.message),
+    }
+
+    let new_session = cx.send_request(NewSessionRequest::new(root)).block_task();
+    let session_id: SessionId = tokio::select! {
+        biased;
+        () = cancellation.cancelled() => return Progress::CanceledEarly,
+        () = cx.incoming_closed() => return Progress::Lost("the agent closed its stdout".into()),
+        answer = new_session => match answer {
+            Ok(session) => session.session_id,
+            Err(e) => return Progress::SessionRefused(e.message),
+        },
+    };
+
+    lock(shared).progress = Progress::Prompting;
+    let answer = cx
+        .send_request(PromptRequest::new(
+            session_id.clone(),
+            vec![ContentBlock::Text(TextContent::new(prompt))],
+        ))
+        .block_task();
+    tokio::pin!(answer);
+    let answered = tokio::select! {
+        biased;
+        answer = &mut answer => answer,
+        () = cx.incoming_closed() => return Progress::Lost("the agent closed its stdout".into()),
+        () = cancellation.cancelled() => {
+            {
+                let mut shared = lock(shared);
+                shared.cancel_sent = true;
+                shared.progress = Progress::CancelSent;
+            }
+            if let Err(e) = cx.send_notification(CancelNotification::new(session_id)) {
+                return Progress::Lost(format!("session/cancel could not be sent: {}", e.message));
+            }
+            // The agent should answer `cancelled` promptly; the tree is terminated
+            // either way, and only a gone tree makes the outcome `canceled`.
+            match tokio::time::timeout(grace, &mut answer).await {
+                Ok(answer) => answer,
+                Err(_) => return Progress::CancelSent,
+            }
+        }
+    };
+    match answered {
+        Ok(response) => Progress::Answered(response),
+        Err(e) if cx.is_incoming_closed() => Progress::Lost(e.message),
+        Err(e) => Progress::PromptFailed(e.message),
+    }
+}
+
+/// The `initialize` request: protocol v1, fs read/write served, no terminal.
+pub(super) fn initialize_request() -> InitializeRequest {
+    InitializeRequest::new(ProtocolVersion::V1)
+        .client_capabilities(
+            ClientCapabilities::new().fs(FileSystemCapabilities::new()
+                .read_text_file(true)
+                .write_text_file(true)),
+        )
+        .client_info(Implementation::new("agent-exec", env!("CARGO_PKG_VERSION")))
+}
+
+/// We speak ACP v1 only.
+pub(super) fn check_version(response: &InitializeResponse) -> Result<(), String> {
+    if response.protocol_version == ProtocolVersion::V1 {
+        Ok(())
+    } else {
+        Err(format!(
+            "the agent answered protocol version {}; agent-exec speaks version 1",
+            response.protocol_version.as_u16()
+        ))
+    }
+}
