@@ -1051,7 +1051,13 @@ impl Backend for PiBackend {
     async fn verify(&self) -> Verification {
         let program = self.program();
         let name = &self.config.name;
-        let number = match probe_version(program, &self.config.env).await {
+        // Both probes start Node and load pi (about a second each on a quiet machine):
+        // run side by side, they cost one start-up of wall time, not two.
+        let (version, format) = tokio::join!(
+            probe_version(program, &self.config.env),
+            probe_json_mode(program, &self.config.env)
+        );
+        let number = match version {
             Ok(number) => number,
             Err(problem) => {
                 return Verification::failed(format!(
@@ -1061,7 +1067,7 @@ impl Backend for PiBackend {
             }
         };
         let adapter_version = Self::adapter_version(&number);
-        if let Err(problem) = probe_json_mode(program, &self.config.env).await {
+        if let Err(problem) = format {
             return Verification {
                 verified: Vec::new(),
                 adapter_version,
