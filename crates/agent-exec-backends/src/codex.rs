@@ -524,15 +524,19 @@ impl Backend for CodexBackend {
         let program = self.program();
         let env = &self.config.env;
         let name = &self.config.name;
-        let version = match agent_program::probe_output(
-            program,
-            &["--version"],
-            env,
-            PROBE_TIMEOUT,
-            INSTALL_HINT,
-        )
-        .await
-        {
+        // Both probes at once: each pays the npm launcher's Node start-up (~0.2 s), and
+        // every `agent-exec run` verifies before it runs.
+        let (version, help) = tokio::join!(
+            agent_program::probe_output(program, &["--version"], env, PROBE_TIMEOUT, INSTALL_HINT),
+            agent_program::probe_output(
+                program,
+                &["exec", "--help"],
+                env,
+                PROBE_TIMEOUT,
+                INSTALL_HINT
+            ),
+        );
+        let version = match version {
             Ok(out) => out,
             Err(problem) => return Verification::failed(format!("backend `{name}`: {problem}")),
         };
@@ -552,15 +556,7 @@ impl Backend for CodexBackend {
             Capability::Usage,
         ];
         let mut problems = Vec::new();
-        match agent_program::probe_output(
-            program,
-            &["exec", "--help"],
-            env,
-            PROBE_TIMEOUT,
-            INSTALL_HINT,
-        )
-        .await
-        {
+        match help {
             Ok(help) if help.contains("--json") => {
                 if help.contains("--disable") {
                     verified.push(Capability::Tools);
