@@ -20,7 +20,9 @@ fn parse_all(stream: &[u8]) -> usize {
 
 fn bench(c: &mut Criterion) {
     let mut one = include_bytes!("../tests/data/claude-code-write.jsonl").to_vec();
-    one.extend_from_slice(include_bytes!("../tests/data/claude-code-bash-partial.jsonl"));
+    one.extend_from_slice(include_bytes!(
+        "../tests/data/claude-code-bash-partial.jsonl"
+    ));
     let stream: Vec<u8> = one.repeat(100);
     let events = parse_all(&stream);
     let lines = stream

@@ -670,6 +670,28 @@ impl ClaudeCodeBackend {
     }
 }
 
+impl ClaudeCodeBackend {
+    /// `text` with the value of every variable that looks like a credential (name
+    /// containing `KEY`, `TOKEN`, `SECRET` or `PASSWORD`; configured or inherited, as
+    /// Claude Code reads `ANTHROPIC_API_KEY` / `ANTHROPIC_AUTH_TOKEN` from either)
+    /// replaced by `[redacted]`. Values shorter than 8 bytes are not credentials and
+    /// replacing them would mangle text.
+    pub fn redact(&self, text: &str) -> String {
+        let mut out = text.to_owned();
+        let configured = self.config.env.clone().into_iter();
+        for (name, value) in configured.chain(std::env::vars()) {
+            let upper = name.to_ascii_uppercase();
+            let secret = ["KEY", "TOKEN", "SECRET", "PASSWORD"]
+                .iter()
+                .any(|needle| upper.contains(needle));
+            if secret && value.len() >= 8 && out.contains(&value) {
+                out = out.replace(&value, "[redacted]");
+            }
+        }
+        out
+    }
+}
+
 /// The version in `claude --version` output (`2.1.332 (Claude Code)`).
 pub fn parse_version(output: &str) -> Option<&str> {
     let first = output.split_whitespace().next()?;
@@ -788,7 +810,13 @@ impl Backend for ClaudeCodeBackend {
             Err(error) => return ContractResult::failed(error),
         };
         let mut parser = ClaudeCodeStream::new();
-        agent_program::drive(run, &mut parser, &ctx).await
+        let mut result = agent_program::drive(run, &mut parser, &ctx).await;
+        // Claude Code quotes API error bodies; a careless gateway may echo the key.
+        if let Some(err) = result.err.as_mut() {
+            err.reason = self.redact(&err.reason);
+        }
+        result.logs = self.redact(&result.logs);
+        result
     }
 }
 
@@ -1000,6 +1028,20 @@ mod tests {
             })
             .unwrap_err();
         assert_eq!(refused.code, ErrorCode::ToolRejected);
+    }
+
+    #[test]
+    fn credential_values_are_redacted() {
+        let mut config = ProgramConfig::new("cc");
+        config
+            .env
+            .insert("ANTHROPIC_API_KEY".into(), "sk-ant-very-secret".into());
+        config.env.insert("IS_SANDBOX".into(), "1".into());
+        let backend = ClaudeCodeBackend::new(config);
+        assert_eq!(
+            backend.redact("API Error: 401 key sk-ant-very-secret invalid, IS_SANDBOX=1"),
+            "API Error: 401 key [redacted] invalid, IS_SANDBOX=1"
+        );
     }
 
     #[test]
