@@ -37,18 +37,19 @@ use serde::Deserialize;
 use crate::agent_program::ProgramConfig;
 use crate::command::{self, CommandBackend, CommandConfig};
 use crate::openai::{self, OpenAiBackend, OpenAiConfig};
-use crate::{claude_code, codex, pi};
+use crate::{acp, claude_code, codex, pi};
 
 /// The environment variable naming the config file.
 pub const CONFIG_ENV: &str = "AGENT_EXEC_CONFIG";
 
 /// The kinds of backend a config can declare.
-pub const KINDS: [&str; 5] = [
+pub const KINDS: [&str; 6] = [
     command::KIND,
     openai::KIND,
     codex::KIND,
     claude_code::KIND,
     pi::KIND,
+    acp::KIND,
 ];
 
 /// The agent programs available without any config, under their kind's name, each
@@ -62,6 +63,7 @@ pub enum AgentKind {
     Codex,
     ClaudeCode,
     AgentNative,
+    Acp,
 }
 
 impl AgentKind {
@@ -73,6 +75,7 @@ impl AgentKind {
             claude_code::KIND => (AgentKind::ClaudeCode, false),
             pi::KIND => (AgentKind::AgentNative, false),
             pi::DEPRECATED_ALIAS => (AgentKind::AgentNative, true),
+            acp::KIND => (AgentKind::Acp, false),
             _ => return None,
         })
     }
@@ -82,6 +85,7 @@ impl AgentKind {
             AgentKind::Codex => codex::KIND,
             AgentKind::ClaudeCode => claude_code::KIND,
             AgentKind::AgentNative => pi::KIND,
+            AgentKind::Acp => acp::KIND,
         }
     }
 
@@ -90,6 +94,7 @@ impl AgentKind {
             AgentKind::Codex => Arc::new(codex::CodexBackend::new(config)),
             AgentKind::ClaudeCode => Arc::new(claude_code::ClaudeCodeBackend::new(config)),
             AgentKind::AgentNative => Arc::new(pi::PiBackend::new(config)),
+            AgentKind::Acp => Arc::new(acp::AcpBackend::new(config)),
         }
     }
 }
@@ -266,6 +271,11 @@ impl Config {
                     {
                         return Err(error(format!(
                             "backends.{name}.program: must name a program or be left out"
+                        )));
+                    }
+                    if agent == AgentKind::Acp && config.program.is_none() {
+                        return Err(error(format!(
+                            "backends.{name}.program: an acp backend must name its agent, e.g. program = \"codex-acp\""
                         )));
                     }
                     config.name = name.clone();
@@ -503,6 +513,18 @@ program = "/opt/pi/bin/pi"
 
         let empty = Config::default().registry().unwrap();
         assert_eq!(empty.names(), ["agent-native", "claude-code", "codex"]);
+    }
+
+    #[test]
+    fn an_acp_backend_names_its_agent() {
+        let m = message("[backends.zed]\nkind = \"acp\"\n");
+        assert!(
+            m.contains("backends.zed.program: an acp backend must name its agent"),
+            "{m}"
+        );
+        let config = parse("[backends.zed]\nkind = \"acp\"\nprogram = \"codex-acp\"\n").unwrap();
+        assert_eq!(config.kind_of("zed"), Some("acp"));
+        assert!(config.registry().unwrap().descriptor("zed").is_some());
     }
 
     #[test]
