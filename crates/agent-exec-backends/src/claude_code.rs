@@ -24,6 +24,7 @@
 //! | `tool_result` block                      | `tool_execution_end` (same tool, detail)  |
 //! | `stream_event` text / thinking delta     | `text_delta` / `reasoning_delta`, and the |
 //! |                                          | whole message that follows is not re-sent |
+//! | `stream_event` tool input JSON delta     | `tool_call_delta` (tool, JSON piece)      |
 //! | `result`, success, `is_error: false`     | [`Verdict::Completed`] with `result`      |
 //! | `result` with `is_error` or `error_*`    | [`Verdict::Failed`] (code below)          |
 //!
@@ -135,6 +136,16 @@ pub enum Partial {
     MessageStart(String),
     TextDelta(String),
     ThinkingDelta(String),
+    /// A tool-use block starts streaming: its index in the message and tool name.
+    ToolUseStart {
+        index: u64,
+        name: String,
+    },
+    /// A piece of a tool call's JSON input, for the block at `index`.
+    InputJsonDelta {
+        index: u64,
+        json: String,
+    },
     /// Any other stream event.
     Other,
 }
@@ -351,16 +362,34 @@ fn partial(event: Option<&Value>) -> Partial {
                 .unwrap_or_default()
                 .to_owned(),
         ),
+        "content_block_start" => {
+            let block = event.get("content_block").unwrap_or(&Value::Null);
+            match field(block, "type") {
+                "tool_use" => Partial::ToolUseStart {
+                    index: index_of(event),
+                    name: field(block, "name").to_owned(),
+                },
+                _ => Partial::Other,
+            }
+        }
         "content_block_delta" => {
             let delta = event.get("delta").unwrap_or(&Value::Null);
             match field(delta, "type") {
                 "text_delta" => Partial::TextDelta(field(delta, "text").to_owned()),
                 "thinking_delta" => Partial::ThinkingDelta(field(delta, "thinking").to_owned()),
+                "input_json_delta" => Partial::InputJsonDelta {
+                    index: index_of(event),
+                    json: field(delta, "partial_json").to_owned(),
+                },
                 _ => Partial::Other,
             }
         }
         _ => Partial::Other,
     }
+}
+
+fn index_of(event: &Value) -> u64 {
+    event.get("index").and_then(Value::as_u64).unwrap_or(0)
 }
 
 fn final_line(raw: &RawLine) -> Final {
@@ -447,6 +476,8 @@ pub struct ClaudeCodeStream {
     streamed_message: Option<String>,
     /// Whether the message being streamed has produced deltas yet.
     streaming: bool,
+    /// Tool names of the streamed message's tool-use blocks, by block index.
+    streaming_tools: HashMap<u64, String>,
     verdict: Verdict,
     usage: Usage,
     /// From the init line, for logs and tests.
@@ -479,6 +510,25 @@ impl StreamParser for ClaudeCodeStream {
             Line::Partial(Partial::MessageStart(id)) => {
                 self.streamed_message = Some(id);
                 self.streaming = false;
+                self.streaming_tools.clear();
+            }
+            Line::Partial(Partial::ToolUseStart { index, name }) => {
+                if self.streaming_tools.len() < MAX_OPEN_TOOLS {
+                    self.streaming_tools.insert(index, name);
+                }
+            }
+            Line::Partial(Partial::InputJsonDelta { index, json }) => {
+                let tool = self
+                    .streaming_tools
+                    .get(&index)
+                    .cloned()
+                    .unwrap_or_default();
+                events.push(Event {
+                    kind: EventKind::ToolCallDelta,
+                    text: json,
+                    tool,
+                    detail: String::new(),
+                });
             }
             Line::Partial(Partial::TextDelta(text)) => {
                 self.streaming = true;

@@ -407,7 +407,8 @@ fn recorded_write_stream_maps_in_order() {
 #[test]
 fn recorded_partial_stream_sends_each_text_once_and_marks_the_failed_tool() {
     // With --include-partial-messages: token deltas, then the same text again in an
-    // assistant message, which must not be sent twice; the second Bash call exits 3.
+    // assistant message, which must not be sent twice; tool input streams as
+    // tool_call_delta before the tool starts; the second Bash call exits 3.
     let (events, parser) = replay(include_bytes!("data/claude-code-bash-partial.jsonl"));
     assert_eq!(
         summary(&events),
@@ -415,8 +416,18 @@ fn recorded_partial_stream_sends_each_text_once_and_marks_the_failed_tool() {
             (EventKind::TextDelta, "", "Let me r"),
             (EventKind::TextDelta, "", "un two c"),
             (EventKind::TextDelta, "", "ommands."),
+            (
+                EventKind::ToolCallDelta,
+                "Bash",
+                r#"{"command":"echo hi > out.txt","description":"write"}"#
+            ),
             (EventKind::ToolExecStart, "Bash", ""),
             (EventKind::ToolExecEnd, "Bash", ""),
+            (
+                EventKind::ToolCallDelta,
+                "Bash",
+                r#"{"command":"exit 3","description":"fail"}"#
+            ),
             (EventKind::ToolExecStart, "Bash", ""),
             (EventKind::ToolExecEnd, "Bash", ""),
             (EventKind::TextDelta, "", "one wor"),
@@ -424,9 +435,9 @@ fn recorded_partial_stream_sends_each_text_once_and_marks_the_failed_tool() {
             (EventKind::TextDelta, "", "e failed"),
         ]
     );
-    assert_eq!(events[3].detail, "echo hi > out.txt");
     assert_eq!(events[4].detail, "echo hi > out.txt");
-    assert_eq!(events[6].detail, "failed: Exit code 3");
+    assert_eq!(events[5].detail, "echo hi > out.txt");
+    assert_eq!(events[8].detail, "failed: Exit code 3");
     assert_eq!(
         parser.verdict(),
         Verdict::Completed("one worked, one failed".into())
