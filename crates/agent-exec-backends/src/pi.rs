@@ -20,8 +20,9 @@
 //!   parts without building them. Fuzzed (`agent_exec_pi_stream`), property-tested.
 //! * [`PiStream`] folds lines into the driver's [`Verdict`]: the result is final only
 //!   on `agent_end`, judged by the run's last assistant message and its `stopReason`:
-//!   `stop` → completed with that message's text; `error` → failed (transport trouble
-//!   is `agent.provider_unavailable`, anything else `agent.provider_rejected`);
+//!   `stop` → completed with that message's text; `error` → failed ([`classify`]:
+//!   transport trouble is `agent.provider_unavailable`, anything else
+//!   `agent.provider_rejected`);
 //!   `length` → failed `agent.budget_exceeded` (the answer was cut at the output-token
 //!   limit: not passed off as complete); `aborted` → failed `agent.canceled`; `toolUse`
 //!   or anything unknown stays pending, so the driver reports `unknown`.
@@ -55,6 +56,11 @@
 //! * Error reasons and logs are scrubbed of the values of environment variables
 //!   (configured or inherited) that look like credentials (`*KEY*`, `*TOKEN*`,
 //!   `*SECRET*`, `*PASSWORD*`), in case a provider echoes a key back.
+//!
+//! Invariants: the parser never panics and never reads a line as success unless it
+//! is pi's `agent_end` after a `stop`; `succeeded` also needs pi to exit 0 soon after
+//! (the driver's table); no configured or inherited credential value appears in a
+//! reason or in logs.
 //!
 //! Deliberately not done: sessions (`--no-session`: each execution is fresh, nothing
 //! is written to `~/.pi/agent/sessions`); pi's own provider configuration
@@ -650,30 +656,66 @@ impl PiStream {
     }
 }
 
-/// Transport trouble (worth retrying later) or a refusal.
+/// Words of pi's own "retryable error" test (`_isRetryableError` in pi 0.73), written
+/// without separators: a message pi itself would retry is transport trouble.
+const TRANSIENT_WORDS: [&str; 27] = [
+    "overloaded",
+    "providerreturnederror",
+    "ratelimit",
+    "toomanyrequests",
+    "serviceunavailable",
+    "servererror",
+    "internalerror",
+    "networkerror",
+    "connectionerror",
+    "connectionrefused",
+    "connectionlost",
+    "websocketclosed",
+    "websocketerror",
+    "othersideclosed",
+    "fetchfailed",
+    "upstreamconnect",
+    "resetbeforeheaders",
+    "sockethangup",
+    "endedwithout",
+    "http2requestdidnotgetaresponse",
+    "timedout",
+    "timeout",
+    "terminated",
+    "retrydelay",
+    "econnrefused",
+    "econnreset",
+    "unavailable",
+];
+
+/// Transport trouble, worth retrying later ([`ErrorCode::ProviderUnavailable`]), or a
+/// refusal ([`ErrorCode::ProviderRejected`]). An HTTP status at the start of the
+/// message (`401 Incorrect API key…`, as the provider SDKs write it) decides: 408,
+/// 429 and 5xx are transient, other statuses are refusals. Otherwise the words pi
+/// itself retries on ([`TRANSIENT_WORDS`]) mean transient; anything else is a refusal.
 pub fn classify(message: &str) -> ErrorCode {
-    let lower = message.to_ascii_lowercase();
-    const TRANSIENT: [&str; 18] = [
-        "terminated",
-        "connection",
-        "econnrefused",
-        "econnreset",
-        "socket",
-        "network",
-        "fetch failed",
-        "timeout",
-        "timed out",
-        "429",
-        "rate limit",
-        "500",
-        "502",
-        "503",
-        "504",
-        "overloaded",
-        "unavailable",
-        "aborted",
-    ];
-    if TRANSIENT.iter().any(|needle| lower.contains(needle)) {
+    let status = message
+        .get(..3)
+        .filter(|head| head.bytes().all(|b| b.is_ascii_digit()))
+        .filter(|_| {
+            message
+                .as_bytes()
+                .get(3)
+                .is_none_or(|b| !b.is_ascii_digit())
+        })
+        .and_then(|head| head.parse::<u16>().ok());
+    let transient = match status {
+        Some(code) if (100..600).contains(&code) => code == 408 || code == 429 || code >= 500,
+        _ => {
+            let squeezed: String = message
+                .chars()
+                .filter(|c| c.is_ascii_alphanumeric())
+                .map(|c| c.to_ascii_lowercase())
+                .collect();
+            TRANSIENT_WORDS.iter().any(|word| squeezed.contains(word))
+        }
+    };
+    if transient {
         ErrorCode::ProviderUnavailable
     } else {
         ErrorCode::ProviderRejected
@@ -1374,6 +1416,24 @@ mod tests {
             ]
         );
         assert_eq!(events[1].detail, "out.txt");
+    }
+
+    #[test]
+    fn failures_are_classified_by_status_then_by_pis_retry_words() {
+        let unavailable = ErrorCode::ProviderUnavailable;
+        let rejected = ErrorCode::ProviderRejected;
+        assert_eq!(classify("429 Rate limit reached"), unavailable);
+        assert_eq!(classify("503 Service Unavailable"), unavailable);
+        assert_eq!(classify("401 Incorrect API key provided"), rejected);
+        // The status decides, not a number further on.
+        assert_eq!(classify("400 max_tokens 500 is too large"), rejected);
+        assert_eq!(classify("terminated"), unavailable);
+        assert_eq!(classify("Connection error."), unavailable);
+        assert_eq!(classify("Request timed out."), unavailable);
+        assert_eq!(classify("socket hang up"), unavailable);
+        assert_eq!(classify("Provider finish_reason: content_filter"), rejected);
+        assert_eq!(classify("No API key found for scripted"), rejected);
+        assert_eq!(classify(""), rejected);
     }
 
     #[test]
