@@ -1,5 +1,5 @@
 //! Events per second of the ACP `session/update` → contract-event mapping, on the
-//! agent→client stream recorded from the real codex-acp (tests/data/acp-codex.jsonl),
+//! agent→client streams recorded from the real codex-acp (tests/data/acp-codex-*.jsonl),
 //! repeated to a realistic length. Baseline in the same run: decoding each line to a
 //! `serde_json::Value` only.
 //! Run: `cargo bench -p agent-exec-backends --bench acp_stream`.
@@ -8,8 +8,8 @@ use agent_exec_backends::acp::updates::UpdateMapper;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 
 fn bench(c: &mut Criterion) {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/acp-codex.jsonl");
-    let one = std::fs::read(path).unwrap();
+    let mut one = include_bytes!("../tests/data/acp-codex-exec.jsonl").to_vec();
+    one.extend_from_slice(include_bytes!("../tests/data/acp-codex-patch.jsonl"));
     let stream: Vec<u8> = one.repeat(200);
     let lines: Vec<&[u8]> = stream
         .split(|&b| b == b'\n')

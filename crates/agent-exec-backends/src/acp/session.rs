@@ -16,6 +16,7 @@
 //! | prompt answered `end_turn`                | terminated by us, all gone  | `succeeded` (agent text)     |
 //! | `max_tokens` / `max_turn_requests`        | all gone                    | `failed` (budget exceeded)   |
 //! | `refusal`                                 | all gone                    | `failed` (provider rejected) |
+//! | `cancelled` after the policy refused a tool | all gone                  | `failed` (tool rejected)     |
 //! | `cancelled` we did not ask for            | all gone                    | `unknown`                    |
 //! | prompt answered with a JSON-RPC error     | all gone                    | `failed`                     |
 //! | `initialize` / `session/new` refused      | all gone                    | `failed`, no side effects    |
@@ -105,6 +106,8 @@ struct Shared {
     heard: bool,
     notes: Vec<String>,
     cancel_sent: bool,
+    /// Tools whose permission the policy refused, in order.
+    refused: Vec<String>,
 }
 
 type SharedState = Arc<Mutex<Shared>>;
@@ -172,6 +175,7 @@ pub(super) async fn run(
         heard: false,
         notes: Vec::new(),
         cancel_sent: false,
+        refused: Vec::new(),
     }));
     // Boxed, not stack-pinned: it must really be dropped (closing the agent's stdin)
     // before the tree is waited for.
@@ -310,6 +314,23 @@ fn settle(
                 "the agent refused to continue (stop reason `refusal`)",
                 effects,
             )),
+            // Agents stop the turn when a permission is refused (codex-acp's reject
+            // option is "abort"): that is the policy at work, not an unknown end.
+            StopReason::Cancelled if !shared.refused.is_empty() => {
+                ContractResult::failed(Error::new(
+                    ErrorCode::ToolRejected,
+                    format!(
+                        "the agent stopped its turn after the tool policy refused {}",
+                        shared
+                            .refused
+                            .iter()
+                            .map(|tool| format!("`{tool}`"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                    effects,
+                ))
+            }
             _ => unknown(format!(
                 "the agent ended the turn with stop reason `{}`, which was not asked for",
                 stop_reason_name(response.stop_reason)
@@ -489,7 +510,11 @@ async fn converse(
                     responder: agent_client_protocol::v1::Responder<_>,
                     _cx: ConnectionTo<Agent>| {
             let decision = policy.decide(&request);
-            lock(&shared).notes.push(format!(
+            let mut shared = lock(&shared);
+            if !decision.allowed {
+                shared.refused.push(decision.tool.clone());
+            }
+            shared.notes.push(format!(
                 "permission for tool `{}` {} by the tool policy",
                 decision.tool,
                 if decision.allowed {
@@ -498,6 +523,7 @@ async fn converse(
                     "refused"
                 }
             ));
+            drop(shared);
             responder.respond(decision.response)
         }
     };

@@ -407,6 +407,49 @@ mod tests {
         assert!(detail.len() <= DETAIL_MAX + '…'.len_utf8());
     }
 
+    /// Streams recorded from the real codex-acp 0.16.0 (agent → client lines) against a
+    /// scripted Responses server: an `exec_command` call that wrote a file, and an
+    /// `apply_patch` edit.
+    #[test]
+    fn recorded_codex_acp_streams_map_in_order() {
+        let exec = include_bytes!("../../tests/data/acp-codex-exec.jsonl");
+        let (mapper, events) = map(&exec
+            .split(|b| *b == b'\n')
+            .filter(|l| !l.is_empty())
+            .map(<[u8]>::to_vec)
+            .collect::<Vec<_>>());
+        assert_eq!(
+            kinds(&events),
+            [
+                (EventKind::ToolExecStart, "execute"),
+                (EventKind::ToolExecEnd, "execute"),
+                (EventKind::TextDelta, ""),
+                (EventKind::TextDelta, ""),
+                (EventKind::TextDelta, ""),
+            ]
+        );
+        assert!(events[0].detail.contains("out.txt"), "{:?}", events[0]);
+        assert_eq!(mapper.text(), "wrote out.txt");
+        assert_eq!(mapper.context(), Some((141, 258_400)));
+
+        let patch = include_bytes!("../../tests/data/acp-codex-patch.jsonl");
+        let mut mapper = UpdateMapper::new();
+        let mut events = Vec::new();
+        let mut lines = (0, 0, 0);
+        for line in patch.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+            match mapper.notification_line(line, &mut events) {
+                LineKind::Update => lines.0 += 1,
+                LineKind::Other => lines.1 += 1,
+                LineKind::Unrecognised => lines.2 += 1,
+            }
+        }
+        // Responses and the permission request are `Other`; nothing is unrecognised.
+        assert_eq!(lines, (7, 4, 0));
+        assert_eq!(events[0].tool, "edit");
+        assert_eq!(events[1].kind, EventKind::ToolExecEnd);
+        assert_eq!(mapper.text(), "patched");
+    }
+
     proptest! {
         #[test]
         fn never_panics_on_arbitrary_lines(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
