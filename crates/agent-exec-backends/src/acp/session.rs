@@ -614,7 +614,7 @@ async fn conversation(
                 return Progress::InitRefused(problem);
             }
         }
-        Err(e) => return Progress::InitRefused(e.message),
+        Err(e) => return Progress::InitRefused(rpc_error_text(&e)),
     }
 
     let new_session = cx.send_request(NewSessionRequest::new(root)).block_task();
@@ -624,7 +624,7 @@ async fn conversation(
         () = cx.incoming_closed() => return Progress::Lost("the agent closed its stdout".into()),
         answer = new_session => match answer {
             Ok(session) => session.session_id,
-            Err(e) => return Progress::SessionRefused(e.message),
+            Err(e) => return Progress::SessionRefused(rpc_error_text(&e)),
         },
     };
 
@@ -660,7 +660,16 @@ async fn conversation(
     match answered {
         Ok(response) => Progress::Answered(response),
         Err(e) if cx.is_incoming_closed() => Progress::Lost(e.message),
-        Err(e) => Progress::PromptFailed(e.message),
+        Err(e) => Progress::PromptFailed(rpc_error_text(&e)),
+    }
+}
+
+/// A JSON-RPC error as text: its message, and its data when there is some (the SDK
+/// puts the reason for a refused handshake there).
+fn rpc_error_text(error: &agent_client_protocol::Error) -> String {
+    match &error.data {
+        Some(data) => format!("{} ({data})", error.message),
+        None => error.message.clone(),
     }
 }
 
@@ -684,5 +693,262 @@ pub(super) fn check_version(response: &InitializeResponse) -> Result<(), String>
             "the agent answered protocol version {}; agent-exec speaks version 1",
             response.protocol_version.as_u16()
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Settling, driven by scripted peers: `sh` speaking just enough JSON-RPC (the live
+    //! tests in `tests/acp_live.rs` use the real codex-acp).
+    use super::super::AcpBackend;
+    use crate::agent_program::ProgramConfig;
+    use agent_exec_contract::{
+        Backend, CancelCause, ContractRequest, ContractResult, ErrorCode, Event, EventKind,
+        EventSink, ExecutionContext, Outcome, SideEffects, ToolPolicy, WorkspaceHandle,
+    };
+
+    /// Shell helpers: `answer RESULT` reads one request and answers it; `request_id`
+    /// holds the last request's id.
+    const PEER: &str = r#"
+answer() {
+  IFS= read -r line || exit 0
+  request_id=$(printf '%s' "$line" | sed -n 's/.*"id":\("[^"]*"\|[0-9]*\).*/\1/p')
+  printf '{"jsonrpc":"2.0","id":%s,"result":%s}\n' "$request_id" "$1"
+}
+update() {
+  printf '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":%s}}\n' "$1"
+}
+handshake() {
+  answer '{"protocolVersion":1,"agentInfo":{"name":"fake","version":"1"}}'
+  answer '{"sessionId":"s"}'
+  IFS= read -r line
+  prompt_id=$(printf '%s' "$line" | sed -n 's/.*"id":\("[^"]*"\|[0-9]*\).*/\1/p')
+  printf '%s\n' "$line" > prompt.json
+}
+end_turn() {
+  printf '{"jsonrpc":"2.0","id":%s,"result":{"stopReason":"%s"}}\n' "$prompt_id" "$1"
+}
+"#;
+
+    async fn run_peer(
+        script: &str,
+        workspace: &std::path::Path,
+        cancel_after: Option<std::time::Duration>,
+    ) -> (ContractResult, Vec<Event>) {
+        let mut config = ProgramConfig::new("acp-test");
+        config.program = Some("sh".into());
+        config.args = vec!["-c".into(), format!("{PEER}\n{script}")];
+        config.grace_ms = 500;
+        let request = ContractRequest {
+            prompt: "go".into(),
+            workspace: WorkspaceHandle {
+                root: workspace.display().to_string(),
+                ..WorkspaceHandle::default()
+            },
+            tool_policy: ToolPolicy {
+                profile: "workspace".into(),
+                allowlist: Vec::new(),
+            },
+            ..ContractRequest::default()
+        };
+        let (sink, mut rx) = EventSink::channel();
+        let ctx = ExecutionContext::new(sink);
+        if let Some(after) = cancel_after {
+            let cancellation = ctx.cancellation.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(after).await;
+                cancellation.cancel(CancelCause::Caller);
+            });
+        }
+        let result = AcpBackend::new(config).execute(&request, ctx).await;
+        let mut events = Vec::new();
+        while let Ok(event) = rx.try_recv() {
+            events.push(event);
+        }
+        (result, events)
+    }
+
+    fn err(result: &ContractResult) -> (ErrorCode, SideEffects, String) {
+        let err = result.err.clone().unwrap();
+        (err.code, err.side_effects, err.reason)
+    }
+
+    #[tokio::test]
+    async fn end_turn_is_success_with_the_text_and_events_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let (result, events) = run_peer(
+            r#"cd "$0" 2>/dev/null; handshake
+update '{"sessionUpdate":"agent_thought_chunk","content":{"type":"text","text":"hm"}}'
+update '{"sessionUpdate":"tool_call","toolCallId":"t","title":"ls","kind":"read","status":"in_progress"}'
+update '{"sessionUpdate":"tool_call_update","toolCallId":"t","status":"completed"}'
+update '{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"all "}}'
+update '{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"done"}}'
+end_turn end_turn
+cat >/dev/null"#,
+            dir.path(),
+            None,
+        )
+        .await;
+        assert_eq!(result.outcome, Outcome::Succeeded, "{result:#?}");
+        assert_eq!(result.text, "all done");
+        let kinds: Vec<EventKind> = events.iter().map(|e| e.kind.clone()).collect();
+        assert_eq!(
+            kinds,
+            [
+                EventKind::ReasoningDelta,
+                EventKind::ToolExecStart,
+                EventKind::ToolExecEnd,
+                EventKind::TextDelta,
+                EventKind::TextDelta,
+                EventKind::MessageEnd
+            ]
+        );
+        // The prompt went out as one text block in the session we were given.
+        let prompt = std::fs::read_to_string(dir.path().join("prompt.json")).unwrap();
+        assert!(prompt.contains(r#""sessionId":"s""#) && prompt.contains(r#""text":"go""#));
+    }
+
+    #[tokio::test]
+    async fn a_program_that_exits_at_once_is_a_rejected_invocation() {
+        let dir = tempfile::tempdir().unwrap();
+        let (result, _) = run_peer("echo 'bad flag' >&2; exit 3", dir.path(), None).await;
+        assert_eq!(result.outcome, Outcome::Failed, "{result:#?}");
+        let (code, effects, _) = err(&result);
+        assert_eq!(code, ErrorCode::ProviderRejected);
+        assert_eq!(effects, SideEffects::None);
+        assert!(result.logs.contains("bad flag"), "{}", result.logs);
+    }
+
+    #[tokio::test]
+    async fn a_refused_handshake_or_another_protocol_version_is_failed() {
+        let dir = tempfile::tempdir().unwrap();
+        let (result, _) = run_peer(
+            r#"IFS= read -r line; id=$(printf '%s' "$line" | sed -n 's/.*"id":\("[^"]*"\).*/\1/p')
+printf '{"jsonrpc":"2.0","id":%s,"error":{"code":-32000,"message":"Authentication required"}}\n' "$id"
+cat >/dev/null"#,
+            dir.path(),
+            None,
+        )
+        .await;
+        assert_eq!(result.outcome, Outcome::Failed, "{result:#?}");
+        let (code, effects, reason) = err(&result);
+        assert_eq!(
+            (code, effects),
+            (ErrorCode::ProviderRejected, SideEffects::None)
+        );
+        assert!(reason.contains("Authentication required"), "{reason}");
+
+        let (result, _) = run_peer(
+            r#"answer '{"protocolVersion":2}'; cat >/dev/null"#,
+            dir.path(),
+            None,
+        )
+        .await;
+        assert_eq!(result.outcome, Outcome::Failed, "{result:#?}");
+        assert!(err(&result).2.contains("ACP handshake"), "{result:#?}");
+    }
+
+    #[tokio::test]
+    async fn an_agent_that_ends_without_answering_the_prompt_is_unknown() {
+        let dir = tempfile::tempdir().unwrap();
+        let (result, _) = run_peer(
+            r#"handshake
+update '{"sessionUpdate":"tool_call","toolCallId":"t","title":"rm","kind":"delete"}'
+exit 0"#,
+            dir.path(),
+            None,
+        )
+        .await;
+        assert_eq!(result.outcome, Outcome::Unknown, "{result:#?}");
+        let (code, effects, reason) = err(&result);
+        assert_eq!(
+            (code, effects),
+            (ErrorCode::UnknownOutcome, SideEffects::Possible)
+        );
+        assert!(reason.contains("tool calls still open: delete"), "{reason}");
+    }
+
+    #[tokio::test]
+    async fn a_cancelled_turn_nobody_asked_for_is_unknown_and_max_tokens_is_failed() {
+        let dir = tempfile::tempdir().unwrap();
+        let (result, _) = run_peer(
+            "handshake; end_turn cancelled; cat >/dev/null",
+            dir.path(),
+            None,
+        )
+        .await;
+        assert_eq!(result.outcome, Outcome::Unknown, "{result:#?}");
+        let (result, _) = run_peer(
+            "handshake; end_turn max_tokens; cat >/dev/null",
+            dir.path(),
+            None,
+        )
+        .await;
+        assert_eq!(result.outcome, Outcome::Failed, "{result:#?}");
+        assert_eq!(err(&result).0, ErrorCode::BudgetExceeded);
+    }
+
+    #[tokio::test]
+    async fn cancel_sends_session_cancel_and_is_canceled_once_the_tree_is_gone() {
+        let dir = tempfile::tempdir().unwrap();
+        let (result, _) = run_peer(
+            r#"handshake
+update '{"sessionUpdate":"tool_call","toolCallId":"t","title":"sleep","kind":"execute","status":"in_progress"}'
+IFS= read -r line; printf '%s\n' "$line" > cancel.json
+end_turn cancelled
+cat >/dev/null"#,
+            dir.path(),
+            Some(std::time::Duration::from_millis(300)),
+        )
+        .await;
+        assert_eq!(result.outcome, Outcome::Canceled, "{result:#?}");
+        let (code, effects, _) = err(&result);
+        assert_eq!(
+            (code, effects),
+            (ErrorCode::Canceled, SideEffects::Possible)
+        );
+        let cancel = std::fs::read_to_string(dir.path().join("cancel.json")).unwrap();
+        assert!(cancel.contains(r#""method":"session/cancel""#), "{cancel}");
+    }
+
+    #[tokio::test]
+    async fn an_fs_read_outside_the_root_is_an_error_reply_never_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let workspace = dir.path().join("ws");
+        std::fs::create_dir(&workspace).unwrap();
+        std::fs::write(dir.path().join("secret.txt"), "TOP-SECRET").unwrap();
+        std::os::unix::fs::symlink(dir.path(), workspace.join("up")).unwrap();
+        std::fs::write(workspace.join("in.txt"), "inside").unwrap();
+        let root = std::fs::canonicalize(&workspace).unwrap();
+        let script = format!(
+            r#"handshake
+printf '{{"jsonrpc":"2.0","id":"r1","method":"fs/read_text_file","params":{{"sessionId":"s","path":"{root}/up/secret.txt"}}}}\n'
+IFS= read -r reply; printf '%s\n' "$reply" > outside.json
+printf '{{"jsonrpc":"2.0","id":"r2","method":"fs/read_text_file","params":{{"sessionId":"s","path":"{root}/in.txt"}}}}\n'
+IFS= read -r reply; printf '%s\n' "$reply" > inside.json
+printf '{{"jsonrpc":"2.0","id":"r3","method":"terminal/create","params":{{"sessionId":"s","command":"ls"}}}}\n'
+IFS= read -r reply; printf '%s\n' "$reply" > terminal.json
+end_turn end_turn
+cat >/dev/null"#,
+            root = root.display()
+        );
+        let (result, _) = run_peer(&script, &workspace, None).await;
+        assert_eq!(result.outcome, Outcome::Succeeded, "{result:#?}");
+        let outside = std::fs::read_to_string(workspace.join("outside.json")).unwrap();
+        assert!(outside.contains(r#""error""#), "{outside}");
+        assert!(outside.contains("outside the workspace root"), "{outside}");
+        assert!(!outside.contains("TOP-SECRET"), "{outside}");
+        let inside = std::fs::read_to_string(workspace.join("inside.json")).unwrap();
+        assert!(inside.contains(r#""content":"inside""#), "{inside}");
+        let terminal = std::fs::read_to_string(workspace.join("terminal.json")).unwrap();
+        assert!(
+            terminal.contains("-32601"),
+            "terminals are declined: {terminal}"
+        );
+        assert!(
+            result.logs.contains("fs/read_text_file refused"),
+            "{}",
+            result.logs
+        );
     }
 }
