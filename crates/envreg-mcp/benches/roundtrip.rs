@@ -9,7 +9,12 @@
 //! whole-process throughput, so this is a small self-timed driver (`harness = false`).
 //! The client is hand-written JSON-RPC (newline-delimited over pipes; HTTP/1.1 with
 //! keep-alive over a TCP socket) so that the client's own cost stays small next to the
-//! server's; the real-client conformance tests live in tests/.
+//! server's; the real-client conformance tests live in tests/. For the same reason a
+//! timed response is decoded as a [`Reply`] (its id and `isError`; every other field
+//! is scanned, so the JSON must be well-formed, but no tree is built): parsing a 28 KB
+//! `env_resolve` answer into a `serde_json::Value` costs the client ~115 µs, more than
+//! the server spends serializing it. One untimed response per measurement is parsed in
+//! full and checked (`structuredContent` equals the JSON text block).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -17,6 +22,8 @@ use std::net::TcpStream;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use serde::Deserialize;
+use serde::de::IgnoredAny;
 use serde_json::{Value, json};
 
 const WARMUP: usize = 300;
@@ -24,9 +31,18 @@ const SAMPLES: usize = 3000;
 const PARALLEL_FOR: Duration = Duration::from_secs(3);
 const PARALLEL_CLIENTS: usize = 4;
 const PIPELINE_WINDOW: usize = 8;
+/// Sequential calls of one tool before switching to the other.
+const BLOCK: usize = 50;
+/// Parallel runs switch tool every SLOT.
+const SLOT: Duration = Duration::from_millis(250);
 
-fn server_bin() -> &'static str {
-    env!("CARGO_BIN_EXE_envreg-mcp")
+/// The server under test: this build's `envreg-mcp`, or `ENVREG_MCP_BIN` to measure
+/// another build (an A/B comparison with the same client in the same conditions).
+fn server_bin() -> String {
+    std::env::var("ENVREG_MCP_BIN")
+        .ok()
+        .filter(|path| !path.is_empty())
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_envreg-mcp").to_owned())
 }
 
 fn initialize() -> Value {
@@ -43,9 +59,47 @@ fn call(id: u64, tool: &str, args: &Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": args}})
 }
 
-fn check(response: &Value) {
+/// What the timed client reads of a response (see the module doc).
+#[derive(Deserialize)]
+struct Reply {
+    id: Option<u64>,
+    result: Option<ReplyResult>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ReplyResult {
+    is_error: Option<bool>,
+    content: Option<IgnoredAny>,
+    structured_content: Option<IgnoredAny>,
+}
+
+fn reply(raw: &str) -> Reply {
+    serde_json::from_str(raw).unwrap_or_else(|e| panic!("not a JSON-RPC response ({e}): {raw}"))
+}
+
+fn check(response: &Reply) {
+    let result = response.result.as_ref().expect("a result, not an error");
+    assert_eq!(
+        result.is_error,
+        Some(false),
+        "tool failed (id {:?})",
+        response.id
+    );
+    assert!(result.content.is_some() && result.structured_content.is_some());
+}
+
+/// The untimed full check of one response: a tool result whose JSON text block parses
+/// to exactly its `structuredContent`.
+fn check_in_full(raw: &str) {
+    let response: Value = serde_json::from_str(raw).unwrap();
     let result = &response["result"];
     assert_eq!(result["isError"], false, "tool failed: {response}");
+    let text = result["content"][1]["text"]
+        .as_str()
+        .expect("JSON text block");
+    let from_text: Value = serde_json::from_str(text).unwrap();
+    assert_eq!(from_text, result["structuredContent"]);
 }
 
 // ---------------------------------------------------------------------------
@@ -97,23 +151,28 @@ impl StdioClient {
         self.stdin.flush().unwrap();
     }
 
-    fn receive(&mut self) -> Value {
+    fn receive(&mut self) -> String {
         let mut line = String::new();
         self.stdout.read_line(&mut line).unwrap();
-        serde_json::from_str(&line).unwrap()
+        line
     }
 
-    fn round_trip(&mut self, tool: &str, args: &Value) -> Value {
+    fn round_trip_raw(&mut self, tool: &str, args: &Value) -> String {
         let id = self.next_id;
         self.next_id += 1;
         self.send(&call(id, tool, args));
-        let response = self.receive();
-        assert_eq!(response["id"], id);
-        response
+        let raw = self.receive();
+        assert_eq!(reply(&raw).id, Some(id));
+        raw
     }
 
-    /// Throughput with `PIPELINE_WINDOW` requests in flight on the one connection.
-    fn pipelined(&mut self, tool: &str, args: &Value, for_: Duration) -> f64 {
+    fn round_trip(&mut self, tool: &str, args: &Value) -> Reply {
+        reply(&self.round_trip_raw(tool, args))
+    }
+
+    /// Calls done (and the time taken) with `PIPELINE_WINDOW` requests in flight on
+    /// the one connection for `for_`.
+    fn pipelined(&mut self, tool: &str, args: &Value, for_: Duration) -> (usize, Duration) {
         let started = Instant::now();
         let mut done = 0usize;
         let mut in_flight = 0usize;
@@ -124,11 +183,11 @@ impl StdioClient {
                 self.send(&call(id, tool, args));
                 in_flight += 1;
             }
-            check(&self.receive());
+            check(&reply(&self.receive()));
             in_flight -= 1;
             done += 1;
         }
-        done as f64 / started.elapsed().as_secs_f64()
+        (done, started.elapsed())
     }
 }
 
@@ -172,7 +231,8 @@ impl HttpClient {
         client
     }
 
-    fn post(&mut self, body: &Value) -> (Vec<(String, String)>, Vec<Value>) {
+    /// POST one message; the JSON-RPC messages of the answer, undecoded.
+    fn post(&mut self, body: &Value) -> (Vec<(String, String)>, Vec<String>) {
         let body = serde_json::to_vec(body).unwrap();
         let mut request = format!(
             "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2025-11-25\r\nContent-Length: {}\r\n",
@@ -231,24 +291,28 @@ impl HttpClient {
             text.lines()
                 .filter_map(|l| l.strip_prefix("data:"))
                 .filter(|d| !d.trim().is_empty())
-                .map(|d| serde_json::from_str(d.trim()).unwrap())
+                .map(|d| d.trim().to_owned())
                 .collect()
         } else if text.trim().is_empty() {
             Vec::new()
         } else {
-            vec![serde_json::from_str(&text).unwrap()]
+            vec![text]
         };
         (headers, messages)
     }
 
-    fn round_trip(&mut self, tool: &str, args: &Value) -> Value {
+    fn round_trip_raw(&mut self, tool: &str, args: &Value) -> String {
         let id = self.next_id;
         self.next_id += 1;
         let (_, messages) = self.post(&call(id, tool, args));
         messages
             .into_iter()
-            .find(|m| m["id"] == id)
+            .find(|m| reply(m).id == Some(id))
             .expect("response")
+    }
+
+    fn round_trip(&mut self, tool: &str, args: &Value) -> Reply {
+        reply(&self.round_trip_raw(tool, args))
     }
 }
 
@@ -301,72 +365,158 @@ struct Figures {
     p99_us: f64,
     sequential_per_s: f64,
     parallel_per_s: f64,
+    /// Server CPU time (all threads, user + system) per sequential call.
+    server_cpu_us: Option<f64>,
 }
 
-fn latencies(mut round_trip: impl FnMut() -> Value) -> (f64, f64, f64) {
+/// CPU time the server process has used so far, all threads (Linux: the first field of
+/// each thread's `schedstat`, in ns). Unlike wall time this hardly moves when other
+/// processes compete for the two cores, so it shows the server's own cost per call.
+fn server_cpu(pid: u32) -> Option<Duration> {
+    let mut total = 0u64;
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).ok()? {
+        let stat = std::fs::read_to_string(task.ok()?.path().join("schedstat")).ok()?;
+        total += stat.split_whitespace().next()?.parse::<u64>().ok()?;
+    }
+    Some(Duration::from_nanos(total))
+}
+
+/// Sequential round trips of both tools, interleaved in blocks of [`BLOCK`] calls on
+/// one connection, so that both see the same machine (this one is shared: a figure
+/// taken a minute after the other would compare two different loads).
+/// `round_trip(i)` calls tool `i`. Returns (p50 µs, p99 µs, calls/s, server CPU µs per
+/// call) per tool.
+fn latencies(
+    server: u32,
+    mut round_trip: impl FnMut(usize) -> Reply,
+) -> [(f64, f64, f64, Option<f64>); 2] {
     for _ in 0..WARMUP {
-        check(&round_trip());
+        for tool in 0..2 {
+            check(&round_trip(tool));
+        }
     }
-    let mut samples = Vec::with_capacity(SAMPLES);
-    let started = Instant::now();
-    for _ in 0..SAMPLES {
-        let t = Instant::now();
-        let response = round_trip();
-        samples.push(t.elapsed());
-        check(&response);
+    let mut samples: [Vec<Duration>; 2] = Default::default();
+    let mut busy = [Duration::ZERO; 2];
+    let mut cpu = [Some(Duration::ZERO); 2];
+    for block in 0..2 * SAMPLES / BLOCK {
+        let tool = block % 2;
+        let cpu_before = server_cpu(server);
+        let started = Instant::now();
+        for _ in 0..BLOCK {
+            let t = Instant::now();
+            let response = round_trip(tool);
+            samples[tool].push(t.elapsed());
+            check(&response);
+        }
+        busy[tool] += started.elapsed();
+        cpu[tool] = match (cpu[tool], cpu_before, server_cpu(server)) {
+            (Some(sum), Some(before), Some(after)) => Some(sum + after.saturating_sub(before)),
+            _ => None,
+        };
     }
-    let total = started.elapsed();
-    samples.sort();
-    let at =
-        |q: f64| samples[((samples.len() as f64 - 1.0) * q).round() as usize].as_secs_f64() * 1e6;
-    (at(0.50), at(0.99), SAMPLES as f64 / total.as_secs_f64())
+    std::array::from_fn(|tool| {
+        let samples = &mut samples[tool];
+        samples.sort();
+        let at = |q: f64| {
+            samples[((samples.len() as f64 - 1.0) * q).round() as usize].as_secs_f64() * 1e6
+        };
+        (
+            at(0.50),
+            at(0.99),
+            samples.len() as f64 / busy[tool].as_secs_f64(),
+            cpu[tool].map(|cpu| cpu.as_secs_f64() * 1e6 / samples.len() as f64),
+        )
+    })
 }
 
-fn measure_stdio(registry: &std::path::Path, tool: &str, args: &Value) -> Figures {
+fn figures(seq: [(f64, f64, f64, Option<f64>); 2], parallel_per_s: [f64; 2]) -> [Figures; 2] {
+    std::array::from_fn(|tool| Figures {
+        p50_us: seq[tool].0,
+        p99_us: seq[tool].1,
+        sequential_per_s: seq[tool].2,
+        parallel_per_s: parallel_per_s[tool],
+        server_cpu_us: seq[tool].3,
+    })
+}
+
+/// Both tools over one stdio server; throughput alternates [`SLOT`]-long windows.
+fn measure_stdio(registry: &std::path::Path, tools: [(&str, &Value); 2]) -> [Figures; 2] {
     let mut client = StdioClient::start(registry);
-    let (p50_us, p99_us, sequential_per_s) = latencies(|| client.round_trip(tool, args));
-    let parallel_per_s = client.pipelined(tool, args, PARALLEL_FOR);
-    Figures {
-        p50_us,
-        p99_us,
-        sequential_per_s,
-        parallel_per_s,
+    for (tool, args) in tools {
+        check_in_full(&client.round_trip_raw(tool, args));
     }
+    let pid = client.child.id();
+    let seq = latencies(pid, |i| client.round_trip(tools[i].0, tools[i].1));
+    let mut done = [0usize; 2];
+    let mut spent = [Duration::ZERO; 2];
+    while spent[1] < PARALLEL_FOR {
+        for (i, (tool, args)) in tools.into_iter().enumerate() {
+            let (n, elapsed) = client.pipelined(tool, args, SLOT);
+            done[i] += n;
+            spent[i] += elapsed;
+        }
+    }
+    figures(
+        seq,
+        std::array::from_fn(|i| done[i] as f64 / spent[i].as_secs_f64()),
+    )
 }
 
-fn measure_http(server: &HttpServer, tool: &str, args: &Value) -> Figures {
+/// Both tools over one HTTP server: sequential on one session, then
+/// [`PARALLEL_CLIENTS`] sessions that all switch tool every [`SLOT`] together.
+fn measure_http(server: &HttpServer, tools: [(&str, &Value); 2]) -> [Figures; 2] {
     let mut client = HttpClient::connect(&server.authority);
-    let (p50_us, p99_us, sequential_per_s) = latencies(|| client.round_trip(tool, args));
-    let threads: Vec<_> = (0..PARALLEL_CLIENTS)
-        .map(|_| {
-            let authority = server.authority.clone();
-            let tool = tool.to_owned();
-            let args = args.clone();
+    for (tool, args) in tools {
+        check_in_full(&client.round_trip_raw(tool, args));
+    }
+    let seq = latencies(server.child.id(), |i| {
+        client.round_trip(tools[i].0, tools[i].1)
+    });
+    let owned: Vec<(String, Value)> = tools
+        .iter()
+        .map(|(tool, args)| ((*tool).to_owned(), (*args).clone()))
+        .collect();
+    let clients: Vec<HttpClient> = (0..PARALLEL_CLIENTS)
+        .map(|_| HttpClient::connect(&server.authority))
+        .collect();
+    let started = Instant::now();
+    let threads: Vec<_> = clients
+        .into_iter()
+        .map(|mut client| {
+            let owned = owned.clone();
             std::thread::spawn(move || {
-                let mut client = HttpClient::connect(&authority);
-                let started = Instant::now();
-                let mut done = 0usize;
-                while started.elapsed() < PARALLEL_FOR {
-                    check(&client.round_trip(&tool, &args));
-                    done += 1;
+                let mut done = [0usize; 2];
+                loop {
+                    let elapsed = started.elapsed();
+                    if elapsed >= 2 * PARALLEL_FOR {
+                        break done;
+                    }
+                    let i = (elapsed.as_millis() / SLOT.as_millis()) as usize % 2;
+                    check(&client.round_trip(&owned[i].0, &owned[i].1));
+                    done[i] += 1;
                 }
-                done as f64 / started.elapsed().as_secs_f64()
             })
         })
         .collect();
-    let parallel_per_s = threads.into_iter().map(|t| t.join().unwrap()).sum();
-    Figures {
-        p50_us,
-        p99_us,
-        sequential_per_s,
-        parallel_per_s,
+    let mut done = [0usize; 2];
+    for thread in threads {
+        let counts = thread.join().unwrap();
+        done[0] += counts[0];
+        done[1] += counts[1];
     }
+    // Each tool had half of the 2 × PARALLEL_FOR window.
+    figures(seq, done.map(|n| n as f64 / PARALLEL_FOR.as_secs_f64()))
 }
 
 fn print_row(transport: &str, tool: &str, f: &Figures) {
     println!(
-        "{transport:<6} {tool:<12} {:>9.1} {:>9.1} {:>12.0} {:>12.0}",
-        f.p50_us, f.p99_us, f.sequential_per_s, f.parallel_per_s
+        "{transport:<6} {tool:<12} {:>9.1} {:>9.1} {:>12.0} {:>12.0} {:>14}",
+        f.p50_us,
+        f.p99_us,
+        f.sequential_per_s,
+        f.parallel_per_s,
+        f.server_cpu_us
+            .map_or_else(|| "n/a".to_owned(), |us| format!("{us:.1}"))
     );
 }
 
@@ -391,28 +541,30 @@ fn main() {
     if !full {
         let mut client = StdioClient::start(dir.path());
         check(&client.round_trip("env_resolve", &resolve_args));
+        check_in_full(&client.round_trip_raw("env_resolve", &resolve_args));
         check(&client.round_trip("echo", &echo_args));
+        check_in_full(&client.round_trip_raw("echo", &echo_args));
         println!("roundtrip bench smoke run ok (use `cargo bench` for figures)");
         return;
     }
 
     println!(
-        "registry: {} records (synthetic); {SAMPLES} sequential round trips after {WARMUP} warm-up; parallel = {PIPELINE_WINDOW} in flight (stdio) / {PARALLEL_CLIENTS} sessions (http) for {}s",
+        "registry: {} records (synthetic); per tool {SAMPLES} sequential round trips after {WARMUP} warm-up, interleaved with the other tool in blocks of {BLOCK}; parallel = {PIPELINE_WINDOW} in flight (stdio) / {PARALLEL_CLIENTS} sessions (http) for {}s per tool, alternating every {} ms",
         spec.total(),
-        PARALLEL_FOR.as_secs()
+        PARALLEL_FOR.as_secs(),
+        SLOT.as_millis()
     );
     println!(
-        "{:<6} {:<12} {:>9} {:>9} {:>12} {:>12}",
-        "", "tool", "p50 µs", "p99 µs", "seq calls/s", "par calls/s"
+        "{:<6} {:<12} {:>9} {:>9} {:>12} {:>12} {:>14}",
+        "", "tool", "p50 µs", "p99 µs", "seq calls/s", "par calls/s", "srv cpu µs/call"
     );
-    let stdio_echo = measure_stdio(dir.path(), "echo", &echo_args);
+    let tools = [("echo", &echo_args), ("env_resolve", &resolve_args)];
+    let [stdio_echo, stdio_resolve] = measure_stdio(dir.path(), tools);
     print_row("stdio", "echo", &stdio_echo);
-    let stdio_resolve = measure_stdio(dir.path(), "env_resolve", &resolve_args);
     print_row("stdio", "env_resolve", &stdio_resolve);
     let server = HttpServer::start(dir.path());
-    let http_echo = measure_http(&server, "echo", &echo_args);
+    let [http_echo, http_resolve] = measure_http(&server, tools);
     print_row("http", "echo", &http_echo);
-    let http_resolve = measure_http(&server, "env_resolve", &resolve_args);
     print_row("http", "env_resolve", &http_resolve);
     println!(
         "env_resolve / echo throughput: stdio {:.2} (seq) {:.2} (par); http {:.2} (seq) {:.2} (par); target >= 0.50",
@@ -420,5 +572,15 @@ fn main() {
         stdio_resolve.parallel_per_s / stdio_echo.parallel_per_s,
         http_resolve.sequential_per_s / http_echo.sequential_per_s,
         http_resolve.parallel_per_s / http_echo.parallel_per_s,
+    );
+    let cpu_ratio =
+        |echo: &Figures, resolve: &Figures| match (echo.server_cpu_us, resolve.server_cpu_us) {
+            (Some(e), Some(r)) => format!("{:.2}", e / r),
+            _ => "n/a".to_owned(),
+        };
+    println!(
+        "server CPU per call, echo / env_resolve (the throughput ratio a CPU-bound server can reach): stdio {}; http {}",
+        cpu_ratio(&stdio_echo, &stdio_resolve),
+        cpu_ratio(&http_echo, &http_resolve),
     );
 }

@@ -19,7 +19,7 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use envreg_core::config::ApprovalChannel;
-use envreg_core::{ApprovalDecision, ApprovalRequest, Approver};
+use envreg_core::{ApprovalDecision, ApprovalRequest, Approver, Registry};
 use rmcp::service::{ElicitationError, ServiceError};
 use rmcp::{Peer, RoleServer};
 use schemars::JsonSchema;
@@ -36,19 +36,25 @@ struct ApprovalForm {
 }
 rmcp::elicit_safe!(ApprovalForm);
 
-/// The approver of one tool call: the client's peer and the registry's channel.
-pub struct McpApprover {
+/// The approver of one tool call: the client's peer and the registry whose
+/// `writePolicy.approvalChannel` decides how to ask.
+///
+/// The channel is read when approval is actually needed, not when the call starts:
+/// only writes ask, and reading the config costs a freshness check that a read tool
+/// (every `env_resolve`) has no use for.
+pub struct McpApprover<'r> {
     pub peer: Peer<RoleServer>,
-    pub channel: ApprovalChannel,
+    pub registry: &'r Registry,
     pub timeout: Duration,
 }
 
-impl Approver for McpApprover {
+impl Approver for McpApprover<'_> {
     fn request<'a>(
         &'a self,
         req: &'a ApprovalRequest,
     ) -> Pin<Box<dyn Future<Output = ApprovalDecision> + Send + 'a>> {
-        Box::pin(ask(&self.peer, self.channel, self.timeout, req))
+        let channel = self.registry.config().write_policy.approval_channel;
+        Box::pin(ask(&self.peer, channel, self.timeout, req))
     }
 }
 

@@ -146,7 +146,7 @@ impl EnvregServer {
         let session = self.session_of(&context);
         let approver = McpApprover {
             peer: context.peer.clone(),
-            channel: self.shared.registry.config().write_policy.approval_channel,
+            registry: &self.shared.registry,
             timeout: APPROVAL_TIMEOUT,
         };
         let call_context = CallContext {

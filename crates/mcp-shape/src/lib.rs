@@ -63,10 +63,23 @@ fn text_for(text: String, audience: Role) -> ContentBlock {
     )
 }
 
+/// `value` as compact JSON text: the same bytes as `value.to_string()`, written through
+/// serde_json's byte serializer rather than `Display`.
+///
+/// Why: `Display` for `Value` pushes every fragment through a `fmt::Formatter` adapter,
+/// about 2.5× slower than `serde_json::to_string` on a large result (an `env_resolve`
+/// Service Context: 12 KB, ~600 nodes, ~50 µs against ~20 µs). Both use serde_json's
+/// compact formatter, so the text is byte-identical; a unit test holds them together.
+pub fn compact_json(value: &Value) -> String {
+    // Serializing a `Value` into memory cannot fail (its keys are strings and the
+    // writer is a Vec); the fallback only exists so that this never panics.
+    serde_json::to_string(value).unwrap_or_else(|_| value.to_string())
+}
+
 /// A successful tool result: `structuredContent` is `value`, `content` holds the render
 /// line (audience user) and `value` as compact JSON text (audience assistant).
 pub fn success(value: Value, render: &str) -> CallToolResult {
-    let json_text = value.to_string();
+    let json_text = compact_json(&value);
     let mut result = CallToolResult::success(vec![
         text_for(render.to_owned(), Role::User),
         text_for(json_text, Role::Assistant),
@@ -90,7 +103,7 @@ pub fn failure(code: &str, message: &str, details: Option<&Value>) -> CallToolRe
     let value = Value::Object(object);
     let mut result = CallToolResult::error(vec![
         ContentBlock::text(format!("{code}: {message}")),
-        text_for(value.to_string(), Role::Assistant),
+        text_for(compact_json(&value), Role::Assistant),
     ]);
     result.structured_content = Some(value);
     result
@@ -193,6 +206,45 @@ mod tests {
             json!(["assistant"])
         );
         assert_eq!(wire["content"][1]["type"], json!("text"));
+    }
+
+    #[test]
+    fn compact_json_is_display_byte_for_byte() {
+        let tricky = json!({
+            "zeta": 1, "alpha": [1.5, -0.0, 1e300, 12345678901234567890u64, -7, null, true],
+            "text": "quote \" backslash \\ newline \n tab \t nul \u{0} bell \u{7} del \u{7f} é 😀 \u{2028}",
+            "nested": {"": {}, "empty": [], "k": {"x": "y"}},
+        });
+        assert_eq!(compact_json(&tricky), tricky.to_string());
+        for scalar in [json!(null), json!("s"), json!(0), json!(-1.25), json!([])] {
+            assert_eq!(compact_json(&scalar), scalar.to_string());
+        }
+    }
+
+    fn arbitrary_json() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            any::<u64>().prop_map(Value::from),
+            any::<f64>().prop_map(Value::from),
+            any::<String>().prop_map(Value::from),
+        ];
+        leaf.prop_recursive(4, 64, 8, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..8).prop_map(Value::from),
+                proptest::collection::vec((any::<String>(), inner), 0..8)
+                    .prop_map(|pairs| Value::Object(pairs.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn compact_json_matches_display_on_any_value(value in arbitrary_json()) {
+            proptest::prop_assert_eq!(compact_json(&value), value.to_string());
+        }
     }
 
     #[test]
