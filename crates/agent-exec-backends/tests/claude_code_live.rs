@@ -239,7 +239,8 @@ async fn wait_for_pid(
     pidfile: &Path,
     run: &mut tokio::task::JoinHandle<agent_exec_contract::ContractResult>,
 ) -> i32 {
-    for _ in 0..300 {
+    // Generous: Claude Code starts in ~0.5 s, far slower on a loaded CI machine.
+    for _ in 0..1200 {
         let text = std::fs::read_to_string(pidfile).unwrap_or_default();
         // The shell creates the file before it writes the pid and its newline.
         if let (true, Ok(pid)) = (text.ends_with('\n'), text.trim().parse()) {
