@@ -41,8 +41,10 @@
 //! ## The process
 //! `claude -p --output-format stream-json --verbose --permission-mode
 //! bypassPermissions --no-session-persistence [--model=M] [tool flags]
-//! [--append-system-prompt=…] <config args>`, the prompt on **stdin**, the workspace
-//! root as working directory. Stdin rather than an argument: a prompt in argv is
+//! [--append-system-prompt=INSTRUCTIONS] <config args>`, the prompt on **stdin** (prior
+//! `context` above it as a transcript, the `targets` to write below it, rendered as for
+//! codex), the workspace root as working directory, `AGENT_EXEC_EXECUTION_ID` and
+//! `AGENT_EXEC_ATTEMPT` in the environment (on top of the config's `env`). Stdin rather than an argument: a prompt in argv is
 //! visible to every local user in `/proc/*/cmdline`, is capped at 128 KiB per
 //! argument by the kernel, and is swallowed as a value by a variadic option (`--tools
 //! a b PROMPT`) that a user put in `args`. Options with a value use the `--opt=value`
@@ -693,28 +695,17 @@ impl ClaudeCodeBackend {
             args.push(format!("--model={model}"));
         }
         args.extend(tools);
-        let mut system = request.instructions.clone();
-        if !request.targets.is_empty() {
-            if !system.is_empty() {
-                system.push_str("\n\n");
-            }
-            system.push_str(
-                "The caller expects these files, relative to the working directory, when you are done:\n",
-            );
-            for target in &request.targets {
-                system.push_str("- ");
-                system.push_str(target);
-                system.push('\n');
-            }
+        if !request.instructions.is_empty() {
+            args.push(format!("--append-system-prompt={}", request.instructions));
         }
-        if !system.is_empty() {
-            args.push(format!("--append-system-prompt={system}"));
-        }
+        // The same rendering as codex: prior `context` as a transcript above the
+        // prompt, the deliverables to write below it.
+        let prompt = crate::codex::render_prompt(request);
         Ok(self.config.agent_run(
             self.program(),
             args,
             Vec::new(),
-            Some(request.prompt.clone().into_bytes()),
+            Some(prompt.into_bytes()),
             &request.workspace.root,
         ))
     }
@@ -859,6 +850,14 @@ impl Backend for ClaudeCodeBackend {
             Ok(run) => run,
             Err(error) => return ContractResult::failed(error),
         };
+        let mut run = run;
+        // The execution's identity, visible to the agent's tools and hooks.
+        run.env.insert(
+            crate::command::EXECUTION_ID_VAR.to_owned(),
+            request.execution_id.clone(),
+        );
+        run.env
+            .insert("AGENT_EXEC_ATTEMPT".to_owned(), ctx.attempt.to_string());
         let mut parser = ClaudeCodeStream::new();
         let mut result = agent_program::drive(run, &mut parser, &ctx).await;
         // Claude Code quotes API error bodies; a careless gateway may echo the key.
@@ -1050,7 +1049,6 @@ mod tests {
         };
         let run = backend.agent_run(&request).unwrap();
         assert_eq!(run.program, "claude");
-        assert_eq!(run.stdin.as_deref(), Some(b"--not-an-option".as_slice()));
         assert!(
             run.args.contains(&"--model=-odd".to_owned()),
             "{:?}",
@@ -1062,9 +1060,11 @@ mod tests {
             .iter()
             .find(|a| a.starts_with("--append-system-prompt="))
             .unwrap();
+        assert_eq!(system, "--append-system-prompt=-be brief");
+        let stdin = String::from_utf8(run.stdin.clone().unwrap()).unwrap();
         assert!(
-            system.contains("-be brief") && system.contains("- out.txt"),
-            "{system}"
+            stdin.starts_with("--not-an-option") && stdin.contains("- out.txt"),
+            "{stdin}"
         );
         assert_eq!(run.args[run.args.len() - 2..], ["--max-turns", "3"]);
         assert_eq!(run.cwd, "/w");

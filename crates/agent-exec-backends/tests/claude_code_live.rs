@@ -169,18 +169,15 @@ async fn writes_a_deliverable_with_its_own_write_tool_reports_usage_and_orders_e
     );
     assert_eq!(s.server.turns_served(), 2);
     assert_eq!(s.server.requests_past_script(), 0);
-    // What the real program sent: our model, our instructions and targets in its
-    // system prompt, the prompt from stdin, and the dummy key never in the stream.
+    // What the real program sent: our model, our instructions in its system prompt,
+    // the prompt and the targets from stdin, and the dummy key never in the logs.
     let first = s.server.requests().into_iter().next().unwrap();
     assert_eq!(first.body["model"], "claude-scripted-test");
     let system = first.body["system"].to_string();
     assert!(system.contains("-Answer in one line."), "{system}");
-    assert!(system.contains("- out.txt"), "{system}");
-    assert!(
-        first.body["messages"]
-            .to_string()
-            .contains("write hello to out.txt")
-    );
+    let messages = first.body["messages"].to_string();
+    assert!(messages.contains("write hello to out.txt"), "{messages}");
+    assert!(messages.contains("- out.txt"), "the targets: {messages}");
     assert!(!result.logs.contains("dummy-key-for-tests"));
 
     let events = drain(&mut rx);
@@ -268,7 +265,11 @@ fn sleeping_script(root: &Path) -> Vec<Turn> {
             "toolu_s1",
             "Bash",
             json!({
-                "command": format!("sh -c 'echo $$ > {}; exec sleep 30'", root.join("pid").display()),
+                "command": format!(
+                    "sh -c 'echo $AGENT_EXEC_EXECUTION_ID > {}; echo $$ > {}; exec sleep 30'",
+                    root.join("id").display(),
+                    root.join("pid").display()
+                ),
                 "description": "sleep"
             }),
         ),
@@ -287,6 +288,11 @@ async fn cancel_in_the_middle_of_a_bash_tool_is_canceled_and_leaves_no_process()
     let mut run = tokio::spawn(async move { backend.execute(&request, ctx).await });
     let sleeper = wait_for_pid(&s.path("pid"), &mut run).await;
     assert!(!gone(sleeper), "the sleep should be running");
+    assert_eq!(
+        std::fs::read_to_string(s.path("id")).unwrap().trim(),
+        format!("cc-{}", std::process::id()),
+        "the agent's tools see the execution id"
+    );
     cancel.cancel(CancelCause::Caller);
     let result = tokio::time::timeout(Duration::from_secs(20), run)
         .await
