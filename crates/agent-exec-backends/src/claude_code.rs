@@ -1115,11 +1115,13 @@ mod tests {
         fn never_panics_on_typed_objects(
             kind in "(assistant|user|result|stream_event|system|x)",
             block in "(text|thinking|tool_use|tool_result|y)",
+            event in "(message_start|content_block_start|content_block_delta|z)",
+            delta in "(text_delta|thinking_delta|input_json_delta|w)",
             body in "[ -~]{0,40}",
         ) {
             let escaped = serde_json::to_string(&body).unwrap();
             let line = format!(
-                r#"{{"type":"{kind}","subtype":{escaped},"message":{{"id":{escaped},"content":[{{"type":"{block}","text":{escaped},"input":{{"command":{escaped}}},"tool_use_id":{escaped},"is_error":true,"content":{escaped}}}]}},"event":{{"type":"content_block_delta","delta":{{"type":"text_delta","text":{escaped}}}}},"usage":{{"input_tokens":{escaped}}},"api_error_status":{escaped}}}"#
+                r#"{{"type":"{kind}","subtype":{escaped},"message":{{"id":{escaped},"content":[{{"type":"{block}","text":{escaped},"input":{{"command":{escaped}}},"tool_use_id":{escaped},"is_error":true,"content":{escaped}}}]}},"event":{{"type":"{event}","index":{escaped},"content_block":{{"type":"{block}","name":{escaped}}},"message":{{"id":{escaped}}},"delta":{{"type":"{delta}","text":{escaped},"partial_json":{escaped}}}}},"usage":{{"input_tokens":{escaped}}},"api_error_status":{escaped}}}"#
             );
             let mut parser = ClaudeCodeStream::new();
             let mut events = Vec::new();
