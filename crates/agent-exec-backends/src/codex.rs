@@ -413,9 +413,14 @@ fn looks_secret(name: &str) -> bool {
 const NO_MESSAGE: &str = "codex reported an error without a message";
 
 /// The codex tools a [`ToolPolicy`] can name, and the codex features behind each.
-/// `exec_command` is codex's shell (with its `write_stdin` companion).
+/// `exec_command` is codex's shell (with its `write_stdin` companion); without it the
+/// shell snapshot (a login shell codex starts to capture the environment) is useless
+/// start-up work, and a process left to kill when the run ends.
 pub const TOOLS: [(&str, &[&str]); 3] = [
-    ("exec_command", &["shell_tool", "unified_exec"]),
+    (
+        "exec_command",
+        &["shell_tool", "unified_exec", "shell_snapshot"],
+    ),
     ("view_image", &["view_image"]),
     ("web_search", &[]),
 ];
@@ -497,7 +502,8 @@ pub fn render_prompt(request: &ContractRequest) -> String {
     prompt
 }
 
-/// `codex-cli 0.171.0` → `0.171.0`.
+/// `codex-cli 0.171.0` (or `codex-cli-exec 0.171.0`, from `codex exec --version`) →
+/// `0.171.0`.
 pub fn parse_version(output: &str) -> Option<&str> {
     let line = output
         .lines()
@@ -524,31 +530,21 @@ impl Backend for CodexBackend {
         let program = self.program();
         let env = &self.config.env;
         let name = &self.config.name;
-        // Both probes at once: each pays the npm launcher's Node start-up (~0.2 s), and
-        // every `agent-exec run` verifies before it runs.
-        let (version, help) = tokio::join!(
-            agent_program::probe_output(program, &["--version"], env, PROBE_TIMEOUT, INSTALL_HINT),
-            agent_program::probe_output(
-                program,
-                &["exec", "--help"],
-                env,
-                PROBE_TIMEOUT,
-                INSTALL_HINT
-            ),
-        );
-        let version = match version {
-            Ok(out) => out,
-            Err(problem) => return Verification::failed(format!("backend `{name}`: {problem}")),
+        // One probe proves the format and gives the version: clap parses arguments in
+        // order, so `exec <our flags> --version` prints `codex-cli-exec X.Y.Z` only if
+        // `exec` accepts every flag we run it with (`--json` is the format, `--disable`
+        // holds the tool policy). One probe, because each pays the npm launcher's Node
+        // start-up (~0.2 s) and every `agent-exec run` verifies before it runs.
+        let probe = |with_disable: bool| {
+            let mut args: Vec<&str> = EXEC_FLAGS.to_vec();
+            if with_disable {
+                args.extend(["--disable", "shell_tool"]);
+            }
+            args.push("--version");
+            async move {
+                agent_program::probe_output(program, &args, env, PROBE_TIMEOUT, INSTALL_HINT).await
+            }
         };
-        let Some(number) = parse_version(&version) else {
-            return Verification::failed(format!(
-                "backend `{name}`: `{program} --version` printed {version:?}, not `codex-cli X.Y.Z`; {INSTALL_HINT}"
-            ));
-        };
-        let program_version = format!("codex-cli {number}");
-        let adapter_version = Self::adapter_version(&program_version);
-        // The format check: `exec` must know `--json` (no model needed); `--disable`
-        // is how the tool policy is held.
         let mut verified = vec![
             Capability::Text,
             Capability::Files,
@@ -556,33 +552,46 @@ impl Backend for CodexBackend {
             Capability::Usage,
         ];
         let mut problems = Vec::new();
-        match help {
-            Ok(help) if help.contains("--json") => {
-                if help.contains("--disable") {
-                    verified.push(Capability::Tools);
-                } else {
+        let output = match probe(true).await {
+            Ok(output) => {
+                verified.push(Capability::Tools);
+                output
+            }
+            Err(full) => match probe(false).await {
+                Ok(output) => {
                     problems.push(format!(
-                        "tools: `{program} exec --help` does not offer --disable; the tool policy cannot be held"
+                        "tools: `{program} exec` does not accept --disable, so the tool policy cannot be held ({full})"
+                    ));
+                    output
+                }
+                Err(problem) => {
+                    // Say whether it is codex at all, and which version.
+                    let seen = agent_program::probe_output(
+                        program,
+                        &["--version"],
+                        env,
+                        PROBE_TIMEOUT,
+                        INSTALL_HINT,
+                    )
+                    .await
+                    .unwrap_or_default();
+                    let seen = if seen.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (`{program} --version`: {seen})")
+                    };
+                    return Verification::failed(format!(
+                        "backend `{name}`: `{program} exec --json` is not available{seen}: {problem}; {INSTALL_HINT}"
                     ));
                 }
-            }
-            Ok(_) => {
-                return Verification {
-                    verified: Vec::new(),
-                    adapter_version,
-                    problems: vec![format!(
-                        "backend `{name}`: `{program} exec --help` does not offer --json; {program_version} is too old, {INSTALL_HINT}"
-                    )],
-                };
-            }
-            Err(problem) => {
-                return Verification {
-                    verified: Vec::new(),
-                    adapter_version,
-                    problems: vec![format!("backend `{name}`: {problem}")],
-                };
-            }
-        }
+            },
+        };
+        let Some(number) = parse_version(&output) else {
+            return Verification::failed(format!(
+                "backend `{name}`: `{program} exec --version` printed {output:?}, not `codex-cli-exec X.Y.Z`; {INSTALL_HINT}"
+            ));
+        };
+        let adapter_version = Self::adapter_version(&format!("codex-cli {number}"));
         // Whole-tree cancellation needs /proc to find the tree.
         if agent_exec_runtime::procfs::stat(std::process::id() as i32).is_some() {
             verified.push(Capability::Cancel);
@@ -786,6 +795,7 @@ mod tests {
     #[test]
     fn versions_parse_from_codex_cli_output_only() {
         assert_eq!(parse_version("codex-cli 0.171.0"), Some("0.171.0"));
+        assert_eq!(parse_version("codex-cli-exec 0.171.0"), Some("0.171.0"));
         assert_eq!(
             parse_version("WARNING: x\ncodex-cli 1.2.3\n"),
             Some("1.2.3")

@@ -80,6 +80,11 @@ impl Rig {
         config
             .env
             .insert("CODEX_HOME".into(), home.path().display().to_string());
+        // codex's shell is a login shell: keep it off this machine's profile (pyenv,
+        // cargo env, ...), which is slow and not what the test is about.
+        config
+            .env
+            .insert("HOME".into(), home.path().display().to_string());
         config.env.insert("SCRIPTED_KEY".into(), DUMMY_KEY.into());
         config.grace_ms = 1000;
         Rig {
@@ -126,15 +131,26 @@ impl Rig {
         }
     }
 
-    /// Runs `request` through the runtime; `during` gets the cancellation while it runs.
+    /// Runs `request` through the runtime; `during` gets the cancellation and the events
+    /// seen so far while it runs.
     async fn run(
         &self,
         request: ContractRequest,
-        during: impl FnOnce(Cancellation) -> tokio::task::JoinHandle<()>,
+        during: impl FnOnce(Cancellation, Seen) -> tokio::task::JoinHandle<()>,
     ) -> (ContractResult, Vec<Event>) {
+        use futures::StreamExt as _;
         let (sink, mut rx) = EventSink::channel();
+        let seen: Seen = Arc::default();
+        let collector = tokio::spawn({
+            let seen = seen.clone();
+            async move {
+                while let Some(event) = rx.next().await {
+                    seen.lock().unwrap().push(event);
+                }
+            }
+        });
         let cancellation = Cancellation::new();
-        let helper = during(cancellation.clone());
+        let helper = during(cancellation.clone(), seen.clone());
         let options = RunOptions {
             events: sink,
             cancellation,
@@ -147,10 +163,12 @@ impl Rig {
         .await
         .expect("the run did not end within 60 s");
         helper.abort();
-        let mut events = Vec::new();
-        while let Ok(event) = rx.try_recv() {
-            events.push(event);
-        }
+        // The runtime has dropped the sink: the collector ends.
+        tokio::time::timeout(Duration::from_secs(5), collector)
+            .await
+            .expect("the event stream did not end with the run")
+            .unwrap();
+        let events = seen.lock().unwrap().clone();
         (result, events)
     }
 
@@ -159,7 +177,21 @@ impl Rig {
     }
 }
 
-fn nothing(_: Cancellation) -> tokio::task::JoinHandle<()> {
+/// The events of a run so far, as a helper sees them while it runs.
+type Seen = Arc<std::sync::Mutex<Vec<Event>>>;
+
+/// Waits (polling) until an event of `kind` was seen.
+async fn seen_kind(seen: &Seen, kind: EventKind) {
+    for _ in 0..600 {
+        if seen.lock().unwrap().iter().any(|e| e.kind == kind) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("no {kind:?} event within 30 s");
+}
+
+fn nothing(_: Cancellation, _: Seen) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async {})
 }
 
@@ -340,14 +372,19 @@ async fn cancel_during_a_tool_call_is_canceled_and_leaves_no_process() {
     let (sleep_tx, sleep_rx) = tokio::sync::oneshot::channel();
     let started = std::time::Instant::now();
     let (result, events) = rig
-        .run(rig.request("codex-live-cancel", "sleep"), move |cancel| {
-            tokio::spawn(async move {
-                let pid = pid_in(&pidfile).await;
-                assert!(alive(pid), "the tool's sleep is running");
-                let _ = sleep_tx.send(pid);
-                cancel.cancel(CancelCause::Caller);
-            })
-        })
+        .run(
+            rig.request("codex-live-cancel", "sleep"),
+            move |cancel, seen| {
+                tokio::spawn(async move {
+                    let pid = pid_in(&pidfile).await;
+                    // "In the middle of a tool call": the stream said it started.
+                    seen_kind(&seen, EventKind::ToolExecStart).await;
+                    assert!(alive(pid), "the tool's sleep is running");
+                    let _ = sleep_tx.send(pid);
+                    cancel.cancel(CancelCause::Caller);
+                })
+            },
+        )
         .await;
     let sleep = sleep_rx.await.expect("the tool call started");
     assert_eq!(result.outcome, Outcome::Canceled, "{result:#?}");
@@ -382,7 +419,7 @@ async fn killing_codex_mid_run_is_unknown() {
     let pidfile = rig.path("sleep.pid");
     let (pids_tx, pids_rx) = tokio::sync::oneshot::channel();
     let (result, _) = rig
-        .run(rig.request("codex-live-kill", "sleep"), move |_| {
+        .run(rig.request("codex-live-kill", "sleep"), move |_, _| {
             tokio::spawn(async move {
                 let sleep = pid_in(&pidfile).await;
                 // The agent is the process that started the tool's shell (codex's own
@@ -521,5 +558,49 @@ async fn verify_reports_the_real_version_and_a_missing_program_says_what_to_inst
     assert!(
         missing.problems.join(" ").contains("@openai/codex"),
         "{missing:?}"
+    );
+}
+
+/// A stand-in program (a shell script) for what `verify` must tell apart.
+fn fake_program(dir: &Path, name: &str, body: &str) -> CodexBackend {
+    use std::os::unix::fs::PermissionsExt as _;
+    let path = dir.join(name);
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut config = ProgramConfig::new(name);
+    config.program = Some(path.display().to_string());
+    CodexBackend::new(config)
+}
+
+#[tokio::test]
+async fn verify_tells_an_old_codex_and_another_program_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    // A codex whose `exec` has --json but not --disable: everything but `tools`.
+    let old = fake_program(
+        dir.path(),
+        "old-codex",
+        r#"case " $* " in *" --disable "*) echo "error: unexpected argument '--disable' found" >&2; exit 2;; esac
+echo "codex-cli-exec 0.9.0""#,
+    )
+    .verify()
+    .await;
+    assert!(old.verified.contains(&Capability::Stream), "{old:?}");
+    assert!(!old.verified.contains(&Capability::Tools), "{old:?}");
+    assert!(old.problems.join(" ").contains("--disable"), "{old:?}");
+    assert!(old.adapter_version.contains("codex-cli 0.9.0"), "{old:?}");
+    // Not codex at all: nothing verified, and the message says what it is and what to install.
+    let other = fake_program(
+        dir.path(),
+        "other",
+        r#"[ "$1" = "--version" ] && { echo "other 1.0"; exit 0; }
+echo "unknown command exec" >&2; exit 2"#,
+    )
+    .verify()
+    .await;
+    assert!(other.verified.is_empty(), "{other:?}");
+    let problem = other.problems.join(" ");
+    assert!(
+        problem.contains("other 1.0") && problem.contains("@openai/codex"),
+        "{problem}"
     );
 }
