@@ -995,9 +995,37 @@ async fn run_probe(
     }
 }
 
-/// `pi --version`'s number. pi prints it on stderr when stdout is not a terminal
-/// (its non-interactive modes keep stdout for the protocol), so both are read.
+/// The npm package pi ships in.
+pub const NPM_PACKAGE: &str = "@mariozechner/pi-coding-agent";
+
+/// The version of the npm package `program` resolves into: following the `pi`
+/// symlink npm installs (`.bin/pi` → `…/pi-coding-agent/dist/cli.js`) up to a
+/// `package.json` named [`NPM_PACKAGE`]. `None` for anything else (a wrapper script,
+/// a bundled binary): then `pi --version` is asked. Reading a file instead of starting
+/// Node saves a second of CPU on every `verify`.
+pub fn package_version(program: &std::path::Path) -> Option<String> {
+    let real = std::fs::canonicalize(program).ok()?;
+    real.ancestors().skip(1).take(3).find_map(|dir| {
+        let text = std::fs::read_to_string(dir.join("package.json")).ok()?;
+        let manifest: Value = serde_json::from_str(&text).ok()?;
+        if manifest.get("name").and_then(Value::as_str) != Some(NPM_PACKAGE) {
+            return None;
+        }
+        let version = manifest.get("version").and_then(Value::as_str)?;
+        parse_version(version).map(str::to_owned)
+    })
+}
+
+/// pi's version: from its package (see [`package_version`]), else from
+/// `pi --version`, which pi prints on stderr when stdout is not a terminal (its
+/// non-interactive modes keep stdout for the protocol), so both are read.
 async fn probe_version(program: &str, env: &BTreeMap<String, String>) -> Result<String, String> {
+    if let Some(version) = crate::command::find_program(program)
+        .ok()
+        .and_then(|path| package_version(&path))
+    {
+        return Ok(version);
+    }
     let output = run_probe(program, &["--version"], env, None, b"").await?;
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -1093,8 +1121,8 @@ impl Backend for PiBackend {
     async fn verify(&self) -> Verification {
         let program = self.program();
         let name = &self.config.name;
-        // Both probes start Node and load pi (about a second each on a quiet machine):
-        // run side by side, they cost one start-up of wall time, not two.
+        // The format probe starts Node and loads pi (about a second of CPU); the
+        // version probe may too (a wrapper program): side by side, not one after other.
         let (version, format) = tokio::join!(
             probe_version(program, &self.config.env),
             probe_json_mode(program, &self.config.env)
@@ -1434,6 +1462,30 @@ mod tests {
         assert_eq!(classify("Provider finish_reason: content_filter"), rejected);
         assert_eq!(classify("No API key found for scripted"), rejected);
         assert_eq!(classify(""), rejected);
+    }
+
+    #[test]
+    fn the_version_is_read_from_pis_package_through_the_bin_symlink() {
+        let dir = tempfile::tempdir().unwrap();
+        let package = dir
+            .path()
+            .join("node_modules/@mariozechner/pi-coding-agent");
+        std::fs::create_dir_all(package.join("dist")).unwrap();
+        std::fs::write(package.join("dist/cli.js"), "#!/usr/bin/env node\n").unwrap();
+        let manifest = |name: &str| format!(r#"{{"name":"{name}","version":"0.73.1"}}"#);
+        std::fs::write(package.join("package.json"), manifest(NPM_PACKAGE)).unwrap();
+        let bin = dir.path().join("node_modules/.bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::os::unix::fs::symlink(
+            "../@mariozechner/pi-coding-agent/dist/cli.js",
+            bin.join("pi"),
+        )
+        .unwrap();
+        assert_eq!(package_version(&bin.join("pi")).as_deref(), Some("0.73.1"));
+        // Another package's manifest is not pi's version.
+        std::fs::write(package.join("package.json"), manifest("impostor")).unwrap();
+        assert_eq!(package_version(&bin.join("pi")), None);
+        assert_eq!(package_version(&dir.path().join("missing")), None);
     }
 
     #[test]
