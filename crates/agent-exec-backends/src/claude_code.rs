@@ -214,6 +214,9 @@ pub fn parse_line(line: &[u8]) -> Line {
         "assistant" => assistant(&raw),
         "user" => tool_results(raw.message.as_ref()),
         "result" => Line::Final(final_line(&raw)),
+        // A subagent's partial events would interleave with the main message's (and
+        // reset which message was streamed); its complete messages still come.
+        "stream_event" if is_subagent(&raw) => Line::Other,
         "stream_event" => Line::Partial(partial(raw.event.as_ref())),
         "system" if str_of(raw.subtype.as_ref()) == "init" => Line::Init {
             session_id: str_of(raw.session_id.as_ref()).to_owned(),
@@ -221,6 +224,12 @@ pub fn parse_line(line: &[u8]) -> Line {
         },
         _ => Line::Other,
     }
+}
+
+fn is_subagent(raw: &RawLine) -> bool {
+    raw.parent_tool_use_id
+        .as_ref()
+        .is_some_and(|p| !p.is_null())
 }
 
 fn str_of(value: Option<&Value>) -> &str {
@@ -278,10 +287,7 @@ fn assistant(raw: &RawLine) -> Line {
             .map(|m| field(m, "id"))
             .unwrap_or_default()
             .to_owned(),
-        subagent: raw
-            .parent_tool_use_id
-            .as_ref()
-            .is_some_and(|p| !p.is_null()),
+        subagent: is_subagent(raw),
         blocks,
     }
 }
@@ -958,6 +964,8 @@ mod tests {
             r#"{"type":"stream_event","event":{"type":"message_start","message":{"id":"msg_1"}}}"#,
             r#"{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"he"}}}"#,
             r#"{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"llo"}}}"#,
+            r#"{"type":"stream_event","parent_tool_use_id":"t0","event":{"type":"message_start","message":{"id":"msg_sub"}}}"#,
+            r#"{"type":"stream_event","parent_tool_use_id":"t0","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"sub"}}}"#,
             r#"{"type":"assistant","message":{"id":"msg_1","content":[{"type":"text","text":"hello"}]}}"#,
             r#"{"type":"assistant","message":{"id":"msg_9","content":[{"type":"text","text":"sub"},{"type":"tool_use","id":"t9","name":"Read","input":{"file_path":"/w/a"}}]},"parent_tool_use_id":"t0"}"#,
         ]);
