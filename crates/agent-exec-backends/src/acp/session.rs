@@ -60,6 +60,9 @@ use crate::agent_program::{MAX_LINE, join_bounded, push_line, read_tail, settle_
 const WATCH_EVERY: Duration = Duration::from_millis(250);
 /// How long the connection may still deliver after the leader exited on its own.
 const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(2);
+/// How long `initialize` and `session/new` may each take: nothing has run yet, so an
+/// agent silent for this long is a failure without side effects, not a hang.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long the agent may take to exit by itself once its stdin is closed.
 const EXIT_ON_EOF: Duration = Duration::from_secs(2);
 
@@ -108,6 +111,8 @@ struct Shared {
     cancel_sent: bool,
     /// Tools whose permission the policy refused, in order.
     refused: Vec<String>,
+    /// Our session, once `session/new` answered; updates for another are not ours.
+    session: Option<SessionId>,
 }
 
 type SharedState = Arc<Mutex<Shared>>;
@@ -176,6 +181,7 @@ pub(super) async fn run(
         notes: Vec::new(),
         cancel_sent: false,
         refused: Vec::new(),
+        session: None,
     }));
     // Boxed, not stack-pinned: it must really be dropped (closing the agent's stdin)
     // before the tree is waited for.
@@ -492,9 +498,23 @@ async fn converse(
         let events = events.clone();
         async move |notification: SessionNotification, _cx: ConnectionTo<Agent>| {
             let mut batch = Vec::new();
-            lock(&shared)
-                .mapper
-                .update(&notification.update, &mut batch);
+            {
+                let mut shared = lock(&shared);
+                // Updates for another session are not this execution's (SessionScope
+                // isolation); before `session/new` answered, ours is the only one.
+                if shared
+                    .session
+                    .as_ref()
+                    .is_some_and(|ours| *ours != notification.session_id)
+                {
+                    shared.notes.push(format!(
+                        "an update for another session ({}) was ignored",
+                        notification.session_id.0
+                    ));
+                    return Ok(());
+                }
+                shared.mapper.update(&notification.update, &mut batch);
+            }
             // Emitted inside the dispatch loop: the next message is not handled
             // before these are out, so order holds across updates and responses.
             for event in batch {
@@ -606,6 +626,9 @@ async fn conversation(
         biased;
         () = cancellation.cancelled() => return Progress::CanceledEarly,
         () = cx.incoming_closed() => return Progress::Lost("the agent closed its stdout".into()),
+        () = tokio::time::sleep(HANDSHAKE_TIMEOUT) => {
+            return Progress::InitRefused(format!("no answer to `initialize` within {HANDSHAKE_TIMEOUT:?}"));
+        }
         answer = initialize => answer,
     };
     match initialized {
@@ -622,13 +645,20 @@ async fn conversation(
         biased;
         () = cancellation.cancelled() => return Progress::CanceledEarly,
         () = cx.incoming_closed() => return Progress::Lost("the agent closed its stdout".into()),
+        () = tokio::time::sleep(HANDSHAKE_TIMEOUT) => {
+            return Progress::SessionRefused(format!("no answer to `session/new` within {HANDSHAKE_TIMEOUT:?}"));
+        }
         answer = new_session => match answer {
             Ok(session) => session.session_id,
             Err(e) => return Progress::SessionRefused(rpc_error_text(&e)),
         },
     };
 
-    lock(shared).progress = Progress::Prompting;
+    {
+        let mut shared = lock(shared);
+        shared.session = Some(session_id.clone());
+        shared.progress = Progress::Prompting;
+    }
     let answer = cx
         .send_request(PromptRequest::new(
             session_id.clone(),
@@ -733,7 +763,7 @@ end_turn() {
     async fn run_peer(
         script: &str,
         workspace: &std::path::Path,
-        cancel_after: Option<std::time::Duration>,
+        cancel_on_tool_start: bool,
     ) -> (ContractResult, Vec<Event>) {
         let mut config = ProgramConfig::new("acp-test");
         config.program = Some("sh".into());
@@ -753,18 +783,22 @@ end_turn() {
         };
         let (sink, mut rx) = EventSink::channel();
         let ctx = ExecutionContext::new(sink);
-        if let Some(after) = cancel_after {
-            let cancellation = ctx.cancellation.clone();
-            tokio::spawn(async move {
-                tokio::time::sleep(after).await;
-                cancellation.cancel(CancelCause::Caller);
-            });
-        }
+        // Events are collected as they come; the cancel (if asked) fires once the
+        // agent's tool call was seen, not after a guessed delay.
+        let cancellation = ctx.cancellation.clone();
+        let collector = tokio::spawn(async move {
+            use futures::StreamExt as _;
+            let mut events: Vec<Event> = Vec::new();
+            while let Some(event) = rx.next().await {
+                if cancel_on_tool_start && event.kind == EventKind::ToolExecStart {
+                    cancellation.cancel(CancelCause::Caller);
+                }
+                events.push(event);
+            }
+            events
+        });
         let result = AcpBackend::new(config).execute(&request, ctx).await;
-        let mut events = Vec::new();
-        while let Ok(event) = rx.try_recv() {
-            events.push(event);
-        }
+        let events = collector.await.unwrap();
         (result, events)
     }
 
@@ -781,16 +815,25 @@ end_turn() {
 update '{"sessionUpdate":"agent_thought_chunk","content":{"type":"text","text":"hm"}}'
 update '{"sessionUpdate":"tool_call","toolCallId":"t","title":"ls","kind":"read","status":"in_progress"}'
 update '{"sessionUpdate":"tool_call_update","toolCallId":"t","status":"completed"}'
+printf '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"other","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"intruder"}}}}\n'
 update '{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"all "}}'
 update '{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"done"}}'
 end_turn end_turn
 cat >/dev/null"#,
             dir.path(),
-            None,
+            false,
         )
         .await;
         assert_eq!(result.outcome, Outcome::Succeeded, "{result:#?}");
-        assert_eq!(result.text, "all done");
+        assert_eq!(
+            result.text, "all done",
+            "another session's update was mixed in"
+        );
+        assert!(
+            result.logs.contains("another session (other)"),
+            "{}",
+            result.logs
+        );
         let kinds: Vec<EventKind> = events.iter().map(|e| e.kind.clone()).collect();
         assert_eq!(
             kinds,
@@ -811,7 +854,7 @@ cat >/dev/null"#,
     #[tokio::test]
     async fn a_program_that_exits_at_once_is_a_rejected_invocation() {
         let dir = tempfile::tempdir().unwrap();
-        let (result, _) = run_peer("echo 'bad flag' >&2; exit 3", dir.path(), None).await;
+        let (result, _) = run_peer("echo 'bad flag' >&2; exit 3", dir.path(), false).await;
         assert_eq!(result.outcome, Outcome::Failed, "{result:#?}");
         let (code, effects, _) = err(&result);
         assert_eq!(code, ErrorCode::ProviderRejected);
@@ -827,7 +870,7 @@ cat >/dev/null"#,
 printf '{"jsonrpc":"2.0","id":%s,"error":{"code":-32000,"message":"Authentication required"}}\n' "$id"
 cat >/dev/null"#,
             dir.path(),
-            None,
+            false,
         )
         .await;
         assert_eq!(result.outcome, Outcome::Failed, "{result:#?}");
@@ -841,7 +884,7 @@ cat >/dev/null"#,
         let (result, _) = run_peer(
             r#"answer '{"protocolVersion":2}'; cat >/dev/null"#,
             dir.path(),
-            None,
+            false,
         )
         .await;
         assert_eq!(result.outcome, Outcome::Failed, "{result:#?}");
@@ -856,7 +899,7 @@ cat >/dev/null"#,
 update '{"sessionUpdate":"tool_call","toolCallId":"t","title":"rm","kind":"delete"}'
 exit 0"#,
             dir.path(),
-            None,
+            false,
         )
         .await;
         assert_eq!(result.outcome, Outcome::Unknown, "{result:#?}");
@@ -874,14 +917,14 @@ exit 0"#,
         let (result, _) = run_peer(
             "handshake; end_turn cancelled; cat >/dev/null",
             dir.path(),
-            None,
+            false,
         )
         .await;
         assert_eq!(result.outcome, Outcome::Unknown, "{result:#?}");
         let (result, _) = run_peer(
             "handshake; end_turn max_tokens; cat >/dev/null",
             dir.path(),
-            None,
+            false,
         )
         .await;
         assert_eq!(result.outcome, Outcome::Failed, "{result:#?}");
@@ -898,7 +941,7 @@ IFS= read -r line; printf '%s\n' "$line" > cancel.json
 end_turn cancelled
 cat >/dev/null"#,
             dir.path(),
-            Some(std::time::Duration::from_millis(300)),
+            true,
         )
         .await;
         assert_eq!(result.outcome, Outcome::Canceled, "{result:#?}");
@@ -932,7 +975,7 @@ end_turn end_turn
 cat >/dev/null"#,
             root = root.display()
         );
-        let (result, _) = run_peer(&script, &workspace, None).await;
+        let (result, _) = run_peer(&script, &workspace, false).await;
         assert_eq!(result.outcome, Outcome::Succeeded, "{result:#?}");
         let outside = std::fs::read_to_string(workspace.join("outside.json")).unwrap();
         assert!(outside.contains(r#""error""#), "{outside}");
