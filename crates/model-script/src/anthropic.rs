@@ -111,3 +111,19 @@ pub fn frames(turn: &Turn, n: usize) -> (Vec<Bytes>, Vec<Bytes>) {
     ];
     (body, tail)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn side_requests_have_no_tools_field_or_are_not_streamed() {
+        let tools = json!([{"name": "Bash", "input_schema": {}}]);
+        assert!(!is_side_request(&json!({"stream": true, "tools": tools})));
+        // Claude Code with `--tools ""`: a real turn that offers no tools.
+        assert!(!is_side_request(&json!({"stream": true, "tools": []})));
+        assert!(is_side_request(&json!({"stream": true})));
+        assert!(is_side_request(&json!({"stream": false, "tools": tools})));
+        assert!(is_side_request(&json!({"tools": tools})));
+    }
+}
