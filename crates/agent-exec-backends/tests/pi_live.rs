@@ -453,6 +453,59 @@ async fn a_missing_program_says_what_to_install() {
     );
 }
 
+fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt as _;
+    let path = dir.join(name);
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+#[tokio::test]
+async fn verify_through_a_wrapper_asks_pi_for_its_version() {
+    // No npm package behind a wrapper: the version comes from `pi --version`.
+    let dir = tempfile::tempdir().unwrap();
+    let wrapper = script(
+        dir.path(),
+        "pi-wrapper",
+        &format!("exec '{}' \"$@\"", pi_program().display()),
+    );
+    let mut config = ProgramConfig::new(pi::KIND);
+    config.program = Some(wrapper.display().to_string());
+    let verification = PiBackend::new(config).verify().await;
+    assert!(
+        verification.problems.is_empty(),
+        "{:?}",
+        verification.problems
+    );
+    assert!(verification.verified.contains(&Capability::Stream));
+    assert!(
+        verification.adapter_version.contains("(pi 0."),
+        "{}",
+        verification.adapter_version
+    );
+}
+
+#[tokio::test]
+async fn verify_refuses_an_impostor() {
+    let dir = tempfile::tempdir().unwrap();
+    // Answers --version like pi, but its JSON mode is not pi's event stream.
+    let impostor = script(
+        dir.path(),
+        "pi",
+        r#"echo 9.9.9; echo '{"type":"nonsense"}'"#,
+    );
+    let mut config = ProgramConfig::new(pi::KIND);
+    config.program = Some(impostor.display().to_string());
+    let verification = PiBackend::new(config).verify().await;
+    assert!(verification.verified.is_empty(), "{verification:?}");
+    assert!(
+        verification.problems[0].contains("did not speak the expected event stream"),
+        "{:?}",
+        verification.problems
+    );
+}
+
 /// Re-records `tests/data/pi-*.jsonl` from the real pi (run with `--ignored`).
 #[test]
 #[ignore = "re-records the test data; run by hand"]
