@@ -635,3 +635,47 @@ async fn a_model_stream_cut_mid_reply_is_claudes_own_failure_not_success() {
         err.reason
     );
 }
+
+#[tokio::test]
+async fn an_allowlist_gives_claude_exactly_those_tools() {
+    // The model asks for Bash, which the allowlist leaves out.
+    let s = setup(|root| {
+        vec![
+            Turn::tool_call(
+                "toolu_b1",
+                "Bash",
+                json!({"command": format!("touch {}", root.join("pwned").display())}),
+            ),
+            Turn::text("listed"),
+        ]
+    });
+    let mut request = s.request("which tools?", "workspace");
+    request.tool_policy.allowlist = vec!["Read".into(), "Grep".into()];
+    let (sink, _rx) = EventSink::channel();
+    let result = s
+        .backend
+        .execute(&request, ExecutionContext::new(sink))
+        .await;
+    assert_eq!(result.outcome, Outcome::Succeeded, "{result:#?}");
+    assert!(
+        !s.path("pwned").exists(),
+        "a tool outside the allowlist ran"
+    );
+    let first = s.server.requests().into_iter().next().unwrap();
+    let tools = first.body["tools"].as_array().unwrap().clone();
+    // Claude Code 2.1 also sends an inert `DeferredToolPlaceholder` ("never call this
+    // tool", `defer_loading: true`, no parameters); every callable tool is listed.
+    let (deferred, callable): (Vec<_>, Vec<_>) = tools
+        .iter()
+        .partition(|tool| tool["defer_loading"] == json!(true));
+    let mut offered: Vec<&str> = callable
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap())
+        .collect();
+    offered.sort();
+    assert_eq!(offered, ["Grep", "Read"]);
+    for tool in deferred {
+        assert_eq!(tool["name"], "DeferredToolPlaceholder", "{tool}");
+        assert_eq!(tool["input_schema"]["properties"], json!({}), "{tool}");
+    }
+}
