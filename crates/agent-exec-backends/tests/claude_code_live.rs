@@ -45,6 +45,14 @@ struct Setup {
 
 /// `script` gets the workspace root (Claude Code's file tools take absolute paths).
 fn setup(script: impl FnOnce(&Path) -> Vec<Turn>) -> Setup {
+    setup_with(script, |_| {})
+}
+
+/// [`setup`], with a last word on the backend's config.
+fn setup_with(
+    script: impl FnOnce(&Path) -> Vec<Turn>,
+    adjust: impl FnOnce(&mut ProgramConfig),
+) -> Setup {
     let workspace = tempfile::tempdir().unwrap();
     let home = tempfile::tempdir().unwrap();
     let server = ScriptedServer::start(Script::new(script(workspace.path())));
@@ -67,6 +75,7 @@ fn setup(script: impl FnOnce(&Path) -> Vec<Turn>) -> Setup {
     ] {
         config.env.insert(key.to_owned(), value.to_owned());
     }
+    adjust(&mut config);
     Setup {
         workspace,
         _home: home,
@@ -677,5 +686,50 @@ async fn an_allowlist_gives_claude_exactly_those_tools() {
     for tool in deferred {
         assert_eq!(tool["name"], "DeferredToolPlaceholder", "{tool}");
         assert_eq!(tool["input_schema"]["properties"], json!({}), "{tool}");
+    }
+}
+
+#[tokio::test]
+async fn a_program_that_hangs_after_its_result_is_unknown_not_success() {
+    // A wrapper that runs the real claude, then does not exit (a child holds on).
+    let wrapper_dir = tempfile::tempdir().unwrap();
+    let wrapper = wrapper_dir.path().join("claude-then-hang");
+    let pidfile = wrapper_dir.path().join("pid");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\n\"{}\" \"$@\"\nsleep 30 &\necho $! > {}\nwait\n",
+            claude_program().display(),
+            pidfile.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        &wrapper,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let s = setup_with(
+        |_| vec![Turn::text("all done")],
+        |config| {
+            config.program = Some(wrapper.display().to_string());
+            config.exit_after_result_ms = 500;
+        },
+    );
+    let (sink, _rx) = EventSink::channel();
+    let result = s
+        .backend
+        .execute(&s.request("hi", "workspace"), ExecutionContext::new(sink))
+        .await;
+    assert_eq!(result.outcome, Outcome::Unknown, "{result:#?}");
+    let err = result.err.unwrap();
+    assert_eq!(err.code, ErrorCode::UnknownOutcome);
+    assert!(err.reason.contains("did not exit"), "{}", err.reason);
+    // On a slow machine the deadline may pass before claude itself exits (still a
+    // hang as far as the contract goes); the wrapper's child exists only after that.
+    if let Ok(text) = std::fs::read_to_string(&pidfile)
+        && let Ok(pid) = text.trim().parse::<i32>()
+    {
+        assert!(gone(pid), "the hanging child {pid} was left running");
     }
 }
