@@ -612,6 +612,42 @@ pub(crate) fn push_line(logs: &mut String, line: &str) {
     logs.push_str(line);
 }
 
+/// Values shorter than this are not credentials (`1`, `yes`), and replacing them would
+/// mangle text.
+pub const MIN_SECRET_LEN: usize = 8;
+
+/// `text` with the value of every environment variable that looks like a credential
+/// (name containing `KEY`, `TOKEN`, `SECRET` or `PASSWORD`) replaced by `[redacted]`:
+/// the `configured` ones and the inherited ones, since agent programs read their keys
+/// from variables we cannot always name, and providers echo keys back in errors.
+/// Longest values first, so a secret containing another is not half-replaced.
+/// Inherited variables that are not UTF-8 are skipped (never a panic).
+pub fn redact_credentials(configured: &BTreeMap<String, String>, text: &str) -> String {
+    let looks_secret = |name: &str| {
+        let upper = name.to_ascii_uppercase();
+        ["KEY", "TOKEN", "SECRET", "PASSWORD"]
+            .iter()
+            .any(|needle| upper.contains(needle))
+    };
+    let inherited = std::env::vars_os()
+        .filter_map(|(name, value)| Some((name.into_string().ok()?, value.into_string().ok()?)));
+    let mut secrets: Vec<String> = configured
+        .clone()
+        .into_iter()
+        .chain(inherited)
+        .filter(|(name, value)| looks_secret(name) && value.len() >= MIN_SECRET_LEN)
+        .map(|(_, value)| value)
+        .collect();
+    secrets.sort_by_key(|value| std::cmp::Reverse(value.len()));
+    let mut out = text.to_owned();
+    for secret in secrets {
+        if out.contains(&secret) {
+            out = out.replace(&secret, "[redacted]");
+        }
+    }
+    out
+}
+
 /// Runs `program args…` (a `--version`-style probe) with stdin closed and a timeout,
 /// returning its trimmed stdout. The error says what to install.
 pub async fn probe_output(
@@ -720,6 +756,24 @@ mod tests {
 
     fn code(result: &ContractResult) -> Option<ErrorCode> {
         result.err.as_ref().map(|e| e.code.clone())
+    }
+
+    #[test]
+    fn credentials_are_redacted_longest_first_and_short_values_kept() {
+        let configured: BTreeMap<String, String> = [
+            ("PROVIDER_KEY".to_owned(), "sk-abcdef12".to_owned()),
+            ("LONGER_TOKEN".to_owned(), "sk-abcdef12-and-more".to_owned()),
+            ("SHORT_SECRET".to_owned(), "1".to_owned()),
+            ("CODEX_HOME".to_owned(), "/home/me/.codex".to_owned()),
+        ]
+        .into();
+        assert_eq!(
+            redact_credentials(
+                &configured,
+                "a sk-abcdef12-and-more b sk-abcdef12 c 1 /home/me/.codex"
+            ),
+            "a [redacted] b [redacted] c 1 /home/me/.codex"
+        );
     }
 
     #[tokio::test]

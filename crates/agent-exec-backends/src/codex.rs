@@ -357,13 +357,13 @@ impl CodexBackend {
     }
 
     /// The kind's own arguments: [`EXEC_FLAGS`], the model, the tool policy
-    /// ([`tool_args`]), the instructions; `-` last, so the prompt is read from stdin.
-    /// Fails when the policy names what this backend cannot honour.
+    /// ([`tool_args`]), the instructions (the configured `args` and `-`, "prompt on
+    /// stdin", follow). Fails when the policy names what this backend cannot honour.
     pub fn kind_args(&self, request: &ContractRequest) -> Result<Vec<String>, String> {
         let mut args: Vec<String> = EXEC_FLAGS.iter().map(|s| (*s).to_owned()).collect();
         if let Some(model) = &self.config.model {
-            args.push("--model".into());
-            args.push(model.clone());
+            // `--model=M`: a value starting with `-` is never read as a flag.
+            args.push(format!("--model={model}"));
         }
         args.extend(tool_args(&request.tool_policy)?);
         if !request.instructions.is_empty() {
@@ -375,38 +375,12 @@ impl CodexBackend {
         Ok(args)
     }
 
-    /// The values to scrub from reasons and logs: variables that look like credentials,
-    /// configured or inherited (codex reads its key from a variable we cannot know).
-    fn secrets(&self) -> Vec<String> {
-        let configured = self.config.env.clone().into_iter();
-        let inherited = std::env::vars();
-        configured
-            .chain(inherited)
-            .filter(|(name, value)| looks_secret(name) && value.len() >= MIN_SECRET_LEN)
-            .map(|(_, value)| value)
-            .collect()
-    }
-
-    /// `text` with every credential value replaced by `[redacted]`.
+    /// `text` with every credential value replaced by `[redacted]`
+    /// ([`agent_program::redact_credentials`]: configured or inherited, since codex reads
+    /// its key from whatever variable its provider's `env_key` names).
     pub fn redact(&self, text: &str) -> String {
-        let mut out = text.to_owned();
-        for secret in self.secrets() {
-            if out.contains(&secret) {
-                out = out.replace(&secret, "[redacted]");
-            }
-        }
-        out
+        agent_program::redact_credentials(&self.config.env, text)
     }
-}
-
-/// Shorter values (`1`, `yes`) are not credentials, and replacing them would mangle text.
-const MIN_SECRET_LEN: usize = 8;
-
-fn looks_secret(name: &str) -> bool {
-    let upper = name.to_ascii_uppercase();
-    ["KEY", "TOKEN", "SECRET", "PASSWORD"]
-        .iter()
-        .any(|needle| upper.contains(needle))
 }
 
 /// The message `turn.failed` gets when codex gave none (see [`message`]).
@@ -836,7 +810,7 @@ mod tests {
         };
         let args = backend.kind_args(&request).unwrap();
         assert_eq!(&args[..4], &EXEC_FLAGS);
-        assert_eq!(&args[4..6], &["--model".to_owned(), "m1".to_owned()]);
+        assert_eq!(args[4], "--model=m1");
         let setting = args.last().unwrap();
         let parsed: toml::Table = toml::from_str(setting).unwrap();
         assert_eq!(
