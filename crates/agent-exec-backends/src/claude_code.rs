@@ -718,24 +718,11 @@ impl ClaudeCodeBackend {
 }
 
 impl ClaudeCodeBackend {
-    /// `text` with the value of every variable that looks like a credential (name
-    /// containing `KEY`, `TOKEN`, `SECRET` or `PASSWORD`; configured or inherited, as
-    /// Claude Code reads `ANTHROPIC_API_KEY` / `ANTHROPIC_AUTH_TOKEN` from either)
-    /// replaced by `[redacted]`. Values shorter than 8 bytes are not credentials and
-    /// replacing them would mangle text.
+    /// `text` with every credential-looking value (configured or inherited: Claude
+    /// Code reads `ANTHROPIC_API_KEY` / `ANTHROPIC_AUTH_TOKEN` from either) replaced by
+    /// `[redacted]` ([`agent_program::redact_credentials`]).
     pub fn redact(&self, text: &str) -> String {
-        let mut out = text.to_owned();
-        let configured = self.config.env.clone().into_iter();
-        for (name, value) in configured.chain(std::env::vars()) {
-            let upper = name.to_ascii_uppercase();
-            let secret = ["KEY", "TOKEN", "SECRET", "PASSWORD"]
-                .iter()
-                .any(|needle| upper.contains(needle));
-            if secret && value.len() >= 8 && out.contains(&value) {
-                out = out.replace(&value, "[redacted]");
-            }
-        }
-        out
+        agent_program::redact_credentials(&self.config.env, text)
     }
 }
 
