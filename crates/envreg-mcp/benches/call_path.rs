@@ -14,6 +14,8 @@
 //! - `json_text_display` vs `json_text_compact`: the JSON text block written through
 //!   `Display` (what `mcp_shape` did before) and through `mcp_shape::compact_json`.
 //!
+//! Runs with the servers' global allocator ([`envreg_mcp::ServerAllocator`]).
+//!
 //! Run: `CARGO_TARGET_DIR=/work/main/target cargo bench -p envreg-mcp --bench call_path`
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -29,6 +31,10 @@ use rmcp::model::{
     CallToolResponse, CallToolResult, NumberOrString, ServerJsonRpcMessage, ServerResult,
 };
 use serde_json::{Value, json};
+
+/// The allocator the server binaries install, so these stages cost what they cost there.
+#[global_allocator]
+static ALLOCATOR: envreg_mcp::ServerAllocator = envreg_mcp::ServerAllocator;
 
 /// `env_resolve` never asks; a read tool must not reach an approver.
 struct NeverAsked;

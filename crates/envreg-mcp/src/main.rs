@@ -6,6 +6,10 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+/// See [`envreg_mcp::ServerAllocator`] for why (and `envreg serve` uses the same).
+#[global_allocator]
+static ALLOCATOR: envreg_mcp::ServerAllocator = envreg_mcp::ServerAllocator;
+
 /// Serve an environment registry's ten env_* tools over MCP (stdio or streamable HTTP).
 #[derive(Debug, Parser)]
 #[command(name = "envreg-mcp", version)]
