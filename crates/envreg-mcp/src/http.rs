@@ -8,6 +8,12 @@
 //! - On loopback, rmcp's `Host` allow-list (localhost / 127.0.0.1 / ::1) stays on, so a
 //!   browser tricked by DNS rebinding cannot reach the server. With `--allow-remote`
 //!   the allow-list is dropped (the bearer token is the gate).
+//!
+//! Oversized bodies: a request whose `Content-Length` is over [`MAX_BODY_BYTES`] is
+//! read to its end (discarded, up to [`DRAIN_LIMIT_BYTES`]) and then answered `413`.
+//! rmcp enforces the same limit while streaming, but answers as soon as the limit is
+//! crossed and the connection closes with the rest of the body unread; the kernel then
+//! resets it, and a client still sending often sees the reset instead of the 413.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -18,6 +24,7 @@ use axum::http::{StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::serve::ListenerExt as _;
+use futures::StreamExt as _;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
@@ -26,6 +33,14 @@ use crate::server::{EnvregServer, SessionSource, Shared};
 
 /// The path the MCP endpoint is served on.
 pub const MCP_PATH: &str = "/mcp";
+
+/// The largest request body accepted: the same limit as a stdio line.
+pub const MAX_BODY_BYTES: usize = crate::stdio::MAX_LINE_BYTES;
+
+/// How much of a body declared too large is read (and discarded) before the 413, so
+/// the client gets the answer rather than a reset. Beyond this, the connection is
+/// simply closed: nobody is owed a polite answer to a 16 MiB upload.
+pub const DRAIN_LIMIT_BYTES: u64 = 16 * 1024 * 1024;
 
 /// How the HTTP endpoint is exposed.
 #[derive(Debug, Clone)]
@@ -86,13 +101,39 @@ async fn require_bearer(
     }
 }
 
+/// Answer `413` to a body declared over [`MAX_BODY_BYTES`], after reading it (see the
+/// module doc); everything else goes on to rmcp, which also checks bodies without a
+/// `Content-Length` while streaming them.
+async fn refuse_oversized(request: Request, next: Next) -> Response {
+    let declared = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|text| text.parse::<u64>().ok());
+    let Some(length) = declared.filter(|length| *length > MAX_BODY_BYTES as u64) else {
+        return next.run(request).await;
+    };
+    if length <= DRAIN_LIMIT_BYTES {
+        let mut body = request.into_body().into_data_stream();
+        while let Some(Ok(_discarded)) = body.next().await {}
+    }
+    tracing::info!(length, "refused an oversized request body");
+    (
+        StatusCode::PAYLOAD_TOO_LARGE,
+        format!("Payload Too Large: request body exceeds {MAX_BODY_BYTES} bytes\n"),
+    )
+        .into_response()
+}
+
 /// The axum router: the MCP endpoint at [`MCP_PATH`], behind the bearer check if any.
 pub fn router(
     shared: Arc<Shared>,
     options: &HttpOptions,
     shutdown: CancellationToken,
 ) -> axum::Router {
-    let mut config = StreamableHttpServerConfig::default().with_cancellation_token(shutdown);
+    let mut config = StreamableHttpServerConfig::default()
+        .with_cancellation_token(shutdown)
+        .with_max_request_body_bytes(MAX_BODY_BYTES);
     if options.allow_remote {
         config = config.disable_allowed_hosts();
     }
@@ -109,7 +150,9 @@ pub fn router(
         Arc::new(LocalSessionManager::default()),
         config,
     );
-    let router = axum::Router::new().nest_service(MCP_PATH, service);
+    let router = axum::Router::new()
+        .nest_service(MCP_PATH, service)
+        .layer(middleware::from_fn(refuse_oversized));
     match options.token.clone().filter(|t| !t.is_empty()) {
         Some(token) => router.layer(middleware::from_fn_with_state(
             Arc::new(token),
