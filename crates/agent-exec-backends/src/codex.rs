@@ -1,6 +1,6 @@
 //! The `codex` backend: the OpenAI Codex CLI run headless as
 //! `codex exec --json --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox
-//! [--model M] [tool flags] [-c developer_instructions=…] [args…] -`, the prompt on
+//! [--model=M] [tool flags] [-c developer_instructions=…] [args…] -`, the prompt on
 //! stdin, in the workspace root, driven by [`crate::agent_program::drive`].
 //!
 //! `codex exec --json` writes one JSON object a line (`thread.started`, `turn.started`,
