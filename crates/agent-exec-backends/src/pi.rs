@@ -1067,7 +1067,9 @@ async fn probe_json_mode(program: &str, user_env: &BTreeMap<String, String>) -> 
         "api": "openai-completions",
         "apiKey": "agent-exec-probe",
         "models": [{"id": "probe"}]}}});
-    let settings = serde_json::json!({"retry": {"enabled": false}});
+    // No agent-level retries and no SDK-level ones (the SDK's default backs off about
+    // a second on a refused connection).
+    let settings = serde_json::json!({"retry": {"enabled": false, "provider": {"maxRetries": 0}}});
     std::fs::create_dir_all(&agent_dir)
         .and_then(|()| std::fs::write(agent_dir.join("models.json"), models.to_string()))
         .and_then(|()| std::fs::write(agent_dir.join("settings.json"), settings.to_string()))
