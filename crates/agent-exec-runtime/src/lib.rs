@@ -34,6 +34,8 @@
 //! * [`process`]: each program is the leader of its own process group; termination is
 //!   SIGTERM, a grace period, SIGKILL, and returns only when every member found in
 //!   `/proc` (group, descendants, environment marker) is gone, or says which are not.
+//!   After a clean exit, probing only the pids allocated since the spawn stands in for
+//!   the scan of all of `/proc` when it proves the same thing (the pid-range proof).
 //!
 //! ## Invariants
 //!
@@ -58,4 +60,4 @@ pub mod workspace;
 
 pub use agent_exec_contract::JournalHook;
 pub use executor::{DEFAULT_CANCEL_TIMEOUT, RunOptions, Runtime, cause_code, replay_allowed};
-pub use process::{ProcessTree, Termination, become_subreaper};
+pub use process::{ProcessTree, Sweep, Termination, become_subreaper};

@@ -67,6 +67,39 @@ pub fn pids() -> Vec<i32> {
         .collect()
 }
 
+/// The pid most recently allocated in this pid namespace
+/// (`/proc/sys/kernel/ns_last_pid`); `None` if unreadable.
+pub fn last_pid() -> Option<i32> {
+    read_number("/proc/sys/kernel/ns_last_pid")
+}
+
+/// The largest pid plus one (`/proc/sys/kernel/pid_max`): allocation wraps there.
+pub fn pid_max() -> Option<i32> {
+    read_number("/proc/sys/kernel/pid_max")
+}
+
+/// How many tasks (processes and threads, zombies included) exist: the total in
+/// `/proc/loadavg`'s fourth field (`running/total`).
+pub fn task_count() -> Option<u64> {
+    parse_loadavg_tasks(&fs::read_to_string("/proc/loadavg").ok()?)
+}
+
+/// The task total of a `/proc/loadavg` line.
+pub fn parse_loadavg_tasks(text: &str) -> Option<u64> {
+    let field = text.split_ascii_whitespace().nth(3)?;
+    let (_, total) = field.split_once('/')?;
+    total.parse().ok()
+}
+
+fn read_number(path: &str) -> Option<i32> {
+    parse_number(&fs::read_to_string(path).ok()?)
+}
+
+/// A non-negative decimal number with optional surrounding whitespace (a sysctl file).
+pub fn parse_number(text: &str) -> Option<i32> {
+    text.trim().parse().ok().filter(|n: &i32| *n >= 0)
+}
+
 /// Whether the environment of `pid` holds exactly `needle` (`NAME=value`) as one of
 /// its NUL-separated entries. Unreadable (another user, gone, a kernel thread) is no.
 pub fn environ_contains(pid: i32, needle: &[u8]) -> bool {
@@ -101,6 +134,31 @@ mod tests {
         for line in ["", "(", ")", "12 (x", "x (y) S", "1 (a) S 2 3"] {
             assert_eq!(parse_stat(line), None, "{line:?}");
         }
+    }
+
+    #[test]
+    fn sysctl_numbers() {
+        assert_eq!(parse_number("4194304\n"), Some(4194304));
+        for bad in ["", "x", "-1", "1 2", "99999999999"] {
+            assert_eq!(parse_number(bad), None, "{bad:?}");
+        }
+        assert_eq!(
+            parse_loadavg_tasks("0.52 0.58 0.59 3/467 12345\n"),
+            Some(467)
+        );
+        for bad in [
+            "",
+            "0.5 0.5 0.5",
+            "0.5 0.5 0.5 3-467 1",
+            "0.5 0.5 0.5 3/x 1",
+        ] {
+            assert_eq!(parse_loadavg_tasks(bad), None, "{bad:?}");
+        }
+        // On Linux all three are there, and every pid is below pid_max.
+        assert!(task_count().is_some_and(|n| n > 0));
+        let me = std::process::id() as i32;
+        assert!(last_pid().is_some_and(|last| last > 0));
+        assert!(pid_max().is_some_and(|max| max > me));
     }
 
     #[test]

@@ -7,7 +7,7 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use agent_exec_runtime::process::{ProcessTree, become_subreaper};
+use agent_exec_runtime::process::{ProcessTree, Sweep, become_subreaper};
 use agent_exec_runtime::procfs;
 
 const GRACE: Duration = Duration::from_millis(300);
@@ -118,6 +118,43 @@ async fn a_setsid_escapee_is_caught_by_its_marker() {
     assert_eq!(escaped_now().len(), 1, "it left the group");
     let done = tree.terminate(GRACE).await;
     assert!(done.all_gone(), "{done:?}");
+    // The group is empty, but the pid-range proof must not call the tree gone: the
+    // escapee's pid was allocated after the leader's and it carries the marker.
+    assert_eq!(done.sweep, Sweep::FullScan, "{done:?}");
+    assert_eq!(alive_with_marker(&marker), Vec::<i32>::new());
+}
+
+#[tokio::test]
+async fn a_clean_exit_is_proved_gone_without_scanning_all_of_proc() {
+    // The proof gives way to the full scan under conditions a loaded machine can
+    // create (too many pids allocated meanwhile, too long since the spawn), so it must
+    // hold in at least one of several tries — and every try must end all gone.
+    let mut proved = 0;
+    for _ in 0..20 {
+        let mut tree = sh("exit 0");
+        assert!(tree.wait_leader().await.unwrap().success());
+        let done = tree.terminate(GRACE).await;
+        assert!(done.all_gone(), "{done:?}");
+        assert!(!done.killed, "{done:?}");
+        proved += usize::from(done.sweep == Sweep::PidRange);
+    }
+    assert!(
+        proved > 0,
+        "the pid-range proof was never used for a clean exit"
+    );
+}
+
+#[tokio::test]
+async fn a_leftover_in_the_group_is_never_proved_gone() {
+    // The leader exits leaving a grandchild in its group: `kill(-pgid, 0)` succeeds,
+    // so the full scan must run, find it and terminate it.
+    let mut tree = sh("(sleep 1000 &) ; exit 0");
+    tree.wait_leader().await.unwrap();
+    let marker = tree.marker().to_vec();
+    let done = tree.terminate(GRACE).await;
+    assert_eq!(done.sweep, Sweep::FullScan, "{done:?}");
+    assert!(done.all_gone(), "{done:?}");
+    assert!(done.members_seen >= 2, "{done:?}");
     assert_eq!(alive_with_marker(&marker), Vec::<i32>::new());
 }
 
