@@ -29,8 +29,14 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .init();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+    // One thread drives the one execution a process runs. Decision: a current-thread
+    // runtime, not a multi-thread one. Every task here (the backend, its pipe readers,
+    // the event printer, the signal watcher) waits on I/O; worker threads only added
+    // hand-offs between threads — about 40 context switches and 4 ms of wall time per
+    // `run` on a loaded two-core machine (scripts/bench-agent-exec.sh). Blocking work
+    // (workspace walks) still goes to tokio's blocking pool; the journal's SQLite writes
+    // are short and happen between the backend's phases, not while it streams.
+    let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     {
