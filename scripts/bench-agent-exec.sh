@@ -4,8 +4,13 @@
 # machine load hits both sides alike. Target (issue 5 §7): at most 10 ms added at the
 # median.
 #
-#   scripts/bench-agent-exec.sh            # 200 interleaved pairs
+#   scripts/bench-agent-exec.sh            # 200 interleaved rounds
 #   RUNS=500 scripts/bench-agent-exec.sh
+#   BEFORE=/tmp/agent-exec.old scripts/bench-agent-exec.sh
+#
+# BEFORE names another agent-exec binary (say, built from an earlier commit) that joins
+# the same interleaved rounds, so a change is measured against its predecessor and the
+# direct baseline under one and the same machine load.
 #
 # What one `agent-exec run` includes: process start, config parse, journal open and
 # recovery scan, 5 journal transactions (SQLite, WAL; the first, recording the start, is
@@ -35,18 +40,30 @@ EOF
 direct=("${program[@]}")
 wrapped=("$bin" --config "$work/config.toml" --journal "$work/journal.sqlite3" run --backend bench --prompt hello --workspace "$work/ws")
 wrapped_shm=("$bin" --config "$work/config.toml" --journal "$shm/journal.sqlite3" run --backend bench --prompt hello --workspace "$work/ws")
+before=${BEFORE:-}
+if [ -n "$before" ]; then
+  [ -x "$before" ] || { echo "BEFORE=$before is not an executable" >&2; exit 1; }
+  before_disk=("$before" --config "$work/config.toml" --journal "$work/before.sqlite3" run --backend bench --prompt hello --workspace "$work/ws")
+  before_shm=("$before" --config "$work/config.toml" --journal "$shm/before.sqlite3" run --backend bench --prompt hello --workspace "$work/ws")
+fi
 
 # Sanity: the wrapped run succeeds and says the same thing.
 out=$("${wrapped[@]}" 2>/dev/null)
 [ "$out" = "ok" ] || { echo "agent-exec run printed '$out', expected 'ok'" >&2; exit 1; }
 
-echo "== interleaved: $runs pairs (direct, agent-exec, agent-exec with journal on /dev/shm)"
-python3 - "$runs" "$(printf '%s\x1f' "${direct[@]}")" "$(printf '%s\x1f' "${wrapped[@]}")" "$(printf '%s\x1f' "${wrapped_shm[@]}")" <<'PY'
+pack() { printf '%s\x1f' "$@"; }
+args=("$(pack "${direct[@]}")" "$(pack "${wrapped[@]}")" "$(pack "${wrapped_shm[@]}")")
+if [ -n "$before" ]; then
+  args+=("$(pack "${before_disk[@]}")" "$(pack "${before_shm[@]}")")
+fi
+echo "== interleaved: $runs rounds (direct, agent-exec, agent-exec with journal on /dev/shm${before:+, and the same two for BEFORE=$before})"
+python3 - "$runs" "${args[@]}" <<'PY'
 import statistics, subprocess, sys, time
 runs = int(sys.argv[1])
-cmds = [a.rstrip("\x1f").split("\x1f") for a in sys.argv[2:5]]
-names = ["direct", "agent-exec", "agent-exec (journal on /dev/shm)"]
-samples = [[], [], []]
+cmds = [a.rstrip("\x1f").split("\x1f") for a in sys.argv[2:]]
+names = ["direct", "agent-exec", "agent-exec (journal on /dev/shm)",
+         "BEFORE", "BEFORE (journal on /dev/shm)"][:len(cmds)]
+samples = [[] for _ in cmds]
 for _ in range(5):  # warm-up
     for c in cmds:
         subprocess.run(c, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
@@ -63,7 +80,11 @@ base = statistics.median(samples[0])
 for n, s in zip(names[1:], samples[1:]):
     added = statistics.median(s) - base
     verdict = "OK" if added <= 10 else "OVER the 10 ms target"
-    print(f"added by {n:25s} {added:7.2f} ms at the median ({statistics.median(s) / base:.1f}x)  {verdict}")
+    print(f"added by {n:30s} {added:7.2f} ms at the median ({statistics.median(s) / base:.1f}x)  {verdict}")
+if len(cmds) == 5:
+    for now, then, what in [(1, 3, "disk"), (2, 4, "/dev/shm")]:
+        a, b = statistics.median(samples[now]) - base, statistics.median(samples[then]) - base
+        print(f"overhead now / BEFORE ({what:8s}) {a:6.2f} / {b:6.2f} ms = {a / b:.2f}")
 PY
 
 if command -v hyperfine >/dev/null; then
