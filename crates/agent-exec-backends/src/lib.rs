@@ -9,6 +9,8 @@
 //! * [`agent_program`]: the shared driver for agent programs run headless with a JSON-lines
 //!   stdout (spawn, stream → parser → events, honest settling); `codex`, `claude_code`
 //!   and `pi` are each an argv and a [`agent_program::StreamParser`].
+//! * [`codex`]: the Codex CLI (`codex exec --json`), prompt on stdin, tool policy held
+//!   with codex's `--disable` feature switches.
 //! * [`claude_code`]: Claude Code (`claude -p --output-format stream-json --verbose`),
 //!   prompt on stdin, tool policy enforced through `--tools`.
 //! * [`pi`]: the pi coding agent (`pi --mode json --no-session`), kind `agent-native`
