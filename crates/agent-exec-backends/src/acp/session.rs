@@ -63,8 +63,12 @@ const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(2);
 /// How long `initialize` and `session/new` may each take: nothing has run yet, so an
 /// agent silent for this long is a failure without side effects, not a hang.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(60);
-/// How long the agent may take to exit by itself once its stdin is closed.
-const EXIT_ON_EOF: Duration = Duration::from_secs(2);
+/// How long the agent may take to exit by itself once its stdin is closed, before the
+/// tree gets SIGTERM. Short on purpose: codex-acp 0.16 never exits on EOF (measured:
+/// still running 12 minutes later), so every run would pay this wait in full. The
+/// session is not reused (each execution starts a fresh one), so an agent cut short by
+/// SIGTERM here loses nothing the contract needs.
+const EXIT_ON_EOF: Duration = Duration::from_millis(50);
 
 /// What one attempt needs, beyond the request.
 pub(super) struct Launch {
@@ -185,9 +189,11 @@ pub(super) async fn run(
     }));
     // Boxed, not stack-pinned: it must really be dropped (closing the agent's stdin)
     // before the tree is waited for.
+    let concluded = Arc::new(tokio::sync::Notify::new());
     let mut connection = Box::pin(converse(
         transport(stdin, stdout, Arc::clone(&shared)),
         Arc::clone(&shared),
+        Arc::clone(&concluded),
         fs,
         policy,
         ctx.events.clone(),
@@ -201,6 +207,10 @@ pub(super) async fn run(
     let ending = loop {
         tokio::select! {
             () = &mut connection => break Ending::Finished,
+            // The conversation's end, without waiting for the SDK to wind the
+            // connection down (measured: over 2 s with codex-acp, which keeps its
+            // stdout open); nothing is owed to the agent once the turn is over.
+            () = concluded.notified() => break Ending::Finished,
             status = tree.wait_leader() => {
                 // Let what is already in the pipe be handled, but do not wait for a
                 // member that inherited stdout and lives on.
@@ -484,6 +494,7 @@ fn trim_newline(line: &[u8]) -> &[u8] {
 async fn converse(
     transport: impl agent_client_protocol::ConnectTo<Client> + 'static,
     shared: SharedState,
+    concluded: Arc<tokio::sync::Notify>,
     fs: WorkspaceFs,
     policy: Policy,
     events: EventSink,
@@ -588,6 +599,8 @@ async fn converse(
         async move |cx: ConnectionTo<Agent>| {
             let progress = conversation(&cx, &shared, root, prompt, &cancellation, grace).await;
             lock(&shared).progress = progress;
+            // `notify_one` keeps the permit if the driver is not waiting yet.
+            concluded.notify_one();
             Ok(())
         }
     };
