@@ -55,14 +55,16 @@
 //! * no wrap: `ns_last_pid` below the leader means a wrap (full scan). A *complete*
 //!   wrap back past the leader cannot be seen afterwards, so the proof is only used
 //!   while the time since the spawn is shorter than the free pids divided by
-//!   [`MAX_PID_RATE`] (8 ms for `pid_max` 32768, 1 s for 4194304 — runs this short
+//!   [`MAX_PID_RATE`] (under 16 ms for `pid_max` 32768, 2 s for 4194304 — runs this short
 //!   are the ones where the scan's cost shows), and for at most [`MAX_PROBED_PIDS`]
 //!   pids (past that, probing costs what a scan does).
 //!
 //! What the proof does not cover, and the full scan would: a member that chooses its
-//! own pid below the leader's (`clone3` with `set_tid`, or writing `ns_last_pid`,
-//! both need `CAP_CHECKPOINT_RESTORE`). A process with that privilege can also leave
-//! the tree in the documented way above, so no guarantee is lost in practice.
+//! own pid below the leader's (`clone3` with `set_tid`, or writing `ns_last_pid`; both
+//! need `CAP_CHECKPOINT_RESTORE`). Any member, privileged or not, can already leave
+//! the tree the documented way (new session, cleared environment, parent gone), so
+//! this opens no new way out. The proof reads `ns_last_pid` of our own pid namespace,
+//! the one `/proc` shows (as every pid here already assumes).
 //!
 //! ## Zombies and the subreaper
 //!
