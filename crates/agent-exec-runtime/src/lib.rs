@@ -13,7 +13,8 @@
 //!   retry (the caller's, counted in [`RunOptions::step_retries`]) or a fallback to
 //!   another backend happens only after a failure whose side effects are `none`
 //!   ([`replay_allowed`]); the runtime never adds retries of its own.
-//! * The deadline is a watchdog that fires the execution's [`Cancellation`] with cause
+//! * The deadline is a watchdog that fires the execution's
+//!   [`Cancellation`](agent_exec_contract::Cancellation) with cause
 //!   `Deadline`; a backend cancels exactly as for a caller cancel, and the runtime
 //!   reports `agent.deadline_exceeded`. A backend that does not return within
 //!   [`DEFAULT_CANCEL_TIMEOUT`] of a cancel is abandoned and reported `unknown` with
