@@ -112,6 +112,8 @@ env = { $env_table }"
         --no-session-persistence --tools= --strict-mcp-config)
       prompt_stdin=1
       answer='"result":"bench: done"'
+      # ClaudeCodeBackend::verify: `claude --version`, then `claude --help` (format check).
+      probe=(sh -c '"$0" --version && "$0" --help' "$program")
       ;;
     agent-native)
       # Slot: pi (`pi --mode json …`) against $base_url (Chat Completions).
