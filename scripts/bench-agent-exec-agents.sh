@@ -116,14 +116,45 @@ env = { $env_table }"
       probe=(sh -c '"$0" --version && "$0" --help' "$program")
       ;;
     agent-native)
-      # Slot: pi (`pi --mode json …`) against $base_url (Chat Completions).
-      echo "agent-native: no direct command wired in this script yet" >&2; return 1 ;;
+      # pi's bin is a Node script (`#!/usr/bin/env node`; Node >= 20.6 on PATH).
+      local program="$npm_bin/pi"
+      [ -x "$program" ] || { echo "missing the real pi ($program): npm @mariozechner/pi-coding-agent; run scripts/test.sh" >&2; return 1; }
+      # pi's provider comes from models.json in a private PI_CODING_AGENT_DIR (the
+      # user's ~/.pi is not read); apiKey names the variable holding the dummy key.
+      mkdir -p "$dir/pi-agent" "$dir/home"
+      cat >"$dir/pi-agent/models.json" <<EOF
+{"providers": {"scripted": {"baseUrl": "$base_url", "api": "openai-completions",
+  "apiKey": "PI_SCRIPTED_KEY",
+  "compat": {"supportsDeveloperRole": false, "supportsReasoningEffort": false},
+  "models": [{"id": "scripted"}]}}}
+EOF
+      echo '{"retry": {"enabled": false}}' >"$dir/pi-agent/settings.json"
+      config_table="kind = \"agent-native\"
+program = \"$program\"
+model = \"scripted/scripted\"
+env = { PI_CODING_AGENT_DIR = \"$dir/pi-agent\", HOME = \"$dir/home\", PI_SCRIPTED_KEY = \"dummy-bench-key\" }"
+      # PiBackend::kind_args for the CLI's default tool policy (`reasoning`: --no-tools);
+      # the prompt is on stdin; PI_OFFLINE=1 is the backend's default environment.
+      direct=("$program" --mode json --no-session --model scripted/scripted --no-tools)
+      direct_env=("PI_CODING_AGENT_DIR=$dir/pi-agent" "HOME=$dir/home" "PI_SCRIPTED_KEY=dummy-bench-key" "PI_OFFLINE=1")
+      prompt_stdin=1
+      answer='"text":"bench: done"'
+      # PiBackend::verify: the version from pi's package.json (a file read), then the
+      # format check: pi in JSON mode against a loopback port nobody listens on.
+      local refused
+      refused=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+      mkdir -p "$dir/pi-probe"
+      printf '{"providers": {"agent-exec-probe": {"baseUrl": "http://127.0.0.1:%s/v1", "api": "openai-completions", "apiKey": "agent-exec-probe", "models": [{"id": "probe"}]}}}\n' \
+        "$refused" >"$dir/pi-probe/models.json"
+      echo '{"retry": {"enabled": false, "provider": {"maxRetries": 0}}}' >"$dir/pi-probe/settings.json"
+      probe=(sh -c 'echo "agent-exec format probe" | PI_CODING_AGENT_DIR="$1" "$0" --mode json --no-session --no-tools --model agent-exec-probe/probe >/dev/null' "$program" "$dir/pi-probe")
+      ;;
     acp)
       # Slot: an ACP agent (codex-acp) — direct means driving the same JSON-RPC session
       # by hand, which needs a client; not a shell one-liner.
       echo "acp: no direct command wired in this script yet" >&2; return 1 ;;
     *)
-      echo "unknown kind $kind (known: codex, claude-code; slots: agent-native, acp)" >&2; return 1 ;;
+      echo "unknown kind $kind (known: codex, claude-code, agent-native; slot: acp)" >&2; return 1 ;;
   esac
 }
 
