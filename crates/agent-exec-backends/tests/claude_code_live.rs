@@ -627,8 +627,18 @@ async fn verify_probes_the_real_program_and_names_the_package_when_missing() {
 
 #[tokio::test]
 async fn a_model_stream_cut_mid_reply_is_claudes_own_failure_not_success() {
-    // Claude Code retries a cut stream; cut every try.
-    let s = setup(|_| vec![Turn::text("half a sent").ending(model_script::Ending::Disconnect); 6]);
+    // Claude Code retries a cut stream; cut every try. It may also fall back to one
+    // non-streamed request, which model-script answers as a side request ("ok",
+    // without a turn): that fallback is turned off so every try meets a cut.
+    let s = setup_with(
+        |_| vec![Turn::text("half a sent").ending(model_script::Ending::Disconnect); 6],
+        |config| {
+            config.env.insert(
+                "CLAUDE_CODE_DISABLE_NONSTREAMING_FALLBACK".into(),
+                "1".into(),
+            );
+        },
+    );
     let (sink, _rx) = EventSink::channel();
     let result = s
         .backend
