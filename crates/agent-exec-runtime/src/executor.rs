@@ -568,6 +568,13 @@ fn append_log(result: &mut ContractResult, line: &str) {
 
 async fn snapshot(root: Option<std::path::PathBuf>) -> Option<Snapshot> {
     let root = root?;
+    // A small workspace is walked right here: handing it to the blocking pool costs two
+    // thread hand-offs, more than the walk itself (and on a loaded machine each hand-off
+    // can wait for a CPU). A big one goes to the blocking pool, so no runtime thread
+    // stalls on it; the partial walk is thrown away.
+    if let Some(snapshot) = Snapshot::take_small(&root, crate::workspace::INLINE_ENTRIES) {
+        return Some(snapshot);
+    }
     tokio::task::spawn_blocking(move || Snapshot::take(&root))
         .await
         .ok()

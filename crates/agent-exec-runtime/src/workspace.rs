@@ -16,6 +16,10 @@ use std::path::{Path, PathBuf};
 /// Upper bound on entries walked; beyond it the snapshot is inconclusive.
 pub const MAX_ENTRIES: usize = 200_000;
 
+/// A workspace with at most this many entries is small enough to walk on an async
+/// runtime's own thread ([`Snapshot::take_small`]): well under a millisecond.
+pub const INLINE_ENTRIES: usize = 256;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Entry {
     kind: u32,
@@ -51,6 +55,23 @@ impl Changes {
 impl Snapshot {
     /// Walks `root` (blocking I/O; call from `spawn_blocking` for big trees).
     pub fn take(root: &Path) -> Snapshot {
+        let (mut snapshot, complete) = Self::walk(root, MAX_ENTRIES);
+        if !complete {
+            snapshot.incomplete = Some(format!("more than {MAX_ENTRIES} entries under the root"));
+        }
+        snapshot
+    }
+
+    /// Walks `root` like [`Snapshot::take`], giving up (`None`) as soon as it holds more
+    /// than `limit` entries — for callers that walk small trees inline and hand big ones
+    /// to a thread.
+    pub fn take_small(root: &Path, limit: usize) -> Option<Snapshot> {
+        let (snapshot, complete) = Self::walk(root, limit);
+        complete.then_some(snapshot)
+    }
+
+    /// The walk; the flag is false when it stopped at `limit` entries.
+    fn walk(root: &Path, limit: usize) -> (Snapshot, bool) {
         let mut snapshot = Snapshot::default();
         let mut stack = vec![PathBuf::new()];
         while let Some(relative) = stack.pop() {
@@ -71,10 +92,8 @@ impl Snapshot {
                     // Vanished between listing and lstat: a change in progress.
                     continue;
                 };
-                if snapshot.entries.len() >= MAX_ENTRIES {
-                    snapshot.incomplete =
-                        Some(format!("more than {MAX_ENTRIES} entries under the root"));
-                    return snapshot;
+                if snapshot.entries.len() >= limit {
+                    return (snapshot, false);
                 }
                 let path = relative.join(item.file_name());
                 let entry = Entry {
@@ -91,7 +110,7 @@ impl Snapshot {
                 snapshot.entries.insert(path, entry);
             }
         }
-        snapshot
+        (snapshot, true)
     }
 
     /// Entries recorded.
@@ -161,6 +180,24 @@ mod tests {
             .collect();
         assert_eq!(names, ["edit", "gone", "link", "sub/new"]);
         assert!(!changes.none());
+    }
+
+    #[test]
+    fn a_small_walk_gives_up_past_its_limit_and_agrees_with_the_full_one() {
+        let dir = tempfile::tempdir().unwrap();
+        for i in 0..5 {
+            fs::write(dir.path().join(format!("f{i}")), "x").unwrap();
+        }
+        assert_eq!(Snapshot::take_small(dir.path(), 4), None);
+        let small = Snapshot::take_small(dir.path(), 5).unwrap();
+        assert_eq!(small, Snapshot::take(dir.path()));
+        assert_eq!(small.len(), 5);
+        // A missing root is the same inconclusive snapshot either way.
+        let missing = Path::new("/nonexistent/agent-exec/root");
+        assert_eq!(
+            Snapshot::take_small(missing, 5),
+            Some(Snapshot::take(missing))
+        );
     }
 
     #[test]
