@@ -23,7 +23,8 @@
 //!
 //! Side effects: once the stream reported a tool starting, a failure says `possible`
 //! (agents run shell commands; what they touched outside the workspace is invisible
-//! to us). Before any tool ran it says `none`, so a fallback may replay.
+//! to us). Before any tool ran it says `none`, so a fallback may replay — except after
+//! a cancel, which stops the reading with lines possibly unread: always `possible`.
 //!
 //! Decisions: lines longer than [`MAX_LINE`] are skipped with a note in the logs
 //! rather than buffered without bound; the parser is a trait object so the driver is
@@ -444,7 +445,10 @@ fn settle(
     ctx: &ExecutionContext,
 ) -> ContractResult {
     let program = &run.program;
-    let effects = if state.tool_started {
+    let canceled = matches!(ending, Ending::Canceled);
+    // A cancel cuts the reading short: a tool start may still sit unread in the pipe,
+    // so a canceled program that was running is never confirmed effect-free.
+    let effects = if state.tool_started || canceled {
         SideEffects::Possible
     } else {
         SideEffects::None
@@ -455,7 +459,6 @@ fn settle(
             Error::new(ErrorCode::UnknownOutcome, reason, SideEffects::Possible),
         )
     };
-    let canceled = matches!(ending, Ending::Canceled);
     if let Some(result) = settle_tree(program, termination, canceled, &ctx.cancellation, effects) {
         return result;
     }
