@@ -831,10 +831,6 @@ pub fn tool_args(policy: &agent_exec_contract::ToolPolicy) -> Result<Vec<String>
     }
 }
 
-/// Shorter values (`1`, `yes`) are not credentials, and replacing them would mangle
-/// text.
-const MIN_SECRET_LEN: usize = 8;
-
 impl PiBackend {
     /// A backend for `config` (`program` defaults to `pi` on `PATH`). Problems are
     /// reported by [`Backend::verify`] and at run time, never by a panic.
@@ -889,21 +885,10 @@ impl PiBackend {
         Ok(args)
     }
 
-    /// `text` with the value of every environment variable (configured or inherited)
-    /// that looks like a credential replaced by `[redacted]`.
+    /// `text` with every credential-looking value (configured or inherited) replaced
+    /// ([`agent_program::redact_credentials`]).
     fn redact(&self, text: &str) -> String {
-        let mut out = text.to_owned();
-        let configured = self.config.env.clone().into_iter();
-        for (name, value) in configured.chain(std::env::vars()) {
-            let upper = name.to_ascii_uppercase();
-            let secret = ["KEY", "TOKEN", "SECRET", "PASSWORD"]
-                .iter()
-                .any(|needle| upper.contains(needle));
-            if secret && value.len() >= MIN_SECRET_LEN && out.contains(value.as_str()) {
-                out = out.replace(value.as_str(), "[redacted]");
-            }
-        }
-        out
+        crate::agent_program::redact_credentials(&self.config.env, text)
     }
 
     /// The environment: quiet defaults, then the config's `env`, then the execution's
