@@ -619,6 +619,60 @@ pub(crate) fn push_line(logs: &mut String, line: &str) {
 /// mangle text.
 pub const MIN_SECRET_LEN: usize = 8;
 
+/// The [`agent_exec_contract::Backend::verification_key`] of an agent-program
+/// backend of `kind` running `program` with `config`: `None` when the program cannot
+/// be found or stat'ed (then the probe runs, and reports the problem).
+///
+/// What a probe's answer depends on, and so what the key holds: the adapter (kind and
+/// this crate's version: its flags and parsers), the program *file* — PATH lookup,
+/// then canonicalized, since npm's `.bin/x` is a symlink to a JS launcher or a native
+/// binary — with its size, mtime (ns), inode and device (a reinstall or upgrade
+/// rewrites the file), and the configured args, env and model. Those last three are
+/// only hashed (SHA-256, length-prefixed fields): env values may be credentials and
+/// the key is stored in clear. Decision: stat the file, not hash its bytes — claude's
+/// binary is 400 MB, and reading it would cost more than the probe it replaces. Not
+/// covered: what the launcher loads at run time (Node itself, a vendored binary
+/// updated alone); `agent-exec backends --verify` re-probes, and entries expire.
+pub fn verification_key(kind: &str, program: &str, config: &ProgramConfig) -> Option<String> {
+    use sha2::{Digest as _, Sha256};
+    use std::os::unix::fs::MetadataExt as _;
+    let found = crate::command::find_program(program).ok()?;
+    let resolved = std::fs::canonicalize(found).ok()?;
+    let meta = std::fs::metadata(&resolved).ok()?;
+    let mut hasher = Sha256::new();
+    let mut field = |bytes: &[u8]| {
+        hasher.update((bytes.len() as u64).to_le_bytes());
+        hasher.update(bytes);
+    };
+    for arg in &config.args {
+        field(b"arg");
+        field(arg.as_bytes());
+    }
+    for (name, value) in &config.env {
+        field(b"env");
+        field(name.as_bytes());
+        field(value.as_bytes());
+    }
+    if let Some(model) = &config.model {
+        field(b"model");
+        field(model.as_bytes());
+    }
+    let digest: String = hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let mtime_ns = i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec());
+    Some(format!(
+        "{kind}/{} program={} size={} mtime_ns={mtime_ns} ino={} dev={} config=sha256:{digest}",
+        env!("CARGO_PKG_VERSION"),
+        resolved.display(),
+        meta.size(),
+        meta.ino(),
+        meta.dev(),
+    ))
+}
+
 /// `text` with the value of every environment variable that looks like a credential
 /// (name containing `KEY`, `TOKEN`, `SECRET` or `PASSWORD`) replaced by `[redacted]`:
 /// the `configured` ones and the inherited ones, since agent programs read their keys
@@ -885,6 +939,76 @@ mod tests {
             !std::path::Path::new(&format!("/proc/{pid}")).exists()
                 || agent_exec_runtime::procfs::stat(pid).is_none_or(|s| s.state == 'Z'),
             "the sleeping child {pid} survived"
+        );
+    }
+
+    fn executable(dir: &std::path::Path, name: &str) -> std::path::PathBuf {
+        use std::os::unix::fs::PermissionsExt as _;
+        let path = dir.join(name);
+        std::fs::write(&path, "#!/bin/sh\necho 1.0\n").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path
+    }
+
+    #[test]
+    fn verification_key_follows_the_symlink_and_changes_when_the_program_is_touched() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = executable(dir.path(), "agent.js");
+        let link = dir.path().join("agent");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        let config = ProgramConfig::new("x");
+        let link = link.to_str().unwrap();
+        let key = verification_key("codex", link, &config).unwrap();
+        let canonical = std::fs::canonicalize(&real).unwrap();
+        assert!(
+            key.contains(&format!("program={} ", canonical.display())),
+            "{key}"
+        );
+        assert_eq!(verification_key("codex", link, &config), Some(key.clone()));
+        // Another kind over the same program is another adapter.
+        assert_ne!(verification_key("acp", link, &config), Some(key.clone()));
+        // An upgrade in place: same path, new mtime.
+        let file = std::fs::File::options().write(true).open(&real).unwrap();
+        file.set_modified(std::time::SystemTime::now() + std::time::Duration::from_secs(5))
+            .unwrap();
+        drop(file);
+        let touched = verification_key("codex", link, &config).unwrap();
+        assert_ne!(touched, key);
+    }
+
+    #[test]
+    fn verification_key_hashes_the_config_and_never_holds_env_values() {
+        let dir = tempfile::tempdir().unwrap();
+        let program = executable(dir.path(), "agent");
+        let program = program.to_str().unwrap();
+        let mut config = ProgramConfig::new("x");
+        config
+            .env
+            .insert("SCRIPTED_KEY".into(), "sk-very-secret-value".into());
+        let key = verification_key("codex", program, &config).unwrap();
+        assert!(!key.contains("sk-very-secret-value"), "{key}");
+        assert!(!key.contains("SCRIPTED_KEY"), "{key}");
+        let mut other = config.clone();
+        other
+            .env
+            .insert("SCRIPTED_KEY".into(), "sk-another-value".into());
+        assert_ne!(
+            verification_key("codex", program, &other),
+            Some(key.clone())
+        );
+        let mut model = config.clone();
+        model.model = Some("m".into());
+        assert_ne!(
+            verification_key("codex", program, &model),
+            Some(key.clone())
+        );
+        let mut args = config.clone();
+        args.args.push("--flag".into());
+        assert_ne!(verification_key("codex", program, &args), Some(key));
+        // A missing program has no key: the probe runs and says what is wrong.
+        assert_eq!(
+            verification_key("codex", "/nonexistent/agent", &config),
+            None
         );
     }
 }

@@ -747,6 +747,10 @@ impl Backend for ClaudeCodeBackend {
         }
     }
 
+    fn verification_key(&self) -> Option<String> {
+        crate::agent_program::verification_key("claude-code", self.program(), &self.config)
+    }
+
     async fn verify(&self) -> Verification {
         let program = self.program();
         let env: &BTreeMap<String, String> = &self.config.env;

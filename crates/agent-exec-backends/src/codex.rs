@@ -500,6 +500,10 @@ impl Backend for CodexBackend {
         }
     }
 
+    fn verification_key(&self) -> Option<String> {
+        crate::agent_program::verification_key("codex", self.program(), &self.config)
+    }
+
     async fn verify(&self) -> Verification {
         let program = self.program();
         let env = &self.config.env;

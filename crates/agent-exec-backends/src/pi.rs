@@ -1105,6 +1105,10 @@ impl Backend for PiBackend {
         }
     }
 
+    fn verification_key(&self) -> Option<String> {
+        crate::agent_program::verification_key("agent-native", self.program(), &self.config)
+    }
+
     async fn verify(&self) -> Verification {
         let program = self.program();
         let name = &self.config.name;

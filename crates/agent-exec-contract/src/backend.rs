@@ -29,6 +29,15 @@ pub trait Backend: Send + Sync {
     /// and reports which declared capabilities are verified. Must not run an agent.
     async fn verify(&self) -> Verification;
 
+    /// A fingerprint of everything [`Backend::verify`] depends on (program file,
+    /// configuration, adapter version), for a [`crate::VerificationCache`]: while the
+    /// key is unchanged, a past clean verification stands for a new probe. `None`
+    /// (the default): never cached, every process probes. The key may be stored in
+    /// clear, so it must hold no credential: hash anything secret.
+    fn verification_key(&self) -> Option<String> {
+        None
+    }
+
     /// Runs one attempt of `request`.
     async fn execute(&self, request: &ContractRequest, ctx: ExecutionContext) -> ContractResult;
 }

@@ -58,7 +58,10 @@ pub mod wire;
 pub use backend::{Backend, CancelCause, Cancellation, EventSink, ExecutionContext, Verification};
 pub use error::{CANCEL_REQUESTED, Error, ErrorCode, SideEffects};
 pub use journal::{AttemptState, JournalError, JournalHook, PriorAttempts};
-pub use resolver::{AGENT_NATIVE, Alias, PI_NATIVE_ALIAS, Registry, ResolveError, Resolved};
+pub use resolver::{
+    AGENT_NATIVE, Alias, CacheMode, PI_NATIVE_ALIAS, Registry, ResolveError, Resolved,
+    VerificationCache,
+};
 pub use types::{
     BackendDescriptor, Capability, ContractBudget, ContractRequest, ContractResult, Event,
     EventKind, Message, Outcome, SessionScope, ToolPolicy, Usage, WorkspaceHandle,

@@ -4,6 +4,17 @@
 //! Invariants: an unknown name is an error, never a fallback to a stub; a required
 //! capability counts only if the backend's probe verified it; a deprecated alias
 //! resolves but comes back with a warning for the caller to show.
+//!
+//! Verification cache: probing an agent program costs a process start (hundreds of
+//! milliseconds for a Node launcher or an ACP handshake), paid by every short-lived
+//! process before its first run. A [`VerificationCache`] port lets a past *clean*
+//! probe stand in while the backend's [`Backend::verification_key`] is unchanged.
+//! Invariants: only a verification without problems is stored (a failure is always
+//! re-probed, so a fix shows at once); the key is taken *before* the probe, so a
+//! program replaced mid-probe leaves its result under the old key, which the next
+//! lookup misses; a cached answer is still cut down to the declared capabilities.
+//! Expiry and storage are the port's business (the CLI keeps one JSON file per
+//! backend for 24 h).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -26,6 +37,24 @@ pub struct Alias {
     pub deprecated: bool,
 }
 
+/// Where past clean verifications are kept across processes. Implementations never
+/// fail: an unreadable or corrupt entry is a miss, a failed write is dropped.
+pub trait VerificationCache: Send + Sync {
+    /// The verification stored for `backend` under exactly `key`, if still fresh.
+    fn get(&self, backend: &str, key: &str) -> Option<Verification>;
+    /// Stores `verification` for `backend` under `key`, replacing any older entry.
+    fn put(&self, backend: &str, key: &str, verification: &Verification);
+}
+
+/// How a [`Registry`] uses its [`VerificationCache`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CacheMode {
+    /// Take a cached verification when the key matches; probe and store otherwise.
+    Use,
+    /// Always probe, and store a clean result (`agent-exec backends --verify`).
+    Refresh,
+}
+
 struct Entry {
     backend: Arc<dyn Backend>,
     verification: OnceCell<Verification>,
@@ -35,6 +64,7 @@ struct Entry {
 pub struct Registry {
     entries: BTreeMap<String, Entry>,
     aliases: BTreeMap<String, Alias>,
+    cache: Option<(Arc<dyn VerificationCache>, CacheMode)>,
 }
 
 /// A backend picked by [`Registry::resolve`].
@@ -102,6 +132,7 @@ impl Registry {
         Registry {
             entries: BTreeMap::new(),
             aliases,
+            cache: None,
         }
     }
 
@@ -119,6 +150,12 @@ impl Registry {
             },
         );
         Ok(())
+    }
+
+    /// Consults `cache` before probing a backend that has a
+    /// [`Backend::verification_key`], as `mode` says.
+    pub fn set_verification_cache(&mut self, cache: Arc<dyn VerificationCache>, mode: CacheMode) {
+        self.cache = Some((cache, mode));
     }
 
     /// Adds an alias. A later registration of a backend with the alias's name is
@@ -176,7 +213,8 @@ impl Registry {
         Ok((canonical, warning))
     }
 
-    /// The probe result of `name`, running the probe once and caching it.
+    /// The probe result of `name`, running the probe (or taking it from the
+    /// verification cache) once per registry.
     pub async fn verification(&self, name: &str) -> Result<Verification, ResolveError> {
         let (canonical, _) = self.canonical(name)?;
         let entry = self
@@ -188,7 +226,7 @@ impl Registry {
             })?;
         let verification = entry
             .verification
-            .get_or_init(|| async { verified_subset(entry.backend.as_ref()).await })
+            .get_or_init(|| self.probe_or_cached(&canonical, entry.backend.as_ref()))
             .await;
         Ok(verification.clone())
     }
@@ -228,6 +266,31 @@ impl Registry {
             deprecation_warning,
             verification,
         })
+    }
+}
+
+impl Registry {
+    async fn probe_or_cached(&self, canonical: &str, backend: &dyn Backend) -> Verification {
+        // The key before the probe: see the module doc.
+        let cache = self
+            .cache
+            .as_ref()
+            .and_then(|(cache, mode)| Some((cache, *mode, backend.verification_key()?)));
+        if let Some((cache, CacheMode::Use, key)) = &cache
+            && let Some(mut cached) = cache.get(canonical, key)
+            && cached.problems.is_empty()
+        {
+            let declared = backend.descriptor().capabilities;
+            cached.verified.retain(|c| declared.contains(c));
+            return cached;
+        }
+        let verification = verified_subset(backend).await;
+        if let Some((cache, _, key)) = &cache
+            && verification.problems.is_empty()
+        {
+            cache.put(canonical, key, &verification);
+        }
+        verification
     }
 }
 

@@ -31,7 +31,9 @@ struct BackendView {
 
 pub async fn backends(args: &Args, b: &BackendsArgs) -> anyhow::Result<u8> {
     let config = Config::discover(args.config.as_deref())?;
-    let registry = config.registry()?;
+    let mut registry = config.registry()?;
+    // `--verify` always probes, and leaves the fresh result for later runs.
+    crate::verified::attach(&mut registry, agent_exec_contract::CacheMode::Refresh);
     let mut views = Vec::new();
     for name in registry.names() {
         let Some(descriptor) = registry.descriptor(&name) else {

@@ -12,6 +12,7 @@ mod cli;
 mod duration;
 mod listing;
 mod run;
+mod verified;
 
 use std::process::ExitCode;
 

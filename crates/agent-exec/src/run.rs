@@ -90,7 +90,8 @@ pub async fn run(args: &Args, run: &RunArgs) -> anyhow::Result<u8> {
         tracing::warn!(%e, "cannot become a child subreaper; orphaned processes may escape");
     }
     let config = Config::discover(args.config.as_deref())?;
-    let registry = config.registry()?;
+    let mut registry = config.registry()?;
+    crate::verified::attach(&mut registry, agent_exec_contract::CacheMode::Use);
 
     let prompt = match (&run.prompt, &run.prompt_file) {
         (Some(text), _) => text.clone(),

@@ -114,6 +114,10 @@ impl Backend for AcpBackend {
         }
     }
 
+    fn verification_key(&self) -> Option<String> {
+        crate::agent_program::verification_key("acp", &self.program().ok()?, &self.config)
+    }
+
     async fn verify(&self) -> Verification {
         let program = match self.program() {
             Ok(program) => program,

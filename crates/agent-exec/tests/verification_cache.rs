@@ -1,0 +1,164 @@
+//! The verification cache through the binary, with the real codex CLI behind a wrapper
+//! that logs every start: `run` probes once, later `run`s take the cached probe, a
+//! touched program is probed again, `backends --verify` always probes.
+//!
+//! The runs ask for a capability codex does not declare (`resume`), so each stops
+//! right after resolution — verification is all they do, and no model is called.
+#![allow(clippy::unwrap_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The installed codex, or a panic saying how to install it.
+fn codex_program() -> PathBuf {
+    let bin = std::env::var_os("AGENT_EXEC_NPM_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            let peers = std::env::var_os("PEERS_DIR").map_or_else(
+                || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/peers"),
+                PathBuf::from,
+            );
+            peers.join("npm/node_modules/.bin")
+        });
+    let program = bin.join("codex");
+    assert!(
+        program.exists(),
+        "the codex CLI (npm @openai/codex) is not installed at {}: run scripts/test.sh",
+        program.display()
+    );
+    program
+}
+
+struct Sandbox {
+    dir: tempfile::TempDir,
+}
+
+impl Sandbox {
+    fn new() -> Sandbox {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("ws")).unwrap();
+        std::fs::create_dir_all(root.join("home")).unwrap();
+        let wrapper = root.join("codex-wrapper");
+        std::fs::write(
+            &wrapper,
+            format!(
+                "#!/bin/sh\necho \"$*\" >> '{}'\nexec '{}' \"$@\"\n",
+                root.join("starts.log").display(),
+                codex_program().display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::write(
+            root.join("config.toml"),
+            format!(
+                "[backends.codex]\nkind = \"codex\"\nprogram = \"{}\"\nenv = {{ CODEX_HOME = \"{}\" }}\n",
+                wrapper.display(),
+                root.join("home").display()
+            ),
+        )
+        .unwrap();
+        Sandbox { dir }
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    fn agent_exec(&self, args: &[&str]) -> std::process::Output {
+        Command::new(assert_cmd::cargo::cargo_bin!("agent-exec"))
+            .env_remove("AGENT_EXEC_CONFIG")
+            .env("HOME", self.path("home"))
+            .env("XDG_CONFIG_HOME", self.path("xdg-config"))
+            .env("XDG_STATE_HOME", self.path("xdg-state"))
+            .arg("--config")
+            .arg(self.path("config.toml"))
+            .arg("--journal")
+            .arg(self.path("journal.sqlite3"))
+            .args(args)
+            .output()
+            .unwrap()
+    }
+
+    /// A run that verifies codex and stops at resolution (codex has no `resume`).
+    fn run(&self) {
+        let ws = self.path("ws");
+        let out = self.agent_exec(&[
+            "run",
+            "--backend",
+            "codex",
+            "--prompt",
+            "x",
+            "--require",
+            "resume",
+            "--workspace",
+            ws.to_str().unwrap(),
+        ]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(
+            stderr.contains("lacks verified capabilities: resume"),
+            "not refused for `resume` alone (did the probe fail?): {stderr}"
+        );
+    }
+
+    /// How many times the program was started.
+    fn starts(&self) -> usize {
+        std::fs::read_to_string(self.path("starts.log"))
+            .unwrap_or_default()
+            .lines()
+            .count()
+    }
+}
+
+#[test]
+fn the_second_run_takes_the_cached_probe_until_the_program_changes() {
+    let sandbox = Sandbox::new();
+    sandbox.run();
+    let per_probe = sandbox.starts();
+    assert!(per_probe >= 1, "the first run did not probe");
+    let cached = sandbox.path("xdg-state/agent-exec/verified/codex.json");
+    let text = std::fs::read_to_string(&cached).unwrap();
+    assert!(
+        !text.contains(&*sandbox.path("home").to_string_lossy()),
+        "env value in clear: {text}"
+    );
+
+    sandbox.run();
+    sandbox.run();
+    assert_eq!(sandbox.starts(), per_probe, "a later run probed again");
+
+    // An upgrade in place: the program's mtime moves, the key changes, the run probes.
+    let wrapper = std::fs::File::options()
+        .append(true)
+        .open(sandbox.path("codex-wrapper"))
+        .unwrap();
+    wrapper
+        .set_modified(std::time::SystemTime::now() + std::time::Duration::from_secs(2))
+        .unwrap();
+    drop(wrapper);
+    sandbox.run();
+    assert_eq!(
+        sandbox.starts(),
+        2 * per_probe,
+        "a touched program was not probed"
+    );
+
+    // `backends --verify` always probes (and refreshes the entry).
+    let out = sandbox.agent_exec(&["backends", "--verify", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(sandbox.starts(), 3 * per_probe);
+    sandbox.run();
+    assert_eq!(sandbox.starts(), 3 * per_probe);
+
+    // A corrupt entry is a miss, not an error.
+    std::fs::write(&cached, b"{\"key\": ").unwrap();
+    sandbox.run();
+    assert_eq!(sandbox.starts(), 4 * per_probe);
+}
