@@ -23,6 +23,8 @@ pub struct Args {
 }
 
 #[derive(Debug, Subcommand)]
+// Parsed once per process: the size of the largest variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum Command {
     /// Run one execution and print its result.
     Run(RunArgs),
@@ -60,6 +62,15 @@ pub struct RunArgs {
     /// Required capabilities, comma-separated (text, files, stream, tools, cancel, resume, usage, structured-output).
     #[arg(long, value_name = "CAPS", value_delimiter = ',')]
     pub require: Vec<String>,
+    /// Tool profile for the agent (the request's `tool_policy.profile`): `reasoning` (no
+    /// tools; the default when nothing is given), `workspace` (the agent's own tools),
+    /// or a backend-specific profile. A profile the backend does not know is refused.
+    #[arg(long, value_name = "PROFILE")]
+    pub tool_profile: Option<String>,
+    /// Allow exactly these tools (the request's `tool_policy.allowlist`), comma-separated
+    /// or repeated; names are the agent's own (e.g. codex `exec_command`, Claude Code `Write`, pi `bash`).
+    #[arg(long = "allow-tool", value_name = "NAME", value_delimiter = ',')]
+    pub allow_tools: Vec<String>,
     /// Execution id (reuse one to retry a step under the same id, deadline and budget). Default: a new UUIDv7.
     #[arg(long, value_name = "ID")]
     pub execution_id: Option<String>,

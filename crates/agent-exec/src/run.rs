@@ -6,7 +6,7 @@ use std::sync::Arc;
 use agent_exec_backends::config::Config;
 use agent_exec_contract::{
     CancelCause, Cancellation, Capability, ContractBudget, ContractRequest, ContractResult,
-    EventSink, Outcome, WorkspaceHandle,
+    EventSink, Outcome, ToolPolicy, WorkspaceHandle,
 };
 use agent_exec_journal::{Journal, JournalLocation};
 use agent_exec_runtime::{RunOptions, Runtime};
@@ -90,6 +90,9 @@ pub async fn run(args: &Args, run: &RunArgs) -> anyhow::Result<u8> {
         tracing::warn!(%e, "cannot become a child subreaper; orphaned processes may escape");
     }
     let config = Config::discover(args.config.as_deref())?;
+    for warning in &config.warnings {
+        eprintln!("agent-exec: warning: {warning}");
+    }
     let mut registry = config.registry()?;
     crate::verified::attach(&mut registry, agent_exec_contract::CacheMode::Use);
 
@@ -138,6 +141,10 @@ pub async fn run(args: &Args, run: &RunArgs) -> anyhow::Result<u8> {
             ..Default::default()
         },
         required: required.clone(),
+        tool_policy: ToolPolicy {
+            profile: run.tool_profile.clone().unwrap_or_default(),
+            allowlist: run.allow_tools.clone(),
+        },
         ..Default::default()
     };
 

@@ -162,3 +162,46 @@ fn the_second_run_takes_the_cached_probe_until_the_program_changes() {
     sandbox.run();
     assert_eq!(sandbox.starts(), 4 * per_probe);
 }
+
+/// `--tool-profile` and `--allow-tool` reach the backend as the request's ToolPolicy:
+/// a profile or a tool codex cannot enforce is refused before codex runs (only the
+/// verification probe starts it).
+#[test]
+fn tool_policy_flags_reach_the_backend_and_unknown_ones_are_refused_before_start() {
+    let sandbox = Sandbox::new();
+    sandbox.run();
+    let probes = sandbox.starts();
+    let ws = sandbox.path("ws");
+    for policy in [
+        ["--tool-profile", "telepathy"],
+        ["--allow-tool", "exec_command,teleport"],
+    ] {
+        let mut args = vec![
+            "run",
+            "--backend",
+            "codex",
+            "--prompt",
+            "x",
+            "--json",
+            "--workspace",
+            ws.to_str().unwrap(),
+        ];
+        args.extend(policy);
+        let out = sandbox.agent_exec(&args);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(1), "{stdout}");
+        let result: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(result["outcome"], "failed", "{result}");
+        assert_eq!(result["err"]["code"], "agent.tool_rejected", "{result}");
+        let bad = policy[1].rsplit(',').next().unwrap();
+        assert!(
+            result["err"]["reason"].as_str().unwrap().contains(bad),
+            "{result}"
+        );
+    }
+    assert_eq!(
+        sandbox.starts(),
+        probes,
+        "codex was started for a refused policy"
+    );
+}
