@@ -37,7 +37,7 @@ use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
 use agent_exec_contract::{
-    CANCEL_REQUESTED, Cancellation, ContractResult, Error, ErrorCode, Event, EventKind,
+    CANCEL_REQUESTED, Cancellation, Capability, ContractResult, Error, ErrorCode, Event, EventKind,
     ExecutionContext, Outcome, SideEffects, Usage,
 };
 use agent_exec_runtime::cause_code;
@@ -182,6 +182,27 @@ impl ProgramConfig {
             grace: Duration::from_millis(self.grace_ms),
             exit_after_result: Duration::from_millis(self.exit_after_result_ms),
         }
+    }
+}
+
+/// What an agent-CLI backend declares; each proves them in its `verify`.
+pub const AGENT_CLI_CAPABILITIES: [Capability; 6] = [
+    Capability::Text,
+    Capability::Files,
+    Capability::Stream,
+    Capability::Tools,
+    Capability::Cancel,
+    Capability::Usage,
+];
+
+/// `KIND/<this crate's version>`, then the program's own version in parentheses when
+/// the probe found it: what `adapter_version` says of an agent-CLI backend.
+pub fn adapter_version(kind: &str, program_version: &str) -> String {
+    let ours = format!("{kind}/{}", env!("CARGO_PKG_VERSION"));
+    if program_version.is_empty() {
+        ours
+    } else {
+        format!("{ours} ({program_version})")
     }
 }
 

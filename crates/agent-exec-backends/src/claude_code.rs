@@ -664,14 +664,7 @@ impl ClaudeCodeBackend {
     }
 
     fn declared() -> Vec<Capability> {
-        vec![
-            Capability::Text,
-            Capability::Files,
-            Capability::Stream,
-            Capability::Tools,
-            Capability::Cancel,
-            Capability::Usage,
-        ]
+        crate::agent_program::AGENT_CLI_CAPABILITIES.to_vec()
     }
 
     /// How `request` is run: program, argv, stdin, working directory. Refuses a tool

@@ -337,23 +337,11 @@ impl CodexBackend {
     }
 
     fn declared() -> Vec<Capability> {
-        vec![
-            Capability::Text,
-            Capability::Files,
-            Capability::Stream,
-            Capability::Tools,
-            Capability::Cancel,
-            Capability::Usage,
-        ]
+        crate::agent_program::AGENT_CLI_CAPABILITIES.to_vec()
     }
 
     fn adapter_version(program_version: &str) -> String {
-        let ours = format!("codex/{}", env!("CARGO_PKG_VERSION"));
-        if program_version.is_empty() {
-            ours
-        } else {
-            format!("{ours} ({program_version})")
-        }
+        crate::agent_program::adapter_version(KIND, program_version)
     }
 
     /// The kind's own arguments: [`EXEC_FLAGS`], the model, the tool policy

@@ -843,23 +843,16 @@ impl PiBackend {
     }
 
     fn declared() -> Vec<Capability> {
-        vec![
-            Capability::Text,
-            Capability::Files,
-            Capability::Stream,
-            Capability::Tools,
-            Capability::Cancel,
-            Capability::Usage,
-        ]
+        crate::agent_program::AGENT_CLI_CAPABILITIES.to_vec()
     }
 
     fn adapter_version(program_version: &str) -> String {
-        let ours = format!("agent-native/{}", env!("CARGO_PKG_VERSION"));
-        if program_version.is_empty() {
-            ours
+        let program = if program_version.is_empty() {
+            String::new()
         } else {
-            format!("{ours} (pi {program_version})")
-        }
+            format!("pi {program_version}")
+        };
+        crate::agent_program::adapter_version(KIND, &program)
     }
 
     /// The kind's own arguments: [`JSON_MODE_FLAGS`], the model, the tool flags from

@@ -9,6 +9,10 @@
 //! with what to run.
 #![allow(clippy::unwrap_used)]
 
+mod agents;
+
+use agent_exec_backends::agent_program::AGENT_CLI_CAPABILITIES;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,19 +28,7 @@ use model_script::{Script, ScriptedServer, Turn};
 
 /// The codex-acp program, or a panic saying how to install it.
 fn codex_acp_program() -> PathBuf {
-    let bin = std::env::var_os("AGENT_EXEC_NPM_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/peers/npm/node_modules/.bin")
-        });
-    let program = bin.join("codex-acp");
-    assert!(
-        program.exists(),
-        "the real codex-acp is missing at {}: npm package @zed-industries/codex-acp; run \
-         scripts/test.sh (scripts/setup.d/40-agent-clis.sh installs it)",
-        program.display()
-    );
-    program
+    agents::npm_program("codex-acp", "@zed-industries/codex-acp")
 }
 
 /// The dummy credential codex sends to the scripted server.
@@ -103,22 +95,7 @@ impl Rig {
     }
 
     fn resolved(&self) -> Resolved {
-        Resolved {
-            backend: self.backend.clone(),
-            name: KIND.into(),
-            deprecation_warning: None,
-            verification: agent_exec_contract::Verification {
-                verified: vec![
-                    Capability::Text,
-                    Capability::Files,
-                    Capability::Stream,
-                    Capability::Tools,
-                    Capability::Cancel,
-                    Capability::Usage,
-                ],
-                ..Default::default()
-            },
-        }
+        agents::resolved(self.backend.clone(), KIND, &AGENT_CLI_CAPABILITIES)
     }
 
     /// Runs `request` through the runtime; `during` gets the cancellation while it runs.

@@ -4,6 +4,8 @@
 //! are real; only the model's words are scripted.
 #![allow(clippy::unwrap_used)]
 
+mod agents;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,18 +23,7 @@ use serde_json::json;
 
 /// The `claude` program installed by scripts/setup.d/40-agent-clis.sh.
 fn claude_program() -> PathBuf {
-    let bin = std::env::var_os("AGENT_EXEC_NPM_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/peers/npm/node_modules/.bin")
-        });
-    let program = bin.join("claude");
-    assert!(
-        program.exists(),
-        "the real Claude Code is missing at {}: npm package @anthropic-ai/claude-code; run scripts/test.sh (it installs it)",
-        program.display()
-    );
-    program
+    agents::npm_program("claude", "@anthropic-ai/claude-code")
 }
 
 /// A run's surroundings: a workspace, a private HOME, a scripted server.

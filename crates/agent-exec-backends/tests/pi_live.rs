@@ -8,6 +8,8 @@
 //! `record_streams` (ignored) re-records `tests/data/pi-*.jsonl`.
 #![allow(clippy::unwrap_used)]
 
+mod agents;
+
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -25,22 +27,7 @@ use serde_json::json;
 
 /// The installed `pi`, or a panic saying how to install it.
 fn pi_program() -> PathBuf {
-    let bin = std::env::var_os("AGENT_EXEC_NPM_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            let peers = std::env::var_os("PEERS_DIR").map_or_else(
-                || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/peers"),
-                PathBuf::from,
-            );
-            peers.join("npm/node_modules/.bin")
-        });
-    let program = bin.join("pi");
-    assert!(
-        program.exists(),
-        "the pi coding agent (npm @mariozechner/pi-coding-agent) is not installed at {}: run scripts/test.sh",
-        program.display()
-    );
-    program
+    agents::npm_program("pi", "@mariozechner/pi-coding-agent")
 }
 
 /// A scripted server, pi's configuration pointing at it, and a workspace.
