@@ -206,6 +206,28 @@ pub fn adapter_version(kind: &str, program_version: &str) -> String {
     }
 }
 
+/// The prompt an agent CLI reads on stdin: prior `context` as a transcript, the
+/// prompt, then the deliverables to write (the programs take one prompt, not a
+/// message list).
+pub fn render_prompt(request: &agent_exec_contract::ContractRequest) -> String {
+    let mut prompt = String::new();
+    if !request.context.is_empty() {
+        prompt.push_str("Conversation so far:\n");
+        for message in &request.context {
+            prompt.push_str(&format!("[{}] {}\n", message.role, message.content));
+        }
+        prompt.push('\n');
+    }
+    prompt.push_str(&request.prompt);
+    if !request.targets.is_empty() {
+        prompt.push_str("\n\nWrite these files (paths relative to the working directory):\n");
+        for target in &request.targets {
+            prompt.push_str(&format!("- {target}\n"));
+        }
+    }
+    prompt
+}
+
 /// How the process part ended, before settling.
 enum Ending {
     Exited(std::io::Result<ExitStatus>),

@@ -699,7 +699,7 @@ impl ClaudeCodeBackend {
         }
         // The same rendering as codex: prior `context` as a transcript above the
         // prompt, the deliverables to write below it.
-        let prompt = crate::codex::render_prompt(request);
+        let prompt = crate::agent_program::render_prompt(request);
         Ok(self.config.agent_run(
             self.program(),
             args,

@@ -17,7 +17,7 @@
 //!   the *last* `agent_message`; the result is final only on `turn.completed` (usage
 //!   summed over the turn's model calls, as codex reports it) or `turn.failed`.
 //! * [`CodexBackend`] is the argv ([`CodexBackend::kind_args`], [`tool_args`]), the
-//!   prompt ([`render_prompt`]) and [`Backend::verify`].
+//!   prompt ([`crate::agent_program::render_prompt`]) and [`Backend::verify`].
 //!
 //! Decisions:
 //! * A top-level `error` line is *not* final: codex also uses it for notices it
@@ -443,27 +443,6 @@ pub fn tool_args(policy: &ToolPolicy) -> Result<Vec<String>, String> {
     Ok(args)
 }
 
-/// The prompt codex sees: prior `context` as a transcript, the prompt, then the
-/// deliverables to write.
-pub fn render_prompt(request: &ContractRequest) -> String {
-    let mut prompt = String::new();
-    if !request.context.is_empty() {
-        prompt.push_str("Conversation so far:\n");
-        for message in &request.context {
-            prompt.push_str(&format!("[{}] {}\n", message.role, message.content));
-        }
-        prompt.push('\n');
-    }
-    prompt.push_str(&request.prompt);
-    if !request.targets.is_empty() {
-        prompt.push_str("\n\nWrite these files (paths relative to the working directory):\n");
-        for target in &request.targets {
-            prompt.push_str(&format!("- {target}\n"));
-        }
-    }
-    prompt
-}
-
 /// `codex-cli 0.171.0` (or `codex-cli-exec 0.171.0`, from `codex exec --version`) →
 /// `0.171.0`.
 pub fn parse_version(output: &str) -> Option<&str> {
@@ -595,7 +574,7 @@ impl Backend for CodexBackend {
             self.program(),
             kind_args,
             vec!["-".into()],
-            Some(render_prompt(request).into_bytes()),
+            Some(crate::agent_program::render_prompt(request).into_bytes()),
             &request.workspace.root,
         );
         let ours: BTreeMap<String, String> = [
@@ -777,13 +756,13 @@ mod tests {
             prompt: "fix it".into(),
             ..ContractRequest::default()
         };
-        assert_eq!(render_prompt(&request), "fix it");
+        assert_eq!(crate::agent_program::render_prompt(&request), "fix it");
         request.context = vec![agent_exec_contract::Message {
             role: "user".into(),
             content: "earlier".into(),
         }];
         request.targets = vec!["out.md".into()];
-        let prompt = render_prompt(&request);
+        let prompt = crate::agent_program::render_prompt(&request);
         assert!(
             prompt.starts_with("Conversation so far:\n[user] earlier\n"),
             "{prompt}"

@@ -898,27 +898,6 @@ impl PiBackend {
     }
 }
 
-/// The prompt pi reads on stdin: prior `context` as a transcript, the prompt, then
-/// the deliverables to write.
-pub fn render_prompt(request: &ContractRequest) -> String {
-    let mut prompt = String::new();
-    if !request.context.is_empty() {
-        prompt.push_str("Conversation so far:\n");
-        for message in &request.context {
-            prompt.push_str(&format!("[{}] {}\n", message.role, message.content));
-        }
-        prompt.push('\n');
-    }
-    prompt.push_str(&request.prompt);
-    if !request.targets.is_empty() {
-        prompt.push_str("\n\nWrite these files (paths relative to the working directory):\n");
-        for target in &request.targets {
-            prompt.push_str(&format!("- {target}\n"));
-        }
-    }
-    prompt
-}
-
 /// `0.73.1` (what `pi --version` prints) → `0.73.1`; anything not starting with
 /// `N.N` is `None`.
 pub fn parse_version(output: &str) -> Option<&str> {
@@ -1157,7 +1136,7 @@ impl Backend for PiBackend {
                 SideEffects::None,
             ));
         }
-        let prompt = render_prompt(request);
+        let prompt = crate::agent_program::render_prompt(request);
         if prompt.trim().is_empty() {
             // pi trims stdin and does nothing with an empty prompt.
             return ContractResult::failed(Error::new(
@@ -1533,7 +1512,7 @@ mod tests {
             content: "earlier".into(),
         }];
         request.targets = vec!["out.txt".into()];
-        let prompt = render_prompt(&request);
+        let prompt = crate::agent_program::render_prompt(&request);
         assert!(prompt.starts_with("Conversation so far:\n[user] earlier\n\n@notes.md -v"));
         assert!(prompt.ends_with("- out.txt\n"));
     }

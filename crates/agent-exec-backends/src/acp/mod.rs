@@ -19,7 +19,7 @@
 //! 4. on cancellation: `session/cancel`, up to the grace period for the agent's
 //!    `cancelled` answer, then the tree is terminated; `canceled` only when it is
 //!    confirmed gone;
-//! 5. the prompt's stop reason is settled with how the tree ended ([`session`]).
+//! 5. the prompt's stop reason is settled with how the tree ended (`session.rs`).
 //!
 //! Config (`[backends.NAME] kind = "acp"`, a [`ProgramConfig`]): `program` is required
 //! (there is no default ACP agent); `args` and `env` are passed on; `model` is not sent
