@@ -1,6 +1,6 @@
 //! The `claude-code` backend: Claude Code run headless,
 //! `claude -p --output-format stream-json --verbose`, driven through
-//! [`agent_program::drive`](crate::agent_program::drive).
+//! [`crate::agent_program::drive`].
 //!
 //! ## The stream
 //! One JSON object a line: a `system` line (`subtype: "init"`: session id, model,

@@ -692,7 +692,7 @@ const TRANSIENT_WORDS: [&str; 27] = [
 /// refusal ([`ErrorCode::ProviderRejected`]). An HTTP status at the start of the
 /// message (`401 Incorrect API key…`, as the provider SDKs write it) decides: 408,
 /// 429 and 5xx are transient, other statuses are refusals. Otherwise the words pi
-/// itself retries on ([`TRANSIENT_WORDS`]) mean transient; anything else is a refusal.
+/// itself retries on (`TRANSIENT_WORDS`) mean transient; anything else is a refusal.
 pub fn classify(message: &str) -> ErrorCode {
     let status = message
         .get(..3)
