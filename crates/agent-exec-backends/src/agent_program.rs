@@ -228,6 +228,16 @@ pub fn render_prompt(request: &agent_exec_contract::ContractRequest) -> String {
     prompt
 }
 
+/// Verifies `Cancel` for a backend that runs a process tree: whole-tree cancellation
+/// needs `/proc` to find the tree, so without it `Cancel` is a problem, not a claim.
+pub fn verify_cancel(verified: &mut Vec<Capability>, problems: &mut Vec<String>) {
+    if agent_exec_runtime::procfs::stat(std::process::id() as i32).is_some() {
+        verified.push(Capability::Cancel);
+    } else {
+        problems.push("cancel: /proc is not readable, process trees cannot be found".into());
+    }
+}
+
 /// How the process part ended, before settling.
 enum Ending {
     Exited(std::io::Result<ExitStatus>),

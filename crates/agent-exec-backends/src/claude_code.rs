@@ -823,11 +823,7 @@ impl Backend for ClaudeCodeBackend {
                 "tools: `{program} --help` lists no `--tools`/`--strict-mcp-config`, so a tool policy cannot be enforced; upgrade @anthropic-ai/claude-code"
             ));
         }
-        if agent_exec_runtime::procfs::stat(std::process::id() as i32).is_some() {
-            verified.push(Capability::Cancel);
-        } else {
-            problems.push("cancel: /proc is not readable, process trees cannot be found".into());
-        }
+        crate::agent_program::verify_cancel(&mut verified, &mut problems);
         Verification {
             verified,
             adapter_version,

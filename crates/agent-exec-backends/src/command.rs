@@ -155,12 +155,7 @@ impl Backend for CommandBackend {
         }
         let mut verified = vec![Capability::Text, Capability::Files, Capability::Stream];
         let mut problems = Vec::new();
-        // Whole-tree cancellation needs /proc to find the tree.
-        if agent_exec_runtime::procfs::stat(std::process::id() as i32).is_some() {
-            verified.push(Capability::Cancel);
-        } else {
-            problems.push("cancel: /proc is not readable, process trees cannot be found".into());
-        }
+        crate::agent_program::verify_cancel(&mut verified, &mut problems);
         Verification {
             verified,
             adapter_version: format!("command/{}", env!("CARGO_PKG_VERSION")),

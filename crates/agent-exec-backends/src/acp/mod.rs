@@ -140,11 +140,7 @@ impl Backend for AcpBackend {
              not verifiable without a model turn"
                 .to_owned(),
         ];
-        if agent_exec_runtime::procfs::stat(std::process::id() as i32).is_some() {
-            verified.push(Capability::Cancel);
-        } else {
-            problems.push("cancel: /proc is not readable, process trees cannot be found".into());
-        }
+        crate::agent_program::verify_cancel(&mut verified, &mut problems);
         Verification {
             verified,
             adapter_version: format!("{} {agent}", Self::adapter_version()),
