@@ -36,6 +36,9 @@ serve="$target/release/examples/model_script_serve"
 # Not under /tmp: codex refuses to set up its helper binaries in a CODEX_HOME there.
 mkdir -p "$target/tmp"
 work=$(mktemp -d -p "$target/tmp" bench-agents.XXXXXX)
+# The verification cache (and anything else agent-exec keeps) stays in this run's folder:
+# the first agent-exec run probes, the rest take the cache, as for a user.
+export XDG_STATE_HOME="$work/state"
 coproc SERVER { "$serve"; }
 server_pid=$SERVER_PID
 server_in=${SERVER[1]}
