@@ -28,7 +28,6 @@
 //!   that needs a different answer writes a different script.
 //! * No authentication check: any key is accepted (and recorded, so a test can check
 //!   what was sent).
-#![allow(clippy::unwrap_used)]
 
 pub mod anthropic;
 pub mod chat;

@@ -58,10 +58,18 @@ impl ScriptedServer {
                 .worker_threads(1)
                 .enable_all()
                 .build()
-                .unwrap();
+                .expect("model-script: cannot build its runtime");
             runtime.block_on(async move {
-                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-                tx.send(listener.local_addr().unwrap()).unwrap();
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+                    .await
+                    .expect("model-script: cannot bind a loopback port");
+                // The receiver waits in `start`; if it is gone there is nobody to serve.
+                let Ok(addr) = listener.local_addr() else {
+                    return;
+                };
+                if tx.send(addr).is_err() {
+                    return;
+                }
                 let app = axum::Router::new()
                     .route("/v1/responses", post(responses))
                     .route("/v1/chat/completions", post(chat))
@@ -70,10 +78,14 @@ impl ScriptedServer {
                     .route("/v1/models", get(models))
                     .fallback(fallback)
                     .with_state(state);
-                axum::serve(listener, app).await.unwrap();
+                if let Err(e) = axum::serve(listener, app).await {
+                    eprintln!("model-script: server stopped: {e}");
+                }
             });
         });
-        let addr = rx.recv().unwrap();
+        let addr = rx
+            .recv()
+            .expect("model-script: the server thread died before listening");
         ScriptedServer {
             base_url: format!("http://{addr}/v1"),
             origin: format!("http://{addr}"),
@@ -83,18 +95,26 @@ impl ScriptedServer {
 
     /// Every request received so far, in arrival order.
     pub fn requests(&self) -> Vec<Recorded> {
-        self.shared.requests.lock().unwrap().clone()
+        lock(&self.shared.requests).clone()
     }
 
     /// How many scripted turns have been served.
     pub fn turns_served(&self) -> usize {
-        *self.shared.served.lock().unwrap()
+        *lock(&self.shared.served)
     }
 
     /// How many requests came after the script ran out.
     pub fn requests_past_script(&self) -> usize {
-        *self.shared.exhausted.lock().unwrap()
+        *lock(&self.shared.exhausted)
     }
+}
+
+/// Locks `mutex`, going on after a panic elsewhere (the data is plain records and
+/// counters, still meaningful).
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl Shared {
@@ -104,7 +124,7 @@ impl Shared {
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
         let body = serde_json::from_slice(body).unwrap_or(serde_json::Value::Null);
-        self.requests.lock().unwrap().push(Recorded {
+        lock(&self.requests).push(Recorded {
             path: path.to_owned(),
             authorization,
             body,
@@ -113,10 +133,10 @@ impl Shared {
 
     /// The next turn and its number (1-based).
     fn next_turn(&self) -> (Turn, usize) {
-        let mut served = self.served.lock().unwrap();
-        let mut script = self.script.lock().unwrap();
+        let mut served = lock(&self.served);
+        let mut script = lock(&self.script);
         if script.is_empty() {
-            *self.exhausted.lock().unwrap() += 1;
+            *lock(&self.exhausted) += 1;
             return (Turn::text(EXHAUSTED_TEXT), *served + 1000);
         }
         *served += 1;

@@ -54,5 +54,10 @@ pub(crate) fn respond(body: Vec<Bytes>, tail: Vec<Bytes>, ending: Ending) -> Res
         .header("content-type", "text/event-stream")
         .header("cache-control", "no-cache")
         .body(Body::from_stream(stream))
-        .unwrap()
+        // Static, valid headers: the builder cannot fail; an empty 500 if it ever did.
+        .unwrap_or_else(|_| {
+            let mut response = Response::new(Body::empty());
+            *response.status_mut() = axum::http::StatusCode::INTERNAL_SERVER_ERROR;
+            response
+        })
 }
