@@ -384,13 +384,14 @@ async fn read_until_end(
                             return Ending::Exited(status);
                         }
                     }
-                    Ok(LineRead::TooLong) => {
+                    Ok(LineRead::TooLong { ended }) => {
                         if !skipping_long_line {
                             state.notes.push(format!(
                                 "a stdout line longer than {MAX_LINE} bytes was skipped"
                             ));
                         }
-                        skipping_long_line = true;
+                        // Until its newline, what follows is still that line.
+                        skipping_long_line = !ended;
                         line.clear();
                     }
                     Ok(LineRead::Line) => {
@@ -450,7 +451,10 @@ async fn sleep_until_or_never(deadline: Option<tokio::time::Instant>) {
 
 enum LineRead {
     Line,
-    TooLong,
+    /// [`MAX_LINE`] reached; `ended`: the line's newline was consumed too.
+    TooLong {
+        ended: bool,
+    },
     Eof,
 }
 
@@ -475,11 +479,12 @@ async fn read_bounded_line(
         let room = MAX_LINE.saturating_sub(line.len());
         line.extend_from_slice(available.get(..take.min(room)).unwrap_or_default());
         stdout.consume(take);
+        if take > room {
+            // Cut: never hand a parser the head of a line as if it were the whole.
+            return Ok(LineRead::TooLong { ended: done });
+        }
         if done {
             return Ok(LineRead::Line);
-        }
-        if line.len() >= MAX_LINE {
-            return Ok(LineRead::TooLong);
         }
     }
 }
@@ -899,6 +904,20 @@ mod tests {
             events.last().map(|e| e.kind.clone()),
             Some(EventKind::MessageEnd)
         );
+    }
+
+    #[tokio::test]
+    async fn an_overlong_line_is_skipped_whole_never_handed_over_cut() {
+        // The cap falls a few bytes before the newline, usually inside one read: a cut
+        // head (`fail xxx…`) reaching the parser would turn the run into a failure.
+        let (result, _) = drive_script(&format!(
+            "echo 'done after'; printf 'fail '; head -c {} /dev/zero | tr '\\0' x; echo; echo 'tool t'",
+            MAX_LINE + 10
+        ))
+        .await;
+        assert_eq!(result.outcome, Outcome::Succeeded, "{:?}", result.err);
+        assert_eq!(result.text, "after");
+        assert!(result.logs.contains("was skipped"), "{}", result.logs);
     }
 
     #[tokio::test]
