@@ -4,6 +4,8 @@
 //!
 //! Run: `scripts/bench-envreg-mcp.sh` (= `cargo bench -p envreg-mcp --bench roundtrip`).
 //! Target: `env_resolve` throughput at least half of `echo`'s.
+//! `ECHO_BYTES=N scripts/bench-envreg-mcp.sh` runs the same with an echo that carries
+//! N bytes each way (a control: what the bytes alone cost through the SDK).
 //!
 //! Not criterion: criterion reports means and medians, the issue asks for p99 and for
 //! whole-process throughput, so this is a small self-timed driver (`harness = false`).
@@ -537,7 +539,16 @@ fn main() {
         "serviceId": sample.service,
         "deploymentId": sample.deployment,
     });
-    let echo_args = json!({"text": "hello"});
+    // `ECHO_BYTES=N` makes the echo carry N bytes each way: a control that shows how
+    // much of a call's cost is the bytes themselves going through the SDK, whatever
+    // the tool does (the issue's floor is the default, a 5-byte echo).
+    let echo_args = match std::env::var("ECHO_BYTES")
+        .ok()
+        .and_then(|n| n.parse::<usize>().ok())
+    {
+        Some(n) => json!({"text": "x".repeat(n)}),
+        None => json!({"text": "hello"}),
+    };
     if !full {
         let mut client = StdioClient::start(dir.path());
         check(&client.round_trip("env_resolve", &resolve_args));
