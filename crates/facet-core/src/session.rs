@@ -124,7 +124,17 @@ impl Session {
         Ok(Change::Revoked(removed))
     }
 
-    /// Back to the session's own folder: no grants, no focus.
+    /// The agent's `reset`: every grant dropped. The focus stays: the user set it from
+    /// the panel, and dropping it would show the agent more than it saw before (a
+    /// focused top-level session would lose its facet altogether), which the widening
+    /// rule forbids to anything but an approved `add`.
+    pub fn reset_grants(&mut self) -> Change {
+        self.extras.clear();
+        Change::Reset
+    }
+
+    /// The user's reset from the panel: back to the session's own folder, no grants and
+    /// no focus.
     pub fn reset(&mut self) -> Change {
         self.extras.clear();
         self.focus = None;
@@ -132,12 +142,19 @@ impl Session {
     }
 
     /// Focus the session on `raw` (relative to `cwd`), which must be an existing
-    /// directory. Only the user's panel does this; the agent has no path to it.
+    /// directory inside the session's own folder (a focus narrows; a grant is how a
+    /// facet widens). Only the user's panel does this; the agent has no path to it.
     pub fn set_focus(&mut self, raw: &str, cwd: &Path) -> Result<Change, GrantError> {
         let root = containment::Root::new(cwd.join(raw)).map_err(|source| GrantError::Path {
             path: raw.to_string(),
             source,
         })?;
+        if !containment::is_within(root.path(), &self.directory) {
+            return Err(GrantError::NotNarrower {
+                path: raw.to_string(),
+                directory: self.directory.clone(),
+            });
+        }
         self.focus = Some(root.path().to_path_buf());
         Ok(Change::Focused(root.path().to_path_buf()))
     }
@@ -148,7 +165,7 @@ impl Session {
             FacetAction::Status => Ok(Change::Nothing),
             FacetAction::Add(paths) => self.grant(paths, cwd),
             FacetAction::Remove(paths) => self.revoke(paths, cwd),
-            FacetAction::Reset => Ok(self.reset()),
+            FacetAction::Reset => Ok(self.reset_grants()),
         }
     }
 }
@@ -178,7 +195,7 @@ pub enum Change {
     Granted(Vec<PathBuf>),
     /// These grants were removed.
     Revoked(Vec<PathBuf>),
-    /// Grants and focus cleared.
+    /// Grants cleared (and, from the panel, the focus).
     Reset,
     /// The facet now is this folder.
     Focused(PathBuf),
@@ -198,6 +215,14 @@ pub enum GrantError {
         #[source]
         source: containment::Error,
     },
+    /// A focus outside the session's own folder (a focus may only narrow).
+    #[error("cannot focus on {path}: a focus must be a folder inside the session's folder {}", directory.display())]
+    NotNarrower {
+        /// The path as written.
+        path: String,
+        /// The session's folder.
+        directory: PathBuf,
+    },
     /// The path starts with `~` but names another user's home, or the home is unknown.
     #[error("cannot place {path}: only `~` and `~/…` (this user's home) are understood")]
     Home {
@@ -215,7 +240,7 @@ pub enum FacetAction {
     Add(Vec<String>),
     /// Narrow: revoke these raw paths.
     Remove(Vec<String>),
-    /// Back to the session's own folder.
+    /// Drop every grant (the user's focus stays).
     Reset,
 }
 

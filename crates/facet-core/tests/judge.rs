@@ -455,14 +455,30 @@ fn grants_are_canonical_and_open_the_path() {
         read(&session, "../shared/types.rs"),
         Decision::Ask(_)
     ));
-    // Reset clears grants and focus.
+    // The agent's reset (the `facet` tool) drops grants but keeps the user's focus:
+    // it must never show the agent more than it saw.
     session
         .grant(&["../shared".to_string()], &t.room())
         .unwrap();
     session.set_focus("src", &t.room()).unwrap();
+    session.apply(&FacetAction::Reset, &t.room()).unwrap();
+    assert!(session.extras.is_empty());
+    assert_eq!(session.facet_root(), Some(t.p("w/proj/room/src").as_path()));
+    assert!(matches!(read(&session, "other.rs"), Decision::Ask(_)));
+    // The user's reset (the panel) clears grants and focus.
+    session
+        .grant(&["../shared".to_string()], &t.room())
+        .unwrap();
     session.reset();
     assert_eq!(session.facet_root(), Some(t.room().as_path()));
     assert!(session.extras.is_empty());
+    // A focus narrows: a folder outside the session's own is refused, nothing changes.
+    let error = session.set_focus("../shared", &t.room()).unwrap_err();
+    assert!(
+        error.to_string().contains("inside the session's folder"),
+        "{error}"
+    );
+    assert_eq!(session.focus, None);
     // A grant that cannot be resolved records nothing.
     assert!(
         session

@@ -209,7 +209,10 @@ fn render_line(call: &FacetAction, paths: &[RequestedPath]) -> String {
         Action::Status => "facet: status".to_owned(),
         Action::Add => format!("facet: grant {list} (recorded by the hook)"),
         Action::Remove => format!("facet: revoke {list} (recorded by the hook)"),
-        Action::Reset => "facet: reset to the session's folder (recorded by the hook)".to_owned(),
+        Action::Reset => {
+            "facet: every grant dropped; a focus the user set stays (recorded by the hook)"
+                .to_owned()
+        }
     }
 }
 

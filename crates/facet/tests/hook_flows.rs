@@ -140,6 +140,51 @@ fn an_approved_facet_add_is_recorded_by_the_hook_for_that_session() {
 }
 
 #[test]
+fn the_agents_reset_never_drops_the_users_focus() {
+    // A session started at the project's top level has no facet until the user
+    // focuses it; the agent's `reset` must not take that focus away (it would turn the
+    // guard off), while the user's own reset may.
+    let tree = Tree::new();
+    let top = tree.path("project");
+    let secret = json!({"file_path": "src/other/secret.txt"});
+    tree.hook(&[], &session_event("top", &top, "SessionStart"));
+    tree.hook(&[], &pre_tool_use("top", &top, "Read", secret.clone()))
+        .assert_no_opinion("unscoped before the focus");
+    let run = tree.panel(&["focus", "src/room", "--session", "top"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let outside_focus = |tree: &Tree| {
+        tree.hook(&[], &pre_tool_use("top", &top, "Read", secret.clone()))
+            .decision()
+            .map(|(decision, _)| decision)
+    };
+    assert_eq!(outside_focus(&tree).as_deref(), Some("ask"));
+
+    let reset = json!({"action": "reset"});
+    tree.hook(&[], &pre_tool_use("top", &top, FACET_TOOL, reset.clone()))
+        .assert_no_opinion("reset never widens, so it is not asked");
+    tree.hook(
+        &[],
+        &post_tool_use("top", &top, FACET_TOOL, reset, json!({"isError": false})),
+    );
+    assert_eq!(status(&tree, "top")["binding"]["focused"], json!(true));
+    assert_eq!(outside_focus(&tree).as_deref(), Some("ask"));
+
+    // A focus only narrows: a folder outside the session's is refused.
+    let run = tree.panel(&["focus", "../outside", "--session", "top"]);
+    assert_ne!(run.code, 0);
+    assert!(
+        run.stderr.contains("inside the session's folder"),
+        "{}",
+        run.stderr
+    );
+
+    // The user's reset clears it.
+    let run = tree.panel(&["reset", "--session", "top"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(status(&tree, "top")["binding"]["focused"], json!(false));
+}
+
+#[test]
 fn grants_are_stored_canonical() {
     let tree = Tree::new();
     let room = tree.room();
