@@ -62,3 +62,28 @@ fn inspector_cli_lists_tools_and_calls_one_over_stdio() {
     let render = called["content"][0]["text"].as_str().expect("render");
     assert!(render.ends_with("for \"checkout\"."), "{render}");
 }
+
+/// An expected failure through the TypeScript SDK client, which checks any
+/// `structuredContent` against the tool's `outputSchema`, errors included: the result
+/// must reach it as the tool's own error (code first), not as a schema mismatch.
+#[test]
+fn inspector_cli_sees_an_expected_failure_as_the_tools_error() {
+    let called = inspector(&[
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "env_get",
+        "--tool-arg",
+        "kind=environment",
+        "--tool-arg",
+        "id=nowhere",
+    ]);
+    assert_eq!(called["isError"], true, "{called}");
+    assert!(called.get("structuredContent").is_none(), "{called}");
+    let first = called["content"][0]["text"].as_str().expect("code line");
+    assert!(first.starts_with("ENV_NOT_FOUND: "), "{first}");
+    let object: serde_json::Value =
+        serde_json::from_str(called["content"][1]["text"].as_str().expect("JSON text"))
+            .expect("the JSON text block parses");
+    assert_eq!(object["code"], "ENV_NOT_FOUND");
+}

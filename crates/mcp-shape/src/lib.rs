@@ -20,22 +20,27 @@
 //!
 //! **Expected failure** ([`failure`], [`invalid_argument`]):
 //! ```json
-//! { "structuredContent": { "code": "ENV_NOT_FOUND", "message": "…", "details": … },
-//!   "content": [
+//! { "content": [
 //!     { "type": "text", "text": "ENV_NOT_FOUND: …" },
 //!     { "type": "text", "text": "{\"code\":\"ENV_NOT_FOUND\",…}", "annotations": { "audience": ["assistant"] } } ],
 //!   "isError": true }
 //! ```
 //! The first block has no audience annotation: both the person and the model must see
 //! the code, and the text always *begins* with it so a model or a script can branch on
-//! it without parsing JSON.
+//! it without parsing JSON. `{code, message, details}` is machine-readable as the JSON
+//! text block, and deliberately **not** as `structuredContent`: a client checks
+//! `structuredContent` against the tool's `outputSchema` whenever it is present, error
+//! or not (the TypeScript SDK does, hence the MCP Inspector; Claude Code carries the
+//! same check), and an error object never matches a success schema — the call would
+//! surface as a schema mismatch instead of its code. The MCP spec ties
+//! `structuredContent` to the output schema; an error result carries none.
 //!
 //! # Invariants
 //! - A success result's `structuredContent` is exactly the value passed in (the caller
 //!   guarantees it matches the tool's `outputSchema`; the Python MCP client checks it).
 //! - A failure result always has `isError: true`, a first text block that starts with
-//!   `"<CODE>: "`, and `{code, message}` (plus `details` when there are any) both as
-//!   `structuredContent` and as JSON text.
+//!   `"<CODE>: "`, `{code, message}` (plus `details` when there are any) as JSON text,
+//!   and no `structuredContent`.
 //! - Nothing here panics, whatever the input.
 //!
 //! # Deliberately not done
@@ -89,7 +94,8 @@ pub fn success(value: Value, render: &str) -> CallToolResult {
 }
 
 /// An expected failure as a tool result: `isError: true`, text `"CODE: message"`, and
-/// `{code, message, details}` as `structuredContent` and as JSON text.
+/// `{code, message, details}` as JSON text (never as `structuredContent`: see the module
+/// doc).
 ///
 /// `details` is omitted from the object when `None` (never `"details": null`), so a
 /// client can test for its presence.
@@ -101,12 +107,10 @@ pub fn failure(code: &str, message: &str, details: Option<&Value>) -> CallToolRe
         object.insert("details".to_owned(), details.clone());
     }
     let value = Value::Object(object);
-    let mut result = CallToolResult::error(vec![
+    CallToolResult::error(vec![
         ContentBlock::text(format!("{code}: {message}")),
         text_for(compact_json(&value), Role::Assistant),
-    ]);
-    result.structured_content = Some(value);
-    result
+    ])
 }
 
 /// One way an argument failed the input schema.
@@ -255,7 +259,8 @@ mod tests {
         let t = texts(&result);
         assert!(t[0].starts_with("DEPLOYMENT_AMBIGUOUS: "), "{}", t[0]);
         let expected = json!({"code": "DEPLOYMENT_AMBIGUOUS", "message": "pick one of d1, d2", "details": details});
-        assert_eq!(result.structured_content, Some(expected.clone()));
+        // No structuredContent: clients would check it against the success schema.
+        assert_eq!(result.structured_content, None);
         assert_eq!(
             serde_json::from_str::<Value>(&t[1]).expect("json"),
             expected
@@ -267,7 +272,7 @@ mod tests {
     #[test]
     fn failure_without_details_omits_the_key() {
         let result = failure("ENV_NOT_FOUND", "no environment prod-x", None);
-        let value = result.structured_content.expect("structured");
+        let value: Value = serde_json::from_str(&texts(&result)[1]).expect("json text");
         assert!(value.get("details").is_none());
         assert_eq!(value["code"], "ENV_NOT_FOUND");
     }
@@ -286,7 +291,7 @@ mod tests {
             "{}",
             t[0]
         );
-        let value = result.structured_content.expect("structured");
+        let value: Value = serde_json::from_str(&t[1]).expect("json text");
         assert_eq!(value["details"]["issues"][1]["path"], "confirm");
         assert_eq!(value["code"], INVALID_ARGUMENT);
     }

@@ -137,9 +137,12 @@ class Checker:
         assert result.is_error, f"{name}: expected {code}, got success {result.structured_content}"
         first = texts(result)[0]
         assert first.startswith(code + ": "), f"{name}: expected {code}, got {first!r}"
-        value = result.structured_content
+        # {code, message, details} is the JSON text block; structuredContent stays empty
+        # on errors (clients check it against the success outputSchema).
+        assert result.structured_content is None, f"{name}: structuredContent on an error"
+        value = json.loads(result.content[1].text)
         assert value["code"] == code and isinstance(value["message"], str), value
-        assert json.loads(result.content[1].text) == value
+        assert audience(result.content[1]) == ["assistant"], result.content[1]
         return value
 
 

@@ -9,6 +9,7 @@ check and a closing `N passed, N failed` line.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
 import traceback
@@ -74,14 +75,25 @@ async def unscoped(session: ClientSession) -> None:
     check("render line names the grant", texts and texts[0].startswith("facet: grant "), texts)
 
     missing = await session.call_tool("facet", {"action": "add"})
-    structured = missing.structured_content or {}
+    structured = error_object(missing)
     check("add without paths is an expected error", missing.is_error is True, missing)
     check("error code INVALID_ARGUMENT", structured.get("code") == "INVALID_ARGUMENT", structured)
     check("error names the field", "`paths`" in structured.get("message", ""), structured)
 
     unknown = await session.call_tool("facet", {"action": "grow", "paths": ["a"], "extra": True})
-    issues = [issue["path"] for issue in (unknown.structured_content or {}).get("details", {}).get("issues", [])]
-    check("every bad field is named", unknown.is_error is True and issues == ["extra", "action"], unknown.structured_content)
+    issues = [issue["path"] for issue in error_object(unknown).get("details", {}).get("issues", [])]
+    check("every bad field is named", unknown.is_error is True and issues == ["extra", "action"], error_object(unknown))
+
+
+def error_object(result) -> dict:
+    """{code, message, details} of an expected failure: its JSON text block. An error
+    carries no structuredContent (clients check that against the success schema)."""
+    check("an error has no structuredContent", result.structured_content is None, result.structured_content)
+    blocks = text_blocks(result)
+    try:
+        return json.loads(blocks[1]) if len(blocks) > 1 else {}
+    except ValueError:
+        return {}
 
 
 async def with_session(session: ClientSession) -> None:
