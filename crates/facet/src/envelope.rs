@@ -17,6 +17,7 @@
 //! - An event name we do not act on is [`HookEvent::Other`], not an error: a hook
 //!   registered on more events than it needs must stay silent on them.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use serde_json::{Map, Value};
@@ -138,15 +139,113 @@ pub fn parse(input: &[u8]) -> Result<Envelope, EnvelopeError> {
     if input.iter().all(u8::is_ascii_whitespace) {
         return Err(EnvelopeError::Empty);
     }
-    let value: Value = serde_json::from_slice(input).map_err(|error| {
-        // serde_json's message names line and column, which is what a person
-        // debugging a hook configuration needs; it never echoes the input.
-        EnvelopeError::NotJson(error.to_string())
-    })?;
+    let value: Value =
+        serde_json::from_slice(&replace_lone_surrogates(input)).map_err(|error| {
+            // serde_json's message names line and column, which is what a person
+            // debugging a hook configuration needs; it never echoes the input.
+            EnvelopeError::NotJson(error.to_string())
+        })?;
     let Value::Object(object) = value else {
         return Err(EnvelopeError::NotAnObject);
     };
     from_object(object)
+}
+
+/// `input` with every lone UTF-16 surrogate escape (`\uD800`–`\uDFFF` not part of a
+/// high+low pair) replaced by `\uFFFD`.
+///
+/// Why: Node's `JSON.stringify` writes a lone surrogate as such an escape, and
+/// serde_json rejects it, so without this a path the host considers valid would
+/// make the hook fail open. Node writes such a path to disk with U+FFFD, so judging
+/// the replaced text judges the file the tool will touch.
+///
+/// Escapes are scanned as JSON does: a backslash consumes the next character, so
+/// `\\ud800` is an escaped backslash followed by text, not an escape. Bytes outside
+/// escapes are copied unchanged; input without any surrogate escape is borrowed.
+pub fn replace_lone_surrogates(input: &[u8]) -> Cow<'_, [u8]> {
+    let mut out: Vec<u8> = Vec::new();
+    // `input[..copied]` is already in `out` (when anything was replaced).
+    let mut copied = 0;
+    let mut i = 0;
+    while i < input.len() {
+        if input[i] != b'\\' {
+            i += 1;
+            continue;
+        }
+        let Some(unit) = unicode_escape_at(input, i) else {
+            // `\x` for any other x: both bytes are consumed together.
+            i += 2;
+            continue;
+        };
+        let is_high = (0xD800..0xDC00).contains(&unit);
+        let is_low = (0xDC00..0xE000).contains(&unit);
+        if is_high
+            && unicode_escape_at(input, i + 6).is_some_and(|next| (0xDC00..0xE000).contains(&next))
+        {
+            i += 12;
+            continue;
+        }
+        if is_high || is_low {
+            out.extend_from_slice(&input[copied..i]);
+            out.extend_from_slice(b"\\uFFFD");
+            copied = i + 6;
+        }
+        i += 6;
+    }
+    if copied == 0 {
+        return Cow::Borrowed(input);
+    }
+    out.extend_from_slice(&input[copied..]);
+    Cow::Owned(out)
+}
+
+/// The code unit of a `\uXXXX` escape starting at `input[at]`, if there is one.
+fn unicode_escape_at(input: &[u8], at: usize) -> Option<u32> {
+    let escape = input.get(at..at.checked_add(6)?)?;
+    if escape[0] != b'\\' || escape[1] != b'u' {
+        return None;
+    }
+    let hex = std::str::from_utf8(&escape[2..]).ok()?;
+    u32::from_str_radix(hex, 16).ok()
+}
+
+/// Whether raw bytes that could not be decoded show a `PreToolUse` event: the key
+/// `"hook_event_name"`, then (whitespace allowed) `:` and `"PreToolUse"`.
+///
+/// Used only to fail closed on an event the host considers valid but serde_json
+/// cannot read (nesting deeper than its recursion limit, an event over the size
+/// cap): such a call must be refused, not run unjudged. A false positive (the text
+/// inside some string) can only turn an unreadable event into a refusal.
+pub fn looks_like_pre_tool_use(input: &[u8]) -> bool {
+    const KEY: &[u8] = b"\"hook_event_name\"";
+    const VALUE: &[u8] = b"\"PreToolUse\"";
+    let mut from = 0;
+    while let Some(found) = find(&input[from..], KEY) {
+        let mut at = from + found + KEY.len();
+        at += leading_whitespace(&input[at..]);
+        if input.get(at) == Some(&b':') {
+            at += 1;
+            at += leading_whitespace(&input[at..]);
+            if input[at..].starts_with(VALUE) {
+                return true;
+            }
+        }
+        from += found + 1;
+    }
+    false
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack
+        .windows(needle.len())
+        .position(|window| window == needle)
+}
+
+fn leading_whitespace(bytes: &[u8]) -> usize {
+    bytes
+        .iter()
+        .take_while(|byte| matches!(byte, b' ' | b'\t' | b'\n' | b'\r'))
+        .count()
 }
 
 fn from_object(mut object: Map<String, Value>) -> Result<Envelope, EnvelopeError> {
@@ -333,5 +432,61 @@ mod tests {
                 problem: "is not a string"
             })
         );
+    }
+
+    #[test]
+    fn lone_surrogate_escapes_become_replacement_characters() {
+        let rewrite = |text: &str| -> String {
+            String::from_utf8(replace_lone_surrogates(text.as_bytes()).into_owned()).unwrap()
+        };
+        // A valid pair is kept, and borrowed untouched.
+        let pair = r#"{"p":"/a/\ud83d\ude00"}"#;
+        assert!(matches!(
+            replace_lone_surrogates(pair.as_bytes()),
+            Cow::Borrowed(_)
+        ));
+        assert_eq!(rewrite(pair), pair);
+        // A lone high, a lone low, a high followed by a non-low escape.
+        assert_eq!(rewrite(r#""\ud800x""#), r#""\uFFFDx""#);
+        assert_eq!(rewrite(r#""x\uDC00""#), r#""x\uFFFD""#);
+        assert_eq!(rewrite(r#""\uD800\u0041""#), r#""\uFFFD\u0041""#);
+        assert_eq!(
+            rewrite(r#""\ud800\ud800\udc00""#),
+            r#""\uFFFD\ud800\udc00""#
+        );
+        // An escaped backslash followed by text is not an escape.
+        assert_eq!(rewrite(r#""\\ud800""#), r#""\\ud800""#);
+        assert_eq!(rewrite(r#""\\\ud800""#), r#""\\\uFFFD""#);
+        // Truncated escapes are left for serde_json to name.
+        assert_eq!(rewrite(r#""\ud8"#), r#""\ud8"#);
+        assert_eq!(rewrite("\\"), "\\");
+
+        let envelope = parse(
+            br#"{"session_id":"s","cwd":"/w","hook_event_name":"PreToolUse","tool_name":"Read","tool_input":{"file_path":"/etc/\ud800x"}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            envelope.event,
+            HookEvent::PreToolUse {
+                tool_name: "Read".into(),
+                tool_input: json!({"file_path": "/etc/\u{FFFD}x"}),
+            }
+        );
+    }
+
+    #[test]
+    fn pre_tool_use_is_recognised_in_raw_bytes() {
+        assert!(looks_like_pre_tool_use(
+            br#"{"hook_event_name":"PreToolUse","tool_input":[[[["#
+        ));
+        assert!(looks_like_pre_tool_use(
+            b"{ \"x\": 1, \"hook_event_name\" \n:\t \"PreToolUse\" , \"tool_input\":"
+        ));
+        assert!(!looks_like_pre_tool_use(
+            br#"{"hook_event_name":"PostToolUse"}"#
+        ));
+        assert!(!looks_like_pre_tool_use(br#"{"hook_event_name":"#));
+        assert!(!looks_like_pre_tool_use(br#"{"event":"PreToolUse"}"#));
+        assert!(!looks_like_pre_tool_use(b""));
     }
 }

@@ -87,6 +87,11 @@ impl HookConfig {
 pub fn answer(input: &[u8], config: &HookConfig) -> HookAnswer {
     let envelope = match envelope::parse(input) {
         Ok(envelope) => envelope,
+        Err(error @ envelope::EnvelopeError::NotJson(_))
+            if envelope::looks_like_pre_tool_use(input) =>
+        {
+            return unreadable_tool_call(&error.to_string());
+        }
         Err(error) => {
             return HookAnswer::non_blocking_error(format!(
                 "facet hook: {error}. The event was not judged; facet hook expects the host's \
@@ -121,6 +126,26 @@ pub fn answer(input: &[u8], config: &HookConfig) -> HookAnswer {
         ),
         HookEvent::Other(_) => HookAnswer::no_opinion(),
     }
+}
+
+/// Answer an event larger than the hook reads (`input` is its first bytes): a
+/// `PreToolUse` is refused, anything else is a non-blocking error.
+pub fn answer_too_large(input: &[u8], limit: usize) -> HookAnswer {
+    let problem = format!("the event is larger than {} MiB", limit / (1024 * 1024));
+    if envelope::looks_like_pre_tool_use(input) {
+        return unreadable_tool_call(&problem);
+    }
+    HookAnswer::non_blocking_error(format!("facet hook: {problem}. The event was not judged."))
+}
+
+/// A `PreToolUse` the hook cannot decode (nesting past the JSON reader's depth
+/// limit, an event over the size cap) though the host considers it valid: refused,
+/// because a non-blocking error would let the tool run unjudged. Fail closed.
+fn unreadable_tool_call(problem: &str) -> HookAnswer {
+    HookAnswer::json(output::decision(
+        Permission::Deny,
+        &format!("facet could not read this tool call ({problem}); refused."),
+    ))
 }
 
 /// An event with no session id: nothing can be recorded or restated, but a tool

@@ -83,12 +83,15 @@ fn main() -> ExitCode {
 fn run_hook(dialect: Dialect, facet_tool: String, no_approval: bool) -> ExitCode {
     let mut input = Vec::new();
     // Bounded: a hook event is a few kilobytes; 16 MiB leaves room for large
-    // tool inputs (a long Write) without letting a runaway pipe eat memory.
+    // tool inputs (a long Write) without letting a runaway pipe eat memory. One
+    // byte more is read to tell "exactly the limit" from "cut off".
+    const LIMIT: usize = 16 * 1024 * 1024;
     let read = std::io::stdin()
         .lock()
-        .take(16 * 1024 * 1024)
+        .take(LIMIT as u64 + 1)
         .read_to_end(&mut input);
     let answer = match read {
+        Ok(_) if input.len() > LIMIT => facet::hook::answer_too_large(&input, LIMIT),
         Ok(_) => {
             let config = facet::hook::HookConfig::from_env(dialect, facet_tool, no_approval);
             facet::hook::answer(&input, &config)

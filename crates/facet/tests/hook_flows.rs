@@ -674,3 +674,108 @@ fn an_event_without_a_session_id_is_judged_without_state() {
         "no state was written"
     );
 }
+
+/// `event` as JSON text with the string `"MARK"` replaced by `replacement` (raw JSON
+/// that `serde_json` itself would never write).
+fn raw_event(event: &Value, replacement: &str) -> Vec<u8> {
+    serde_json::to_string(event)
+        .unwrap()
+        .replace("\"MARK\"", replacement)
+        .into_bytes()
+}
+
+#[test]
+fn a_lone_surrogate_escape_is_judged_not_an_error() {
+    // Node's JSON.stringify writes a lone surrogate as `\ud800`; serde_json refuses
+    // it. The path is judged as Node writes it to disk (U+FFFD), outside the facet.
+    let tree = Tree::new();
+    let room = tree.room();
+    let outside = tree.path("outside").display().to_string();
+    let event = pre_tool_use("lone", &room, "Read", json!({"file_path": "MARK"}));
+    for (dialect, expected) in [("claude-code", "ask"), ("codex", "deny")] {
+        for escape in [r"\ud800", r"\uDFFF", r"x\udc00\ud83d"] {
+            let input = raw_event(&event, &format!("\"{outside}/{escape}\""));
+            let run = support::run_facet(
+                &["hook", "--dialect", dialect],
+                &input,
+                &tree.state(),
+                &tree.path("elsewhere"),
+            );
+            let (decision, reason) = run
+                .decision()
+                .unwrap_or_else(|| panic!("{escape}: no decision; stderr {}", run.stderr));
+            assert_eq!(decision, expected, "{escape}: {reason}");
+            assert!(reason.contains('\u{FFFD}'), "{reason}");
+        }
+    }
+    // An escaped backslash before `ud800` is text: still a path, still judged.
+    let input = raw_event(&event, &format!("\"{outside}/\\\\ud800\""));
+    let (decision, _) =
+        support::run_facet(&["hook"], &input, &tree.state(), &tree.path("elsewhere"))
+            .decision()
+            .unwrap();
+    assert_eq!(decision, "ask");
+}
+
+#[test]
+fn a_tool_call_too_deep_or_too_large_to_read_is_refused() {
+    let tree = Tree::new();
+    let room = tree.room();
+    let deep = format!("{}1{}", "[".repeat(200), "]".repeat(200));
+    let pre = pre_tool_use(
+        "deep",
+        &room,
+        "Write",
+        json!({"file_path": "/etc/passwd", "extra": "MARK"}),
+    );
+    // Whitespace around the colon must not hide the event name.
+    let spaced = String::from_utf8(raw_event(&pre, &deep))
+        .unwrap()
+        .replace("\"hook_event_name\":", "\"hook_event_name\" :\n ");
+    for input in [raw_event(&pre, &deep), spaced.into_bytes()] {
+        for dialect in ["claude-code", "codex"] {
+            let run = support::run_facet(
+                &["hook", "--dialect", dialect],
+                &input,
+                &tree.state(),
+                &tree.path("elsewhere"),
+            );
+            assert_eq!(run.code, 0, "a deny exits 0; stderr {}", run.stderr);
+            let (decision, reason) = run.decision().expect("a decision");
+            assert_eq!(decision, "deny");
+            assert!(
+                reason.starts_with("facet could not read this tool call (")
+                    && reason.ends_with("); refused."),
+                "{reason}"
+            );
+        }
+    }
+
+    // Over the 16 MiB cap.
+    let big = format!("\"{}\"", "a".repeat(17 * 1024 * 1024));
+    let input = raw_event(
+        &pre_tool_use(
+            "big",
+            &room,
+            "Write",
+            json!({"file_path": "x", "content": "MARK"}),
+        ),
+        &big,
+    );
+    let run = support::run_facet(&["hook"], &input, &tree.state(), &tree.path("elsewhere"));
+    let (decision, reason) = run.decision().expect("a decision");
+    assert_eq!(decision, "deny");
+    assert_eq!(
+        reason,
+        "facet could not read this tool call (the event is larger than 16 MiB); refused."
+    );
+
+    // Any other event that cannot be read stays a non-blocking error.
+    let post = post_tool_use("deep", &room, FACET_TOOL, json!({"x": "MARK"}), json!({}));
+    for input in [raw_event(&post, &deep), raw_event(&post, &big)] {
+        let run = support::run_facet(&["hook"], &input, &tree.state(), &tree.path("elsewhere"));
+        assert_eq!(run.code, 1, "{}", run.stderr);
+        assert!(run.stdout.is_empty(), "{}", run.stdout);
+        assert!(run.stderr.starts_with("facet hook: "), "{}", run.stderr);
+    }
+}
