@@ -156,7 +156,9 @@ impl EnvregServer {
         let started = std::time::Instant::now();
         // A client that goes away (or cancels) mid-call stops the call here: a pending
         // approval is abandoned and nothing is committed, because commit only runs after
-        // an approval that this select would have dropped.
+        // an approval that this select would have dropped. The error below is for the
+        // log only: rmcp drops the answer to a request the client cancelled, so the
+        // client sees its own abort, untranslated (contract §1.2).
         let outcome = tokio::select! {
             outcome = tools::call_tool(&self.shared.registry, name, args, &call_context) => outcome,
             () = context.ct.cancelled() => {
