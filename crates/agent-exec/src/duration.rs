@@ -9,11 +9,13 @@ pub fn parse(text: &str) -> Result<Duration, String> {
     if text.is_empty() {
         return Err(bad());
     }
-    if let Ok(seconds) = text.parse::<u64>() {
-        return Ok(Duration::from_secs(seconds));
-    }
     let mut total = Duration::ZERO;
     let mut rest = text;
+    if let Ok(seconds) = text.parse::<u64>() {
+        // Plain seconds take the same zero check as `0s` below.
+        total = Duration::from_secs(seconds);
+        rest = "";
+    }
     while !rest.is_empty() {
         let digits = rest
             .find(|c: char| !c.is_ascii_digit())
@@ -52,7 +54,17 @@ mod tests {
         assert_eq!(parse("90"), Ok(Duration::from_secs(90)));
         assert_eq!(parse("1h30m"), Ok(Duration::from_secs(5400)));
         assert_eq!(parse("500ms"), Ok(Duration::from_millis(500)));
-        for bad in ["", "s", "5x", "1.5s", "-1s", "0s", "99999999999999999999h"] {
+        for bad in [
+            "",
+            "s",
+            "5x",
+            "1.5s",
+            "-1s",
+            "0s",
+            "0",
+            "0ms",
+            "99999999999999999999h",
+        ] {
             assert!(parse(bad).is_err(), "{bad}");
         }
     }

@@ -35,6 +35,9 @@ pub async fn backends(args: &Args, b: &BackendsArgs) -> anyhow::Result<u8> {
     // `--verify` always probes, and leaves the fresh result for later runs.
     crate::verified::attach(&mut registry, agent_exec_contract::CacheMode::Refresh);
     let mut views = Vec::new();
+    // Backends whose probe failed outright (nothing verified): a missing program, a
+    // peer that does not answer. Notes beside verified capabilities do not count.
+    let mut failed = Vec::new();
     for name in registry.names() {
         let Some(descriptor) = registry.descriptor(&name) else {
             continue;
@@ -68,6 +71,9 @@ pub async fn backends(args: &Args, b: &BackendsArgs) -> anyhow::Result<u8> {
                     .map(|c| c.to_string())
                     .collect(),
             );
+            if verification.verified.is_empty() && !verification.problems.is_empty() {
+                failed.push(view.name.clone());
+            }
             view.problems = verification.problems;
             if !verification.adapter_version.is_empty() {
                 view.adapter_version = verification.adapter_version;
@@ -79,6 +85,13 @@ pub async fn backends(args: &Args, b: &BackendsArgs) -> anyhow::Result<u8> {
         println!("{}", serde_json::to_string_pretty(&views)?);
     } else {
         print!("{}", render_backends(&views, config.file.as_deref()));
+    }
+    if !failed.is_empty() {
+        eprintln!(
+            "agent-exec: verification failed for: {} (see the problems listed)",
+            failed.join(", ")
+        );
+        return Ok(1);
     }
     Ok(0)
 }

@@ -115,9 +115,14 @@ pub async fn run(args: &Args, run: &RunArgs) -> anyhow::Result<u8> {
         None => None,
         Some(text) => {
             let d = duration::parse(text).map_err(|e| anyhow!("--deadline: {e}"))?;
-            let d = time::Duration::try_from(d)
-                .map_err(|_| anyhow!("--deadline {text} is too long"))?;
-            Some(time::OffsetDateTime::now_utc() + d)
+            // Checked: a huge value is a usage error, never an overflow panic.
+            let too_long = || anyhow!("--deadline {text}: too long (the date would overflow)");
+            let d = time::Duration::try_from(d).map_err(|_| too_long())?;
+            Some(
+                time::OffsetDateTime::now_utc()
+                    .checked_add(d)
+                    .ok_or_else(too_long)?,
+            )
         }
     };
     let required = parse_required(&run.require)?;

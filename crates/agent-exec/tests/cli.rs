@@ -707,6 +707,8 @@ fn the_deadline_cancels_the_whole_run_and_a_prompt_file_is_read() {
 
     for bad in [
         vec!["--deadline", "soon"],
+        vec!["--deadline", "0"],
+        vec!["--deadline", "999999999999s"],
         vec!["--require", "telepathy"],
         vec!["--execution-id", "has space"],
     ] {
@@ -719,4 +721,28 @@ fn the_deadline_cancels_the_whole_run_and_a_prompt_file_is_read() {
             "{bad:?}"
         );
     }
+}
+
+#[test]
+fn backends_verify_exits_non_zero_when_a_program_is_missing() {
+    let config =
+        "[backends.gone]\nkind = \"command\"\nargv = [\"/nonexistent/agent-exec-test-program\"]\n";
+    let sandbox = Sandbox::new(config);
+    let out = sandbox
+        .cmd()
+        .args(["backends", "--verify", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("verification failed for:"), "{stderr}");
+    assert!(stderr.contains("gone"), "{stderr}");
+    // The listing is still printed in full.
+    let all: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(all.as_array().unwrap().iter().any(|b| b["name"] == "gone"));
 }
