@@ -78,6 +78,15 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
+/// The credentials of an `Authorization: Bearer …` header. The scheme is matched
+/// case-insensitively, as RFC 9110 §11.1 says auth schemes are; the token is not.
+fn bearer_credentials(value: &str) -> Option<&str> {
+    let (scheme, credentials) = value.split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| credentials.trim_start_matches(' '))
+}
+
 async fn require_bearer(
     State(token): State<Arc<String>>,
     request: Request,
@@ -87,7 +96,7 @@ async fn require_bearer(
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.strip_prefix("Bearer "));
+        .and_then(bearer_credentials);
     match presented {
         Some(given) if constant_time_eq(given.as_bytes(), token.as_bytes()) => {
             next.run(request).await
@@ -221,6 +230,16 @@ mod tests {
         assert!(err.to_string().contains("bearer token"));
         assert!(check_exposure(&options("0.0.0.0:8080", true, Some(""))).is_err());
         assert!(check_exposure(&options("0.0.0.0:8080", true, Some("s3cret"))).is_ok());
+    }
+
+    #[test]
+    fn bearer_scheme_is_case_insensitive_and_the_token_is_not() {
+        assert_eq!(bearer_credentials("Bearer s3cret"), Some("s3cret"));
+        assert_eq!(bearer_credentials("bearer s3cret"), Some("s3cret"));
+        assert_eq!(bearer_credentials("BEARER  s3cret"), Some("s3cret"));
+        assert_eq!(bearer_credentials("Basic s3cret"), None);
+        assert_eq!(bearer_credentials("Bearers3cret"), None);
+        assert_eq!(bearer_credentials("Bearer S3CRET"), Some("S3CRET"));
     }
 
     #[test]
