@@ -24,6 +24,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::seed::{FACET_TOOL, Mode};
 
+/// The variable that names the configuration file, overriding the default path.
+pub const CONFIG_ENV: &str = "FACET_CONFIG";
+
 /// The guard's configuration (all fields optional in a configuration file).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -58,6 +61,54 @@ impl Config {
         dirs::config_dir()
             .or_else(|| dirs::home_dir().map(|home| home.join(".config")))
             .map(|config| config.join("facet").join("config.toml"))
+    }
+
+    /// The configuration file this process uses: `$FACET_CONFIG` when set and not
+    /// empty (it must be absolute: a relative one would be read against whatever folder
+    /// the hook runs in, which is the agent's project), else [`Config::default_path`].
+    /// The flag says whether the user named the file explicitly.
+    pub fn chosen_path() -> Result<Option<(PathBuf, bool)>, ConfigError> {
+        match std::env::var_os(CONFIG_ENV) {
+            Some(path) if !path.is_empty() => {
+                let path = PathBuf::from(path);
+                if path.is_relative() {
+                    return Err(ConfigError {
+                        path,
+                        message: format!("{CONFIG_ENV} must be an absolute path"),
+                    });
+                }
+                Ok(Some((path, true)))
+            }
+            _ => Ok(Config::default_path().map(|path| (path, false))),
+        }
+    }
+
+    /// Load the configuration this process uses (see [`Config::chosen_path`]). A
+    /// missing default file is the default configuration; a file named by
+    /// `$FACET_CONFIG` must exist, since the user said it holds their settings.
+    pub fn load_chosen() -> Result<Config, ConfigError> {
+        match Config::chosen_path()? {
+            None => Ok(Config::default()),
+            Some((path, false)) => Config::load(&path),
+            Some((path, true)) => match std::fs::read_to_string(&path) {
+                Ok(text) => Config::from_toml(&text, &path),
+                Err(error) => Err(ConfigError {
+                    path,
+                    message: error.to_string(),
+                }),
+            },
+        }
+    }
+
+    /// What file tools must not touch to keep the configuration the user's: the file
+    /// `$FACET_CONFIG` names (its folder may be a wide one, such as the home), else the
+    /// default configuration folder.
+    pub fn guarded_location() -> Option<PathBuf> {
+        match Config::chosen_path() {
+            Ok(Some((path, true))) => Some(path),
+            Ok(Some((path, false))) => path.parent().map(Path::to_path_buf),
+            Ok(None) | Err(_) => None,
+        }
     }
 
     /// Parse and check a configuration text. `origin` names it in errors.

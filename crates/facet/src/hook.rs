@@ -46,24 +46,35 @@ pub struct HookConfig {
     pub dialect: Dialect,
     /// The guard's configuration (tables, facet tool names, project markers, mode).
     pub core: facet_core::Config,
-    /// `FACET_STATE_DIR`, when set.
+    /// An explicit state folder; `None` lets [`state::state_dir`] read
+    /// `FACET_STATE_DIR` (the one place the folder is decided).
     pub state_dir: Option<PathBuf>,
+    /// Why the user's configuration file could not be used, when it could not: then
+    /// every `PreToolUse` is refused (the guard does not know which tools to judge).
+    pub config_problem: Option<String>,
     /// `--no-approval`: this host has no way to put a question to the user.
     pub no_approval: bool,
 }
 
 impl HookConfig {
-    /// The configuration for a run: the facet tool's host-qualified name is added
-    /// to the names the guard recognises, and `FACET_STATE_DIR` is read.
+    /// The configuration for a run: the user's configuration file
+    /// (`$FACET_CONFIG`, else `$XDG_CONFIG_HOME/facet/config.toml`; missing is the
+    /// default), with the facet tool's host-qualified name added to the names the
+    /// guard recognises. A file that cannot be read or parsed is kept as
+    /// [`HookConfig::config_problem`] — never silently the default.
     pub fn from_env(dialect: Dialect, facet_tool: String, no_approval: bool) -> Self {
-        let mut core = facet_core::Config::default();
+        let (mut core, config_problem) = match facet_core::Config::load_chosen() {
+            Ok(core) => (core, None),
+            Err(error) => (facet_core::Config::default(), Some(error.to_string())),
+        };
         if !core.facet_tool_names.contains(&facet_tool) {
             core.facet_tool_names.push(facet_tool);
         }
         Self {
             dialect,
             core,
-            state_dir: std::env::var_os("FACET_STATE_DIR").map(PathBuf::from),
+            state_dir: None,
+            config_problem,
             no_approval,
         }
     }
@@ -74,6 +85,7 @@ impl HookConfig {
             dialect,
             core: facet_core::Config::default(),
             state_dir: Some(state_dir),
+            config_problem: None,
             no_approval: false,
         }
     }
@@ -99,6 +111,20 @@ pub fn answer(input: &[u8], config: &HookConfig) -> HookAnswer {
             ));
         }
     };
+    if let Some(problem) = &config.config_problem {
+        return match envelope.event {
+            // Fail closed: the user's tool list is unknown, so any tool may be one
+            // the guard should judge.
+            HookEvent::PreToolUse { .. } => HookAnswer::json(output::decision(
+                Permission::Deny,
+                &format!(
+                    "facet could not use its configuration, so the call is refused: {problem}. \
+                     Ask the user to fix the file."
+                ),
+            )),
+            _ => HookAnswer::non_blocking_error(format!("facet hook: {problem}")),
+        };
+    }
     let policy = Policy::new(&config.core);
     let can_ask = config.can_ask(&envelope);
     if envelope.session_id.is_empty() {

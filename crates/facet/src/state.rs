@@ -21,6 +21,8 @@ use crate::hook::HookConfig;
 pub enum StateError {
     /// Neither `FACET_STATE_DIR` nor a home folder is known.
     NoStateDir,
+    /// `FACET_STATE_DIR` is a relative path.
+    RelativeStateDir(PathBuf),
     /// The store refused (unreadable file, bad id, I/O, …).
     Store(StoreError),
 }
@@ -31,6 +33,12 @@ impl fmt::Display for StateError {
             Self::NoStateDir => write!(
                 f,
                 "no state folder: set FACET_STATE_DIR (or HOME, for ~/.local/state/facet)"
+            ),
+            Self::RelativeStateDir(dir) => write!(
+                f,
+                "FACET_STATE_DIR must be an absolute path, not {}: a relative one would put \
+                 the state in whatever folder the hook runs in",
+                dir.display()
             ),
             Self::Store(error) => write!(f, "{error}"),
         }
@@ -45,14 +53,28 @@ impl From<StoreError> for StateError {
     }
 }
 
-/// The state folder: `explicit` (from `FACET_STATE_DIR`) or the default.
+/// The state folder: `explicit` (tests, a server given one) or `FACET_STATE_DIR`,
+/// else the default. The one place this is decided, for the hook, the panel and
+/// the server alike.
+///
+/// An empty value is unset (a shell's `FACET_STATE_DIR=` must not mean "here"); a
+/// relative one is refused, because it would be read against the hook's working
+/// directory — the agent's project, inside the facet it guards.
 pub fn state_dir(explicit: Option<&Path>) -> Result<PathBuf, StateError> {
-    match explicit {
-        Some(dir) => Ok(dir.to_path_buf()),
-        None => match std::env::var_os("FACET_STATE_DIR") {
-            Some(dir) if !dir.is_empty() => Ok(PathBuf::from(dir)),
-            _ => StateStore::default_dir().ok_or(StateError::NoStateDir),
-        },
+    let chosen = match explicit {
+        Some(dir) => Some(dir.as_os_str().to_owned()),
+        None => std::env::var_os("FACET_STATE_DIR"),
+    };
+    match chosen {
+        Some(dir) if !dir.is_empty() => {
+            let dir = PathBuf::from(dir);
+            if dir.is_relative() {
+                Err(StateError::RelativeStateDir(dir))
+            } else {
+                Ok(dir)
+            }
+        }
+        _ => StateStore::default_dir().ok_or(StateError::NoStateDir),
     }
 }
 

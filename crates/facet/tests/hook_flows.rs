@@ -779,3 +779,165 @@ fn a_tool_call_too_deep_or_too_large_to_read_is_refused() {
         assert!(run.stderr.starts_with("facet hook: "), "{}", run.stderr);
     }
 }
+
+#[test]
+fn the_users_configuration_is_read_configured_tools_and_markers_count() {
+    let tree = Tree::new();
+    let room = tree.room();
+    let outside = tree.path("outside/file.txt");
+    let read_outside = pre_tool_use("cfg", &room, "mcp__fs__read_file", json!({"path": outside}));
+    let src = tree.path("project/src");
+    std::fs::write(src.join(".facet-top"), "").unwrap();
+    let read_from_src = pre_tool_use("cfg-top", &src, "Read", json!({"file_path": outside}));
+    let run = |env: &[(&str, &std::ffi::OsStr)], event: &Value| {
+        support::run_facet_with(
+            &["hook"],
+            &serde_json::to_vec(event).unwrap(),
+            &tree.state(),
+            &tree.path("elsewhere"),
+            env,
+        )
+    };
+
+    // No configuration: the MCP tool is unknown and project/src is scoped.
+    run(&[], &read_outside).assert_no_opinion("unconfigured tool");
+    assert_eq!(run(&[], &read_from_src).decision().unwrap().0, "ask");
+
+    let text = "project_markers = [\".facet-top\"]\n[tools]\n\"mcp__fs__read_file\" = [\"path\"]\n";
+    // The default path ($XDG_CONFIG_HOME/facet/config.toml) and FACET_CONFIG.
+    let xdg = tree.path("xdg-config");
+    std::fs::create_dir_all(xdg.join("facet")).unwrap();
+    std::fs::write(xdg.join("facet/config.toml"), text).unwrap();
+    let named = tree.path("named.toml");
+    std::fs::write(&named, text).unwrap();
+    let empty_xdg = tree.path("empty-xdg");
+    for env in [
+        vec![],
+        vec![
+            ("FACET_CONFIG", named.as_os_str()),
+            ("XDG_CONFIG_HOME", empty_xdg.as_os_str()),
+        ],
+    ] {
+        let (decision, reason) = run(&env, &read_outside).decision().expect("judged");
+        assert_eq!(decision, "ask");
+        assert!(reason.contains("outside/file.txt"), "{reason}");
+        // project/src holds a configured marker: a session there is not scoped.
+        let session = format!("cfg-top-{}", env.len());
+        let event = pre_tool_use(&session, &src, "Read", json!({"file_path": outside}));
+        run(&env, &event).assert_no_opinion("session at a configured project top");
+    }
+}
+
+#[test]
+fn a_configuration_that_cannot_be_used_refuses_every_tool_call() {
+    let tree = Tree::new();
+    let room = tree.room();
+    let broken = tree.path("broken.toml");
+    std::fs::write(&broken, "tools = 5\n").unwrap();
+    let missing = tree.path("missing.toml");
+    let relative = std::ffi::OsStr::new("config.toml");
+    for (config, fault) in [
+        (broken.as_os_str(), "broken.toml: line 1"),
+        (missing.as_os_str(), "missing.toml: "),
+        (relative, "FACET_CONFIG must be an absolute path"),
+    ] {
+        let env = [("FACET_CONFIG", config)];
+        for tool in ["Read", "Bash", "mcp__anything"] {
+            let event = pre_tool_use("broken", &room, tool, json!({"file_path": "inside.txt"}));
+            let run = support::run_facet_with(
+                &["hook"],
+                &serde_json::to_vec(&event).unwrap(),
+                &tree.state(),
+                &tree.path("elsewhere"),
+                &env,
+            );
+            let (decision, reason) = run.decision().expect("refused");
+            assert_eq!(decision, "deny");
+            assert!(
+                reason.starts_with("facet could not use its configuration")
+                    && reason.contains(fault),
+                "{reason}"
+            );
+        }
+        let start = support::run_facet_with(
+            &["hook"],
+            &serde_json::to_vec(&session_event("broken", &room, "SessionStart")).unwrap(),
+            &tree.state(),
+            &tree.path("elsewhere"),
+            &env,
+        );
+        assert_eq!(start.code, 1, "{}", start.stderr);
+        assert!(start.stderr.contains(fault), "{}", start.stderr);
+    }
+}
+
+#[test]
+fn the_state_folder_is_never_the_hooks_working_directory() {
+    let tree = Tree::new();
+    let room = tree.room();
+    let xdg_state = tree.path("xdg-state");
+    let listing = |dir: &std::path::Path| {
+        let mut names: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name())
+            .collect();
+        names.sort();
+        names
+    };
+    let before = listing(&room);
+    let event = |session: &str| {
+        serde_json::to_vec(&pre_tool_use(
+            session,
+            &room,
+            "Read",
+            json!({"file_path": "../other/secret.txt"}),
+        ))
+        .unwrap()
+    };
+
+    // Empty is unset: the default folder ($XDG_STATE_HOME/facet), not the cwd.
+    let run = support::run_facet_with(
+        &["hook"],
+        &event("empty"),
+        &tree.state(),
+        &room,
+        &[
+            ("FACET_STATE_DIR", std::ffi::OsStr::new("")),
+            ("XDG_STATE_HOME", xdg_state.as_os_str()),
+        ],
+    );
+    assert_eq!(run.decision().expect("judged").0, "ask");
+    assert_eq!(listing(&room), before, "nothing written into the facet");
+    assert!(
+        listing(&xdg_state.join("facet"))
+            .iter()
+            .any(|name| name.to_string_lossy() == "empty.json"),
+        "the session is recorded in the default folder"
+    );
+
+    // Relative is refused: a judged call is denied, other events are a stderr message.
+    let env = [("FACET_STATE_DIR", std::ffi::OsStr::new("state-here"))];
+    let run = support::run_facet_with(&["hook"], &event("relative"), &tree.state(), &room, &env);
+    let (decision, reason) = run.decision().expect("refused");
+    assert_eq!(decision, "deny");
+    assert!(
+        reason.contains("FACET_STATE_DIR must be an absolute path"),
+        "{reason}"
+    );
+    let start = support::run_facet_with(
+        &["hook"],
+        &serde_json::to_vec(&session_event("relative", &room, "SessionStart")).unwrap(),
+        &tree.state(),
+        &room,
+        &env,
+    );
+    assert_eq!(start.code, 1);
+    assert!(
+        start
+            .stderr
+            .contains("FACET_STATE_DIR must be an absolute path"),
+        "{}",
+        start.stderr
+    );
+    assert_eq!(listing(&room), before, "nothing written into the facet");
+}

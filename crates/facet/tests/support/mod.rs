@@ -73,11 +73,31 @@ impl Run {
 
 /// Runs `facet ARGS` with `stdin`, the state folder `state`, in `current_dir`.
 pub fn run_facet(args: &[&str], stdin: &[u8], state: &Path, current_dir: &Path) -> Run {
-    let mut child = Command::new(facet_bin())
+    run_facet_with(args, stdin, state, current_dir, &[])
+}
+
+/// [`run_facet`] with further environment variables (set last, so they may
+/// override `FACET_STATE_DIR`). The user's own configuration is never read:
+/// `XDG_CONFIG_HOME` points next to `state` and `FACET_CONFIG` is unset unless given.
+pub fn run_facet_with(
+    args: &[&str],
+    stdin: &[u8],
+    state: &Path,
+    current_dir: &Path,
+    env: &[(&str, &std::ffi::OsStr)],
+) -> Run {
+    let mut command = Command::new(facet_bin());
+    command
         .args(args)
         .env("FACET_STATE_DIR", state)
+        .env("XDG_CONFIG_HOME", state.with_file_name("xdg-config"))
+        .env_remove("FACET_CONFIG")
         .env_remove("FACET_TOOL_NAME")
-        .env_remove("FACET_SESSION_ID")
+        .env_remove("FACET_SESSION_ID");
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let mut child = command
         .current_dir(current_dir)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
