@@ -46,6 +46,12 @@ impl Default for WritePolicy {
 
 /// `elicitation`: the server asks the client. `host`: the host gates tool calls
 /// itself, so a call that reached the registry counts as approved.
+//
+// (Not in the doc comment above, which is the JSON Schema description committed in
+// examples/registry/.schemas/config.json.) The channel says *who* approves (data model
+// §12), never whether approval is needed: the core plans the request the same way for
+// both; the MCP approver answers it for the host; the CLI, with no host in front of it,
+// asks on the terminal either way.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ApprovalChannel {

@@ -55,7 +55,9 @@ pub struct SavePlan {
 }
 
 impl SavePlan {
-    /// `Some` when contract §1.3 and `writePolicy` require approval before commit.
+    /// `Some` when contract §1.3 and `writePolicy` require approval before commit;
+    /// always `None` for a dry run, which writes nothing. Whatever
+    /// `writePolicy.approvalChannel` says: the approver decides what that means.
     pub fn approval(&self) -> Option<ApprovalRequest> {
         self.approval.clone()
     }
@@ -112,7 +114,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::{Map, Value};
 
-use crate::config::{ApprovalChannel, Config};
+use crate::config::Config;
 use crate::diagnostic::Severity;
 use crate::error::{EnvError, ErrorCode};
 use crate::model::RecordBody;
@@ -341,7 +343,13 @@ impl crate::Registry {
         check_size(&yaml, &config)?;
         let rel = format!("{}/{id}.yaml", kind.dir_name());
         let warnings = save_warnings(&snapshot, &body, &rel);
-        let approval = save_approval(&config, &snapshot, &body);
+        // A dry run writes nothing (contract §3.1: "validate and report without
+        // writing"), so there is nothing for anyone to approve.
+        let approval = if dry_run {
+            None
+        } else {
+            save_approval(&config, &snapshot, &body)
+        };
         Ok(SavePlan {
             kind,
             id,
@@ -464,20 +472,19 @@ impl crate::Registry {
         }
         let blockers = blockers_of(&snapshot, kind, id);
         let policy = &snapshot.config().write_policy;
-        let approval = (confirm
-            && policy.require_approval_for_delete
-            && policy.approval_channel != ApprovalChannel::Host)
-            .then(|| ApprovalRequest {
-                tool: "env_delete",
-                reason: format!(
-                    "env_delete removes {kind} {id} ({}/{id}.yaml); a backup is kept",
-                    kind.dir_name()
-                ),
-                display_reason: format!(
-                    "Delete {} {id}? A backup copy is kept in .backups/.",
-                    kind.noun().0
-                ),
-            });
+        // `approvalChannel` is not consulted here: it says *who* approves (data model
+        // §12), which is the approver's business, not whether approval is needed.
+        let approval = (confirm && policy.require_approval_for_delete).then(|| ApprovalRequest {
+            tool: "env_delete",
+            reason: format!(
+                "env_delete removes {kind} {id} ({}/{id}.yaml); a backup is kept",
+                kind.dir_name()
+            ),
+            display_reason: format!(
+                "Delete {} {id}? A backup copy is kept in .backups/.",
+                kind.noun().0
+            ),
+        });
         Ok(DeletePlan {
             kind,
             id: id.to_owned(),
@@ -600,17 +607,19 @@ fn save_warnings(snapshot: &Snapshot, body: &RecordBody, rel: &str) -> Vec<crate
 }
 
 /// Contract §1.3: a production environment, or a deployment in one, needs approval
-/// unless the config disables it or the host gates calls itself. A record that is
+/// unless `writePolicy.requireApprovalForProductionSave` is false. A record that is
 /// production before *or* after the save counts.
+///
+/// Decision: `approvalChannel: host` does not drop the request. The channel names who
+/// gates the call (data model §12: the MCP host); the MCP approver answers for the host,
+/// while the CLI, which has no host in front of it, still asks on the terminal.
 fn save_approval(
     config: &Config,
     snapshot: &Snapshot,
     body: &RecordBody,
 ) -> Option<ApprovalRequest> {
     let policy = &config.write_policy;
-    if !policy.require_approval_for_production_save
-        || policy.approval_channel == ApprovalChannel::Host
-    {
+    if !policy.require_approval_for_production_save {
         return None;
     }
     let (kind, id, production) = match body {

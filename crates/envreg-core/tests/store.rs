@@ -884,7 +884,7 @@ fn record_limits_are_enforced() {
 }
 
 #[test]
-fn production_saves_and_deletes_need_approval_unless_the_host_gates() {
+fn production_saves_and_deletes_need_approval_whatever_the_channel() {
     let f = Fixture::standard();
     let r = f.open();
     let prod_env = json!({ "id": "prod", "schemaVersion": 1, "name": "P", "tier": "production", "platform": "vm" });
@@ -919,12 +919,27 @@ fn production_saves_and_deletes_need_approval_unless_the_host_gates() {
             .approval()
             .is_none()
     );
+    // A dry run writes nothing, so it asks nobody.
+    assert!(
+        r.plan_save(RecordKind::Environment, prod_env.clone(), true)
+            .unwrap()
+            .approval()
+            .is_none()
+    );
+    // `approvalChannel: host` names who approves (the MCP host), not whether approval is
+    // needed: the plan still carries the request and the approver decides what it means.
     f.write("envreg.yaml", "writePolicy: { approvalChannel: host }\n");
     assert!(
         r.plan_save(RecordKind::Environment, prod_env.clone(), false)
             .unwrap()
             .approval()
-            .is_none()
+            .is_some()
+    );
+    assert!(
+        r.plan_delete(RecordKind::OperationBinding, "binding-001", true)
+            .unwrap()
+            .approval()
+            .is_some()
     );
     f.write("envreg.yaml", "writePolicy: { requireApprovalForProductionSave: false, requireApprovalForDelete: false }\n");
     assert!(

@@ -493,6 +493,88 @@ fn production_save_needs_approval() {
     assert_eq!(value["created"], false);
 }
 
+/// `envreg ARGS` in a new session (`setsid`): no controlling terminal to ask on.
+fn without_terminal(sandbox: &Sandbox, args: &[&str]) -> std::process::Output {
+    std::process::Command::new("setsid")
+        .arg(assert_cmd::cargo::cargo_bin("envreg"))
+        .arg("--registry")
+        .arg(sandbox.registry())
+        .args(args)
+        .env("NO_COLOR", "1")
+        .env("HOME", sandbox.home())
+        .env_remove("ENVREG_SESSION_ID")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap()
+}
+
+/// Contract §3.1: a dry run validates and reports without writing, so it asks nobody,
+/// even for a production deployment and with no terminal to ask on.
+#[test]
+fn a_dry_run_never_asks_for_approval() {
+    let sandbox = Sandbox::with_example();
+    let path = sandbox.registry().join("deployments/storefront-prod.yaml");
+    let before = std::fs::read_to_string(&path).unwrap();
+    let file = sandbox.tmp.path().join("rec.yaml");
+    std::fs::write(
+        &file,
+        before.replace("name:", "description: renamed\nname:"),
+    )
+    .unwrap();
+    let file = file.to_str().unwrap();
+    let output = without_terminal(
+        &sandbox,
+        &["--json", "save", "deployment", file, "--dry-run"],
+    );
+    let text = transcript(&sandbox, &output);
+    assert_eq!(output.status.code(), Some(0), "{text}");
+    let value = json_of(&sandbox, &output);
+    assert_eq!(value["dryRun"], true, "{text}");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), before);
+    assert!(!sandbox.registry().join(".backups").exists(), "{text}");
+    // The same save for real still needs approval.
+    let output = without_terminal(&sandbox, &["--json", "save", "deployment", file]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(json_of(&sandbox, &output)["error"]["code"], "POLICY_DENIED");
+}
+
+/// `approvalChannel: host` lets an MCP host gate `envreg serve`; the CLI has no host in
+/// front of it, so it still asks (here: no terminal, so denied) or takes `--yes`.
+#[test]
+fn the_host_approval_channel_does_not_turn_off_cli_approval() {
+    let sandbox = Sandbox::with_example();
+    let config = sandbox.registry().join("envreg.yaml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        text.replace("approvalChannel: elicitation", "approvalChannel: host"),
+    )
+    .unwrap();
+    let binding = sandbox
+        .registry()
+        .join("operation-bindings/rollback-storefront.yaml");
+    let args = [
+        "delete",
+        "operationBinding",
+        "rollback-storefront",
+        "--confirm",
+    ];
+    let output = without_terminal(&sandbox, &args);
+    let text = transcript(&sandbox, &output);
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    assert!(text.contains("POLICY_DENIED"), "{text}");
+    assert!(text.contains("--yes"), "{text}");
+    assert!(binding.exists(), "denied: nothing deleted");
+    let output = without_terminal(&sandbox, &[&args[..], &["--yes"]].concat());
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        transcript(&sandbox, &output)
+    );
+    assert!(!binding.exists());
+}
+
 #[test]
 fn delete_reports_blockers_then_refuses_then_deletes() {
     let sandbox = Sandbox::with_example();
