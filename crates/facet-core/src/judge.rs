@@ -2,7 +2,7 @@
 //! seed's sentence.
 
 use std::borrow::Cow;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
@@ -40,6 +40,9 @@ impl Decision {
 pub struct Policy {
     tools: ToolTable,
     facet_tool_names: Vec<String>,
+    /// Folders (or files) holding facet's own state and configuration: no judged
+    /// call may touch them, whatever the facet and its grants (see [`Policy::judge`]).
+    guarded: Vec<PathBuf>,
 }
 
 impl Default for Policy {
@@ -54,7 +57,17 @@ impl Policy {
         Policy {
             tools: ToolTable::builtin().with_tools(&config.tools),
             facet_tool_names: config.facet_tool_names.clone(),
+            guarded: Vec::new(),
         }
+    }
+
+    /// The same policy, refusing any judged call whose canonical target lies in one of
+    /// `locations` (facet's state folder, its configuration): with them the agent
+    /// could rewrite its own session's facet. They are resolved when a call is judged,
+    /// so a folder created later is still guarded by its canonical path.
+    pub fn with_guarded(mut self, locations: Vec<PathBuf>) -> Policy {
+        self.guarded = locations;
+        self
     }
 
     /// The tool table in use.
@@ -72,8 +85,10 @@ impl Policy {
     /// own. `can_ask` is false when no approval request can reach the user (Claude
     /// Code's `bypassPermissions`): then every "ask" becomes "deny".
     ///
-    /// In order: mode `off` or an unscoped session → no opinion (widening included:
-    /// there is no facet to widen); `facet action=add` → ask (deny without a channel),
+    /// In order: mode `off` → no opinion; a location inside a guarded folder (facet's
+    /// own state or configuration, see [`Policy::with_guarded`]) → deny, in a scoped
+    /// session or not and whatever the grants; an unscoped session → no opinion
+    /// (widening included: there is no facet to widen); `facet action=add` → ask (deny without a channel),
     /// whatever the mode, since `deny` still lets the user grant; a tool not in the
     /// table → no opinion; otherwise each location the call names (path arguments,
     /// escaping glob prefixes, or the session directory for a bare search) must lie in
@@ -90,7 +105,17 @@ impl Policy {
         session: &Session,
         can_ask: bool,
     ) -> Decision {
-        if session.mode == Mode::Off || session.facet_root().is_none() {
+        if session.mode == Mode::Off {
+            return Decision::NoOpinion;
+        }
+        let located = self.tools.get(tool_name).map(|spec| locations(spec, args));
+        if let Some(reason) = located
+            .as_deref()
+            .and_then(|located| self.guarded_reason(located, cwd))
+        {
+            return Decision::Deny(reason);
+        }
+        if session.facet_root().is_none() {
             return Decision::NoOpinion;
         }
         if is_widening_call(tool_name, args, &self.facet_tool_names) {
@@ -100,10 +125,10 @@ impl Policy {
                 Decision::Deny(NO_CHANNEL_REACH.to_string())
             };
         }
-        let Some(spec) = self.tools.get(tool_name) else {
+        let Some(located) = located else {
             return Decision::NoOpinion;
         };
-        self.judge_locations(&locations(spec, args), cwd, session, can_ask)
+        self.judge_locations(&located, cwd, session, can_ask)
     }
 
     /// Judge paths the caller extracted itself (Codex `apply_patch` file headers), as
@@ -115,11 +140,52 @@ impl Policy {
         session: &Session,
         can_ask: bool,
     ) -> Decision {
-        if session.mode == Mode::Off || session.facet_root().is_none() {
+        if session.mode == Mode::Off {
             return Decision::NoOpinion;
         }
         let located: Vec<Location> = raw_paths.iter().cloned().map(Location::Named).collect();
+        if let Some(reason) = self.guarded_reason(&located, cwd) {
+            return Decision::Deny(reason);
+        }
+        if session.facet_root().is_none() {
+            return Decision::NoOpinion;
+        }
         self.judge_locations(&located, cwd, session, can_ask)
+    }
+
+    /// The refusal for the first location inside a guarded folder, if any. A guarded
+    /// folder that cannot be resolved guards nothing (there is nothing there to
+    /// protect); a location that cannot be resolved is left to the facet check, which
+    /// judges it outside.
+    fn guarded_reason(&self, located: &[Location], cwd: &Path) -> Option<String> {
+        if self.guarded.is_empty() {
+            return None;
+        }
+        let guarded: Vec<PathBuf> = self
+            .guarded
+            .iter()
+            .filter_map(|dir| containment::resolve(dir, "/").ok())
+            .map(containment::Resolved::into_path)
+            .collect();
+        for location in located {
+            let raw = match location {
+                Location::Named(raw) => raw.as_str(),
+                Location::SessionDefault => ".",
+            };
+            let Some(expanded) = expand_home(raw) else {
+                continue;
+            };
+            let Ok(target) = containment::resolve(expanded.as_ref(), cwd) else {
+                continue;
+            };
+            if let Some(dir) = guarded
+                .iter()
+                .find(|dir| containment::is_within(target.path(), dir))
+            {
+                return Some(guarded_sentence(raw, dir));
+            }
+        }
+        None
     }
 
     fn judge_locations(
@@ -157,6 +223,16 @@ impl Policy {
         }
         Decision::NoOpinion
     }
+}
+
+/// Why a call touching facet's own state or configuration is refused. Not one of the
+/// seed's sentences (the seed keeps its state where no file tool reaches); it names the
+/// path as written, the guarded folder, and the channel that may change the facet.
+fn guarded_sentence(raw: &str, dir: &Path) -> String {
+    format!(
+        "{raw} lies in facet's own state or configuration ({}), which no tool call may touch: only the user changes this session's facet, from the facet panel (`facet status`, `facet grant`, `facet mode`).",
+        dir.display()
+    )
 }
 
 /// Whether `raw` (relative to `cwd`) resolves inside the session's facet or grants.

@@ -19,6 +19,11 @@
 //!   missing `PreToolUse` matcher) must not widen the facet.
 //! - The facet tool's arguments are read by the same strict reader the MCP server
 //!   uses, so the hook records exactly the calls the server accepted.
+//! - A judged call whose canonical target lies in facet's own state folder or
+//!   configuration is refused in every mode but `off`, grants notwithstanding: a
+//!   session in `$HOME` would otherwise hold its own state and could rewrite it.
+//! - A `PreToolUse` that cannot be decoded (too deep, too large) is refused, and so
+//!   is every `PreToolUse` while the configuration file cannot be used.
 //! - A state folder that cannot be read or written fails closed on `PreToolUse`
 //!   for calls the guard would judge (deny, with the cause), and is a
 //!   non-blocking error elsewhere.
@@ -125,7 +130,7 @@ pub fn answer(input: &[u8], config: &HookConfig) -> HookAnswer {
             _ => HookAnswer::non_blocking_error(format!("facet hook: {problem}")),
         };
     }
-    let policy = Policy::new(&config.core);
+    let policy = Policy::new(&config.core).with_guarded(guarded_locations(config));
     let can_ask = config.can_ask(&envelope);
     if envelope.session_id.is_empty() {
         return sessionless(&envelope, config, &policy, can_ask);
@@ -152,6 +157,16 @@ pub fn answer(input: &[u8], config: &HookConfig) -> HookAnswer {
         ),
         HookEvent::Other(_) => HookAnswer::no_opinion(),
     }
+}
+
+/// Where facet keeps its own state and configuration: no file tool may touch them,
+/// or the agent could rewrite its own facet (a session in `$HOME` contains both).
+fn guarded_locations(config: &HookConfig) -> Vec<PathBuf> {
+    let mut guarded: Vec<PathBuf> = state::state_dir(config.state_dir.as_deref())
+        .into_iter()
+        .collect();
+    guarded.extend(facet_core::Config::guarded_location());
+    guarded
 }
 
 /// Answer an event larger than the hook reads (`input` is its first bytes): a

@@ -941,3 +941,99 @@ fn the_state_folder_is_never_the_hooks_working_directory() {
     );
     assert_eq!(listing(&room), before, "nothing written into the facet");
 }
+
+#[test]
+fn facets_own_state_and_configuration_are_out_of_every_tools_reach() {
+    // A session whose facet holds the state folder (a session in $HOME holds
+    // ~/.local/state/facet) must not rewrite its own facet with a file tool.
+    let tree = Tree::new();
+    let home = tree.base.clone();
+    let state_file = tree.path("state/home.json");
+    let config_dir = tree.path("xdg-config/facet");
+    std::fs::create_dir_all(&config_dir).unwrap();
+    tree.symlink(tree.path("state"), "project/src/room/state-link");
+    tree.hook(&[], &session_event("home", &home, "SessionStart"));
+    assert!(state_file.exists(), "the session is recorded");
+    // Even a grant of the folder by the user does not open it to file tools.
+    let grant = tree.panel(&[
+        "grant",
+        &tree.path("state").display().to_string(),
+        "--session",
+        "home",
+    ]);
+    assert_eq!(grant.code, 0, "{}", grant.stderr);
+    let guarded_state = tree.path("state").display().to_string();
+    let guarded_config = config_dir.display().to_string();
+    let cases = [
+        (
+            "Edit",
+            json!({"file_path": state_file, "old_string": "ask", "new_string": "off"}),
+            guarded_state.as_str(),
+        ),
+        (
+            "Write",
+            json!({"file_path": "state/home.json", "content": "{}"}),
+            &guarded_state,
+        ),
+        (
+            "Read",
+            json!({"file_path": "project/src/room/state-link/home.json"}),
+            &guarded_state,
+        ),
+        (
+            "Glob",
+            json!({"pattern": "*.json", "path": "state"}),
+            &guarded_state,
+        ),
+        (
+            "Write",
+            json!({"file_path": config_dir.join("config.toml"), "content": "default_mode = \"off\""}),
+            &guarded_config,
+        ),
+    ];
+    for (tool, input, dir) in cases {
+        for mode in ["ask", "deny"] {
+            let set = tree.panel(&["mode", mode, "--session", "home"]);
+            assert_eq!(set.code, 0, "{}", set.stderr);
+            let run = tree.hook(&[], &pre_tool_use("home", &home, tool, input.clone()));
+            let (decision, reason) = run
+                .decision()
+                .unwrap_or_else(|| panic!("{tool} {input}: no decision; {}", run.stderr));
+            assert_eq!(decision, "deny", "{tool} {input}");
+            assert!(
+                reason.contains(&format!("lies in facet's own state or configuration ({dir}), which no tool call may touch")),
+                "{reason}"
+            );
+        }
+    }
+    assert_eq!(
+        status(&tree, "home")["binding"]["mode"],
+        json!("deny"),
+        "the state was not rewritten"
+    );
+    // A file named by FACET_CONFIG is guarded too (not its folder).
+    let named = tree.path("outside/facet.toml");
+    std::fs::write(&named, "").unwrap();
+    let env = [("FACET_CONFIG", named.as_os_str())];
+    let run = |input: Value| {
+        support::run_facet_with(
+            &["hook"],
+            &serde_json::to_vec(&pre_tool_use("home", &home, "Edit", input)).unwrap(),
+            &tree.state(),
+            &tree.path("elsewhere"),
+            &env,
+        )
+    };
+    assert_eq!(
+        run(json!({"file_path": named})).decision().unwrap().0,
+        "deny"
+    );
+    run(json!({"file_path": tree.path("outside/file.txt")})).assert_no_opinion("beside it");
+    // Mode off turns every opinion off, this one included.
+    assert_eq!(tree.panel(&["mode", "off", "--session", "home"]).code, 0);
+    tree.hook(
+        &[],
+        &pre_tool_use("home", &home, "Edit", json!({"file_path": state_file})),
+    )
+    .assert_no_opinion("mode off");
+}
