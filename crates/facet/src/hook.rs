@@ -422,8 +422,18 @@ fn current_context(config: &HookConfig, envelope: &Envelope, can_ask: bool) -> S
 }
 
 /// Whether a `tool_response` reports a failed call: an MCP result with
-/// `isError: true` (hosts pass it through as an object).
+/// `isError: true`, sent as an object or — as Claude Code sends an MCP tool's
+/// result — as that object's JSON text. Text that is not a JSON object (DeepSeek
+/// Harness's bridge sends the result's joined text) carries no error flag to read.
 fn is_error_response(response: &Value) -> bool {
-    response.get("isError").and_then(Value::as_bool) == Some(true)
-        || response.get("is_error").and_then(Value::as_bool) == Some(true)
+    let flagged = |object: &Value| {
+        object.get("isError").and_then(Value::as_bool) == Some(true)
+            || object.get("is_error").and_then(Value::as_bool) == Some(true)
+    };
+    match response {
+        Value::String(text) => serde_json::from_str::<Value>(text)
+            .map(|parsed| flagged(&parsed))
+            .unwrap_or(false),
+        other => flagged(other),
+    }
 }

@@ -216,6 +216,11 @@ fn a_failed_or_rejected_facet_call_records_nothing() {
             json!({"action": "add", "paths": ["../../shared"]}),
             json!({"isError": true}),
         ),
+        // Claude Code sends an MCP tool's result as its JSON text.
+        (
+            json!({"action": "add", "paths": ["../../shared"]}),
+            json!(r#"{"content":[{"type":"text","text":"STATE_UNREADABLE: no"}],"isError":true}"#),
+        ),
         (
             json!({"action": "add", "paths": ["../../shared"], "bogus": 1}),
             json!({}),
