@@ -7,8 +7,10 @@
 //! would help; until then the CLI adds its own `hint:` line on stderr.
 //!
 //! Exit codes: 0 success, 1 an expected failure (the tool's error, printed — as
-//! `{"error": {code, message, details}}` on stdout under `--json`), 2 a usage error
-//! (clap's).
+//! `{"error": {code, message, details}}` on stdout under `--json`), 2 a usage error:
+//! clap's, and the flag values clap cannot check that the CLI checks before running
+//! anything (`--session` / `ENVREG_SESSION_ID`, `serve`'s address rules), which print
+//! as `INVALID_ARGUMENT` the way any error does.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -29,6 +31,18 @@ pub struct Failure {
     /// Boxed: an `EnvError` with details is large, and every `Result` here carries it.
     pub error: Box<EnvError>,
     pub hint: Option<String>,
+    /// A usage error (exit 2) rather than an expected failure (exit 1).
+    pub usage: bool,
+}
+
+impl Failure {
+    /// A command line that cannot run as given (exit 2, like clap's usage errors).
+    fn usage(error: EnvError) -> Failure {
+        Failure {
+            usage: true,
+            ..Failure::from(error)
+        }
+    }
 }
 
 impl From<EnvError> for Failure {
@@ -36,6 +50,7 @@ impl From<EnvError> for Failure {
         Failure {
             error: Box::new(error),
             hint: None,
+            usage: false,
         }
     }
 }
@@ -46,7 +61,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => {
             print_failure(&failure, json);
-            ExitCode::from(1)
+            ExitCode::from(if failure.usage { 2 } else { 1 })
         }
     }
 }
@@ -130,8 +145,15 @@ fn open(cli_registry: Option<&Path>) -> Result<Registry, EnvError> {
     Registry::open(root)
 }
 
-fn session(arg: &SessionArg) -> Result<SessionId, EnvError> {
-    SessionId::new(arg.id())
+/// `--session` / `ENVREG_SESSION_ID`, checked before anything runs: a bad value is a
+/// usage error.
+fn session(arg: &SessionArg) -> Result<SessionId, Failure> {
+    SessionId::new(arg.id()).map_err(|e| {
+        Failure::usage(EnvError::invalid_argument(format!(
+            "--session / ENVREG_SESSION_ID: {}",
+            e.message
+        )))
+    })
 }
 
 fn execute(cli: Cli) -> Result<(), Failure> {
@@ -144,6 +166,7 @@ fn execute(cli: Cli) -> Result<(), Failure> {
             return Ok(());
         }
         Command::Serve(args) => {
+            crate::serve::check(&args).map_err(Failure::usage)?;
             let root = locate::registry_root(registry_flag, &cwd()?)?;
             return crate::serve::run(root, args)
                 .map_err(|e| Failure::from(EnvError::internal(format!("serve: {e:#}"))));
@@ -283,6 +306,7 @@ fn call_and_print(
             Err(Failure {
                 error: Box::new(error),
                 hint,
+                usage: false,
             })
         }
     }

@@ -789,6 +789,53 @@ fn usage_errors_exit_2() {
     }
 }
 
+/// Flag values clap cannot check are still usage errors: `INVALID_ARGUMENT`, exit 2,
+/// never `INTERNAL_ERROR` (a server that refuses its configuration has not failed).
+#[test]
+fn bad_serve_and_session_flags_are_usage_errors() {
+    let sandbox = Sandbox::with_example();
+    let cases: [(&[&str], Option<&str>, &str); 4] = [
+        (
+            &["serve", "--http", "0.0.0.0:0"],
+            None,
+            "refusing to listen",
+        ),
+        (
+            &["serve", "--http", "0.0.0.0:0", "--allow-remote"],
+            None,
+            "needs a bearer token",
+        ),
+        (&["serve"], Some("bad id!"), "ENVREG_SESSION_ID"),
+        (&["context"], Some("../up"), "ENVREG_SESSION_ID"),
+    ];
+    for (args, session, says) in cases {
+        for json_mode in [false, true] {
+            let mut cmd = sandbox.envreg();
+            if json_mode {
+                cmd.arg("--json");
+            }
+            cmd.args(args)
+                .env_remove("ENVREG_HTTP_TOKEN")
+                .write_stdin("")
+                .timeout(std::time::Duration::from_secs(30));
+            if let Some(id) = session {
+                cmd.env("ENVREG_SESSION_ID", id);
+            }
+            let output = cmd.output().unwrap();
+            let text = transcript(&sandbox, &output);
+            assert_eq!(output.status.code(), Some(2), "{args:?}: {text}");
+            assert!(text.contains(says), "{args:?}: {text}");
+            assert!(!text.contains("INTERNAL_ERROR"), "{args:?}: {text}");
+            if json_mode {
+                let value = json_of(&sandbox, &output);
+                assert_eq!(value["error"]["code"], "INVALID_ARGUMENT", "{text}");
+            } else {
+                assert!(text.contains("error[INVALID_ARGUMENT]:"), "{text}");
+            }
+        }
+    }
+}
+
 #[test]
 fn json_errors_have_code_message_details() {
     let sandbox = Sandbox::with_example();
