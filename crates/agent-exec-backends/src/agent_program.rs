@@ -775,17 +775,11 @@ pub async fn probe_output(
     let path = crate::command::find_program(program)
         .map_err(|problem| format!("{problem}; {install_hint}"))?;
     let mut command = tokio::process::Command::new(path);
-    command
-        .args(args)
-        .envs(env)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    let output = match tokio::time::timeout(timeout, command.output()).await {
-        Ok(Ok(output)) => output,
-        Ok(Err(e)) => return Err(format!("cannot run `{program}`: {e}")),
-        Err(_) => {
+    command.args(args).envs(env);
+    let output = match run_probe_tree(command, None, timeout).await {
+        Ok(Some(output)) => output,
+        Err(e) => return Err(format!("cannot run `{program}`: {e}")),
+        Ok(None) => {
             return Err(format!(
                 "`{program} {}` did not answer within {timeout:?}",
                 args.join(" ")
@@ -801,6 +795,63 @@ pub async fn probe_output(
         ));
     }
     Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
+}
+
+/// Runs a probe `command` as a [`ProcessTree`]: writes `stdin` (or gives it none),
+/// collects stdout and stderr, and waits for the leader, all within `timeout`
+/// (`Ok(None)` when it passed); then the whole tree is terminated, so a probe that
+/// forked leaves nothing behind.
+///
+/// Invariant: a probe future dropped midway (the caller's deadline or Ctrl-C fired
+/// while resolving the backend) drops the tree, whose `Drop` kills the group and
+/// every member seen — never a probe process left running. The decision not taken:
+/// `Command::output` with `kill_on_drop`, which reaches the direct child only.
+pub async fn run_probe_tree(
+    mut command: tokio::process::Command,
+    stdin: Option<&[u8]>,
+    timeout: Duration,
+) -> std::io::Result<Option<std::process::Output>> {
+    command
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut tree = ProcessTree::spawn(command)?;
+    let input = tree.child_mut().stdin.take();
+    let stdout = tree.child_mut().stdout.take();
+    let stderr = tree.child_mut().stderr.take();
+    let ran = async {
+        let feed = async {
+            if let (Some(mut pipe), Some(bytes)) = (input, stdin) {
+                // A program that never reads stdin closes the pipe: judged by its output.
+                let _ = pipe.write_all(bytes).await;
+            }
+        };
+        let (_, out, err, status) =
+            tokio::join!(feed, read_all(stdout), read_all(stderr), tree.wait_leader());
+        status.map(|status| std::process::Output {
+            status,
+            stdout: out,
+            stderr: err,
+        })
+    };
+    let answer = tokio::time::timeout(timeout, ran).await;
+    let _ = tree.terminate(Duration::from_millis(200)).await;
+    match answer {
+        Err(_) => Ok(None),
+        Ok(output) => output.map(Some),
+    }
+}
+
+async fn read_all<R: tokio::io::AsyncRead + Unpin>(stream: Option<R>) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    if let Some(mut stream) = stream {
+        let _ = stream.read_to_end(&mut bytes).await;
+    }
+    bytes
 }
 
 #[cfg(test)]

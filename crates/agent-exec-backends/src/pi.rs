@@ -924,28 +924,14 @@ async fn run_probe(
     let path = crate::command::find_program(program)
         .map_err(|problem| format!("{problem}; {INSTALL_HINT}"))?;
     let mut command = tokio::process::Command::new(path);
-    command
-        .args(args)
-        .envs(env)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true);
+    command.args(args).envs(env);
     if let Some(cwd) = cwd {
         command.current_dir(cwd);
     }
-    let mut child = command
-        .spawn()
-        .map_err(|e| format!("cannot run `{program}`: {e}"))?;
-    if let Some(mut pipe) = child.stdin.take() {
-        use tokio::io::AsyncWriteExt as _;
-        // A program that never reads stdin closes the pipe: judged by its output.
-        let _ = pipe.write_all(stdin).await;
-    }
-    match tokio::time::timeout(PROBE_TIMEOUT, child.wait_with_output()).await {
-        Ok(Ok(output)) => Ok(output),
-        Ok(Err(e)) => Err(format!("cannot run `{program}`: {e}")),
-        Err(_) => Err(format!(
+    match crate::agent_program::run_probe_tree(command, Some(stdin), PROBE_TIMEOUT).await {
+        Ok(Some(output)) => Ok(output),
+        Err(e) => Err(format!("cannot run `{program}`: {e}")),
+        Ok(None) => Err(format!(
             "`{program} {}` did not answer within {PROBE_TIMEOUT:?}",
             args.join(" ")
         )),

@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use agent_exec_backends::config::Config;
 use agent_exec_contract::{
-    CancelCause, Cancellation, Capability, ContractBudget, ContractRequest, ContractResult,
-    EventSink, Outcome, ToolPolicy, WorkspaceHandle,
+    CancelCause, Cancellation, Capability, ContractBudget, ContractRequest, ContractResult, Error,
+    ErrorCode, EventSink, Outcome, SideEffects, ToolPolicy, WorkspaceHandle,
 };
 use agent_exec_journal::{Journal, JournalLocation};
 use agent_exec_runtime::{RunOptions, Runtime};
@@ -153,7 +153,51 @@ pub async fn run(args: &Args, run: &RunArgs) -> anyhow::Result<u8> {
         ..Default::default()
     };
 
-    let resolved = match registry.resolve(&run.backend, &required).await {
+    // Cancellation is armed before the backend is resolved: resolving runs the
+    // backend's capability probe (processes, a network request; up to a minute when
+    // the peer stalls), and the deadline and Ctrl-C/SIGTERM cover it like the run.
+    let cancellation = Cancellation::new();
+    let signals = tokio::spawn(cancel_on_signal(cancellation.clone()));
+    let deadline_timer = deadline.map(|at| tokio::spawn(cancel_at(at, cancellation.clone())));
+    let _disarm = Disarm(
+        [Some(signals), deadline_timer]
+            .into_iter()
+            .flatten()
+            .collect(),
+    );
+
+    // Decision: a canceled probe is dropped, not asked to stop. `Backend::verify`
+    // takes no cancellation, and every probe that starts a process runs it as a
+    // `ProcessTree`, whose drop kills the whole group and every member it saw; a
+    // probe has no side effects to confirm. Not done: journaling a run that ended
+    // before its backend was resolved (the journal records executions, and none was
+    // dispatched).
+    let resolving = tokio::select! {
+        biased;
+        _ = cancellation.cancelled() => None,
+        resolved = registry.resolve(&run.backend, &required) => Some(resolved),
+    };
+    let Some(resolving) = resolving else {
+        let cause = cancellation.cause().unwrap_or(CancelCause::Caller);
+        let (code, why) = match cause {
+            CancelCause::Deadline => (ErrorCode::DeadlineExceeded, "the deadline passed"),
+            CancelCause::Caller => (ErrorCode::Canceled, "the caller canceled"),
+        };
+        let result = ContractResult::with_error(
+            Outcome::Canceled,
+            Error::new(
+                code,
+                format!(
+                    "{why} while backend `{}` was being probed; nothing was dispatched",
+                    run.backend
+                ),
+                SideEffects::None,
+            ),
+        );
+        print_result(run, &execution_id, &result)?;
+        return Ok(exit_code(&result.outcome));
+    };
+    let resolved = match resolving {
         Ok(resolved) => resolved,
         Err(e) => {
             // Nothing ran: report it as the contract's refusal, in the same shape.
@@ -187,39 +231,56 @@ pub async fn run(args: &Args, run: &RunArgs) -> anyhow::Result<u8> {
     } else {
         (EventSink::discard(), None)
     };
-    let cancellation = Cancellation::new();
-    let on_signal = cancellation.clone();
-    let signals = tokio::spawn(async move {
-        let mut terminate =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-        let sigterm = async {
-            match terminate.as_mut() {
-                Some(s) => {
-                    s.recv().await;
-                }
-                None => std::future::pending::<()>().await,
-            }
-        };
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = sigterm => {}
-        }
-        eprintln!("agent-exec: canceling… (waiting for the backend to stop)");
-        on_signal.cancel(CancelCause::Caller);
-    });
-
     let options = RunOptions {
         events,
         cancellation,
         ..Default::default()
     };
     let result = runtime.run(request, &resolved, options).await;
-    signals.abort();
     if let Some(printer) = printer {
         let _ = printer.await;
     }
     print_result(run, &execution_id, &result)?;
     Ok(exit_code(&result.outcome))
+}
+
+/// Cancels on the first Ctrl-C or SIGTERM.
+async fn cancel_on_signal(cancellation: Cancellation) {
+    let mut terminate =
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    let sigterm = async {
+        match terminate.as_mut() {
+            Some(s) => {
+                s.recv().await;
+            }
+            None => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = sigterm => {}
+    }
+    eprintln!("agent-exec: canceling… (waiting for the backend to stop)");
+    cancellation.cancel(CancelCause::Caller);
+}
+
+/// Cancels with [`CancelCause::Deadline`] at `at` (the runtime arms its own watchdog
+/// for the run; this one covers what comes before it, the probe).
+async fn cancel_at(at: time::OffsetDateTime, cancellation: Cancellation) {
+    let wait = (at - time::OffsetDateTime::now_utc()).max(time::Duration::ZERO);
+    tokio::time::sleep(wait.unsigned_abs()).await;
+    cancellation.cancel(CancelCause::Deadline);
+}
+
+/// Aborts the signal and deadline tasks when the run is over, on every return path.
+struct Disarm(Vec<tokio::task::JoinHandle<()>>);
+
+impl Drop for Disarm {
+    fn drop(&mut self) {
+        for task in &self.0 {
+            task.abort();
+        }
+    }
 }
 
 fn print_result(run: &RunArgs, execution_id: &str, result: &ContractResult) -> anyhow::Result<()> {

@@ -746,3 +746,90 @@ fn backends_verify_exits_non_zero_when_a_program_is_missing() {
     let all: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(all.as_array().unwrap().iter().any(|b| b["name"] == "gone"));
 }
+
+/// An acp backend whose program never answers `initialize`: its capability probe
+/// hangs (for up to the probe's own 20 s timeout). It writes its pid first.
+fn hanging_probe_sandbox() -> Sandbox {
+    let sandbox = Sandbox::new("");
+    let script = sandbox.path("hang-acp.sh");
+    let pid_file = sandbox.path("probe.pid");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\necho $$ > {}\nexec sleep 333\n",
+            pid_file.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(
+        sandbox.path("config.toml"),
+        format!(
+            "[backends.stall]\nkind = \"acp\"\nprogram = {}\n",
+            toml_string(script.to_str().unwrap())
+        ),
+    )
+    .unwrap();
+    sandbox
+}
+
+fn probe_pid(sandbox: &Sandbox) -> String {
+    let pid_file = sandbox.path("probe.pid");
+    wait_for("the probe to start", || {
+        std::fs::read_to_string(&pid_file).is_ok_and(|p| !p.trim().is_empty())
+    });
+    std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .to_owned()
+}
+
+#[test]
+fn the_deadline_covers_the_capability_probe_and_leaves_no_process() {
+    let sandbox = hanging_probe_sandbox();
+    let mut args = sandbox.run_args("stall", "x");
+    args.extend(["--deadline", "1s", "--json"].map(String::from));
+    let out = sandbox.cmd().args(&args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(result["outcome"], "canceled", "{result}");
+    assert_eq!(result["err"]["code"], "agent.deadline_exceeded", "{result}");
+    assert_eq!(result["err"]["side_effects"], "none", "{result}");
+    assert!(
+        result["err"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("being probed"),
+        "{result}"
+    );
+    let pid = probe_pid(&sandbox);
+    wait_for("the probe's process to be gone", || !pid_alive(&pid));
+}
+
+#[test]
+fn sigterm_during_the_capability_probe_prints_canceled_and_leaves_no_process() {
+    let sandbox = hanging_probe_sandbox();
+    let mut args = sandbox.run_args("stall", "x");
+    args.push("--json".into());
+    let runner = sandbox
+        .std_command()
+        .args(&args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = probe_pid(&sandbox);
+    StdCommand::new("kill")
+        .args(["-TERM", &runner.id().to_string()])
+        .status()
+        .unwrap();
+    let out = runner.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(result["outcome"], "canceled", "{result}");
+    assert_eq!(result["err"]["code"], "agent.canceled", "{result}");
+    wait_for("the probe's process to be gone", || !pid_alive(&pid));
+}
