@@ -14,8 +14,9 @@
 //!   `--no-approval`. Without it every ask becomes a deny, widening included.
 //! - A `PreToolUse` of a tool the guard does not know never touches the state
 //!   folder: the common case stays one parse and one exit.
-//! - `PostToolUse` records an `add` only when an approval channel exists: with
-//!   none, nobody can have approved it, so a call that got through anyway (a
+//! - `PostToolUse` records an `add` only when `PreToolUse` would have asked: an
+//!   approval channel exists, the mode is not `off` and the session has a facet.
+//!   Otherwise nobody can have approved it, so a call that got through anyway (a
 //!   missing `PreToolUse` matcher) must not widen the facet.
 //! - The facet tool's arguments are read by the same strict reader the MCP server
 //!   uses, so the hook records exactly the calls the server accepted.
@@ -35,7 +36,7 @@
 
 use std::path::{Path, PathBuf};
 
-use facet_core::{Decision, FacetAction, Policy, Session};
+use facet_core::{Decision, FacetAction, Mode, Policy, Session};
 use serde_json::Value;
 
 use crate::apply_patch;
@@ -397,11 +398,29 @@ fn post_tool_use(
     }
     let cwd = Path::new(&envelope.cwd);
     let recorded = state::update(config, envelope, |session| {
+        // PreToolUse puts an `add` to the user only when the guard is on and the
+        // session has a facet; any other `add` ran without a question (mode off,
+        // an unscoped session) and must not outlive a switch back to `ask`.
+        let asked = session.mode != Mode::Off && session.facet_root().is_some();
+        if matches!(action, FacetAction::Add(_)) && !asked {
+            return None;
+        }
         let outcome = session.apply(&action, cwd);
         let context = session.context_text(can_ask);
         session.context_sent = Some(context.clone());
-        (outcome, context)
+        Some((outcome, context))
     });
+    let recorded = match recorded {
+        Ok(Some(recorded)) => Ok(recorded),
+        Ok(None) => {
+            return HookAnswer::json(output::additional_context(
+                "PostToolUse",
+                "The grant was not recorded: facet is off for this session or it has no facet, \
+                 so nobody was asked to approve it.",
+            ));
+        }
+        Err(error) => Err(error),
+    };
     match recorded {
         Ok((Ok(_), context)) if context.is_empty() => HookAnswer::no_opinion(),
         Ok((Ok(_), context)) => {

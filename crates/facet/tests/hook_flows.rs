@@ -1042,3 +1042,55 @@ fn facets_own_state_and_configuration_are_out_of_every_tools_reach() {
     )
     .assert_no_opinion("mode off");
 }
+
+#[test]
+fn an_add_made_while_facet_is_off_is_not_recorded() {
+    let tree = Tree::new();
+    let room = tree.room();
+    let add = json!({"action": "add", "paths": ["../../shared"]});
+    tree.hook(&[], &session_event("offadd", &room, "SessionStart"));
+    assert_eq!(tree.panel(&["mode", "off", "--session", "offadd"]).code, 0);
+    // Mode off: the add is not asked about, so it must not be recorded.
+    tree.hook(&[], &pre_tool_use("offadd", &room, FACET_TOOL, add.clone()))
+        .assert_no_opinion("mode off asks nothing");
+    let (_, context) = tree
+        .hook(
+            &[],
+            &post_tool_use("offadd", &room, FACET_TOOL, add.clone(), json!({})),
+        )
+        .context()
+        .expect("told why");
+    assert!(
+        context.starts_with("The grant was not recorded"),
+        "{context}"
+    );
+    assert_eq!(status(&tree, "offadd")["binding"]["granted"], json!([]));
+    // Back to ask: the path outside is still asked about.
+    assert_eq!(tree.panel(&["mode", "ask", "--session", "offadd"]).code, 0);
+    let (decision, _) = tree
+        .hook(
+            &[],
+            &pre_tool_use(
+                "offadd",
+                &room,
+                "Read",
+                json!({"file_path": "../../shared/types.rs"}),
+            ),
+        )
+        .decision()
+        .unwrap();
+    assert_eq!(decision, "ask");
+    // An unscoped session (started at the project top) is not asked either.
+    let top = tree.path("project");
+    tree.hook(
+        &[],
+        &post_tool_use(
+            "topadd",
+            &top,
+            FACET_TOOL,
+            json!({"action": "add", "paths": ["/etc"]}),
+            json!({}),
+        ),
+    );
+    assert_eq!(status(&tree, "topadd")["binding"]["granted"], json!([]));
+}
