@@ -34,6 +34,11 @@ pub struct Session {
     /// changed and say it again.
     #[serde(default)]
     pub context_sent: Option<String>,
+    /// Whether the rule text was handed to the model. A session unscoped or `off` at
+    /// its start is told nothing then; when it is later focused or switched on, the
+    /// first binding it is told must carry the rule with it.
+    #[serde(default)]
+    pub rule_sent: bool,
 }
 
 impl Session {
@@ -47,6 +52,7 @@ impl Session {
             extras: Vec::new(),
             mode,
             context_sent: None,
+            rule_sent: false,
         }
     }
 

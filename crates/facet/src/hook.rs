@@ -227,6 +227,8 @@ fn session_start(envelope: &Envelope, config: &HookConfig, can_ask: bool) -> Hoo
     let told = state::update(config, envelope, |session| {
         let context = session.context_text(can_ask);
         session.context_sent = Some(context.clone());
+        // The rule goes with a non-empty binding only (see below).
+        session.rule_sent |= !context.is_empty();
         context
     });
     match told {
@@ -246,7 +248,18 @@ fn user_prompt_submit(envelope: &Envelope, config: &HookConfig, can_ask: bool) -
             return None;
         }
         session.context_sent = Some(context.clone());
-        Some(context)
+        if context.is_empty() {
+            return Some(context);
+        }
+        // A session unscoped or off at its start was never told the rule; it is
+        // now in force, so the rule comes first, once.
+        let with_rule = if session.rule_sent {
+            context
+        } else {
+            format!("{}\n\n{context}", facet_core::seed::facet_rule_text())
+        };
+        session.rule_sent = true;
+        Some(with_rule)
     });
     match changed {
         // An empty text contributes nothing, as the seed's context text intends.

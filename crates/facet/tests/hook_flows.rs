@@ -1094,3 +1094,45 @@ fn an_add_made_while_facet_is_off_is_not_recorded() {
     );
     assert_eq!(status(&tree, "topadd")["binding"]["granted"], json!([]));
 }
+
+#[test]
+fn the_rule_is_sent_once_when_a_silent_session_comes_under_the_guard() {
+    let tree = Tree::new();
+    let top = tree.path("project");
+    let rule_then_binding = |run: &support::Run| {
+        let (event, context) = run.context().expect("told");
+        assert_eq!(event, "UserPromptSubmit");
+        assert!(context.starts_with("# Facet scope\n"), "{context}");
+        assert!(context.contains("\n\nfacet: "), "{context}");
+    };
+
+    // Unscoped at its start (the project top): told nothing, then focused.
+    tree.hook(&[], &session_event("silent", &top, "SessionStart"))
+        .assert_no_opinion("unscoped start");
+    assert_eq!(
+        tree.panel(&["focus", "src/room", "--session", "silent"])
+            .code,
+        0
+    );
+    rule_then_binding(&tree.hook(&[], &session_event("silent", &top, "UserPromptSubmit")));
+    // Once: a later change restates the binding alone.
+    assert_eq!(
+        tree.panel(&["grant", "shared", "--session", "silent"]).code,
+        0
+    );
+    let (_, context) = tree
+        .hook(&[], &session_event("silent", &top, "UserPromptSubmit"))
+        .context()
+        .expect("restated");
+    assert!(context.starts_with("facet: "), "{context}");
+
+    // Off at its start (the configured default mode), then switched to ask.
+    let xdg = tree.path("xdg-config/facet");
+    std::fs::create_dir_all(&xdg).unwrap();
+    std::fs::write(xdg.join("config.toml"), "default_mode = \"off\"\n").unwrap();
+    let room = tree.room();
+    tree.hook(&[], &session_event("quiet", &room, "SessionStart"))
+        .assert_no_opinion("off at start");
+    assert_eq!(tree.panel(&["mode", "ask", "--session", "quiet"]).code, 0);
+    rule_then_binding(&tree.hook(&[], &session_event("quiet", &room, "UserPromptSubmit")));
+}
