@@ -145,7 +145,25 @@ pub fn write_atomically(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result
         .write(true)
         .create_new(true)
         .clone();
-    replace_via(&temp, &open, dir, name, bytes)
+    publish_via(&temp, &open, dir, name, bytes, Publish::Replace)
+}
+
+/// [`write_atomically`] for a file that must not exist yet (`envreg init`): the same
+/// temp file and `fsync`, then published with `link` instead of `rename`. `link` fails
+/// with [`std::io::ErrorKind::AlreadyExists`] when the name is taken, even by a writer
+/// racing us, so an existing file is never replaced; `rename` would replace it. The
+/// temp file is removed either way. Readers see no file or the whole file, never part.
+///
+/// Not done: a fallback for file systems without hard links (FAT, some network mounts)
+/// — there this fails rather than degrade to a non-atomic write.
+pub fn create_atomically(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
+    let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
+    let temp = dir.join(format!(".{name}.tmp-{}-{n}", std::process::id()));
+    let open = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .clone();
+    publish_via(&temp, &open, dir, name, bytes, Publish::CreateNew)
 }
 
 /// [`write_atomically`] for writers holding the registry's [`WriteLock`]: the temp name
@@ -164,22 +182,39 @@ pub fn write_atomically_locked(
         .create(true)
         .truncate(true)
         .clone();
-    replace_via(&temp, &open, dir, name, bytes)
+    publish_via(&temp, &open, dir, name, bytes, Publish::Replace)
 }
 
-fn replace_via(
+/// How a fully written, synced temp file takes its final name.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Publish {
+    /// `rename` over whatever is there.
+    Replace,
+    /// `link`, which refuses an existing name; then drop the temp name.
+    CreateNew,
+}
+
+fn publish_via(
     temp: &Path,
     open: &std::fs::OpenOptions,
     dir: &Path,
     name: &str,
     bytes: &[u8],
+    publish: Publish,
 ) -> std::io::Result<()> {
     let result = (|| {
         let mut file = open.open(temp)?;
         file.write_all(bytes)?;
         file.sync_all()?;
         drop(file);
-        std::fs::rename(temp, dir.join(name))?;
+        match publish {
+            Publish::Replace => std::fs::rename(temp, dir.join(name))?,
+            Publish::CreateNew => {
+                let linked = std::fs::hard_link(temp, dir.join(name));
+                std::fs::remove_file(temp)?;
+                linked?;
+            }
+        }
         sync_dir(dir)
     })();
     if result.is_err() {
@@ -692,6 +727,17 @@ mod tests {
             .map(|e| e.file_name())
             .collect();
         assert_eq!(names, ["a.yaml"]);
+    }
+
+    #[test]
+    fn create_atomically_never_replaces_and_leaves_no_temp() {
+        let dir = tempfile::tempdir().unwrap();
+        create_atomically(dir.path(), "a.yaml", b"one").unwrap();
+        assert_eq!(std::fs::read(dir.path().join("a.yaml")).unwrap(), b"one");
+        let err = create_atomically(dir.path(), "a.yaml", b"two").unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::AlreadyExists);
+        assert_eq!(std::fs::read(dir.path().join("a.yaml")).unwrap(), b"one");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 
     #[test]

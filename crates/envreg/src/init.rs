@@ -3,11 +3,17 @@
 //! profile, a global health-check binding with its skill, the JSON Schemas editors use
 //! and a `.gitignore` for the session and backup folders.
 //!
-//! Invariant: never overwrites. DIR must not exist or be empty; every file is created
-//! with `create_new`, so a concurrent writer cannot be clobbered either.
+//! Invariants: never overwrites — DIR must not exist or be empty, and every file is
+//! published with the core's [`create_atomically`] (temp file, fsync, `link`, folder
+//! fsync), which refuses a name that exists, so a concurrent writer cannot be clobbered
+//! either. Atomic like every registry write: a crash or a full disk leaves each file
+//! whole or absent (at worst a hidden temp file the loader never reads), never a torn
+//! `envreg.yaml` or record.
 
-use std::io::Write;
-use std::path::Path;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use envreg_core::write::{create_atomically, sync_dir};
 
 use envreg_core::{EnvError, ErrorCode};
 use serde_json::json;
@@ -169,18 +175,30 @@ pub fn run(dir: &Path, json_mode: bool) -> Result<(), EnvError> {
         }
     }
     let files = files();
+    // Folders made here, so their own entries in their parents are synced too.
+    let mut folders: BTreeSet<PathBuf> = BTreeSet::new();
     for (rel, text) in &files {
         let path = dir.join(rel);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| unwritable("create folders", e))?;
-        }
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&path)
+        let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+            continue;
+        };
+        std::fs::create_dir_all(parent).map_err(|e| unwritable("create folders", e))?;
+        folders.extend(
+            parent
+                .ancestors()
+                .take_while(|a| a.starts_with(dir))
+                .map(Path::to_path_buf),
+        );
+        create_atomically(parent, &name.to_string_lossy(), text.as_bytes())
             .map_err(|e| unwritable(&format!("create {rel}"), e))?;
-        file.write_all(text.as_bytes())
-            .map_err(|e| unwritable(&format!("write {rel}"), e))?;
+    }
+    // DIR's own entry in the folder above it (`.` for a bare relative name).
+    match dir.parent() {
+        Some(above) if !above.as_os_str().is_empty() => folders.insert(above.to_path_buf()),
+        _ => folders.insert(PathBuf::from(".")),
+    };
+    for folder in &folders {
+        sync_dir(folder).map_err(|e| unwritable("sync folders", e))?;
     }
     let names: Vec<&str> = files.iter().map(|(rel, _)| rel.as_str()).collect();
     if json_mode {

@@ -720,6 +720,51 @@ fn init_scaffolds_a_working_registry() {
     assert_eq!(again.status.code(), Some(1));
 }
 
+/// `init` writes atomically: a process stopped mid-write (here by the file-size limit,
+/// `ulimit -f`, whose SIGXFSZ kills it at the first file over 1 KiB) leaves every file
+/// under its final name whole — exactly what a full `init` writes — never torn.
+#[test]
+fn init_never_leaves_a_torn_file() {
+    let sandbox = Sandbox::empty();
+    let full = sandbox.tmp.path().join("full");
+    let output = sandbox.bare().arg("init").arg(&full).output().unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let cut = sandbox.tmp.path().join("cut");
+    let output = std::process::Command::new("bash")
+        .arg("-c")
+        .arg("ulimit -c 0; ulimit -f 1; exec \"$0\" init \"$1\"")
+        .arg(assert_cmd::cargo::cargo_bin("envreg"))
+        .arg(&cut)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    assert!(!output.status.success(), "the size limit must stop init");
+    let mut whole = 0;
+    let mut stack = vec![cut.clone()];
+    while let Some(folder) = stack.pop() {
+        for entry in std::fs::read_dir(&folder).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+                continue;
+            }
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with('.') && name.contains(".tmp-") {
+                continue; // a hidden temp file: never loaded, never a record
+            }
+            let rel = path.strip_prefix(&cut).unwrap();
+            assert_eq!(
+                std::fs::read(&path).unwrap(),
+                std::fs::read(full.join(rel)).unwrap(),
+                "{} is torn",
+                rel.display()
+            );
+            whole += 1;
+        }
+    }
+    assert!(whole > 0, "init wrote some files before the limit");
+}
+
 #[test]
 fn registry_is_found_from_a_subfolder_or_the_environment() {
     let sandbox = Sandbox::with_example();
