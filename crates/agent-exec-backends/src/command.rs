@@ -35,7 +35,7 @@ use agent_exec_contract::{
 use agent_exec_runtime::cause_code;
 use agent_exec_runtime::process::{DEFAULT_GRACE, ProcessTree, Termination};
 
-use crate::agent_program::{join_bounded, push_line, read_tail};
+use crate::agent_program::{Collected, Reader, Unfinished, join_bounded, push_line};
 use serde::Deserialize;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
@@ -239,9 +239,8 @@ impl Backend for CommandBackend {
         });
         let stdout = tree.child_mut().stdout.take();
         let events = ctx.events.clone();
-        let reader = tokio::spawn(async move { read_stdout(stdout, events).await });
-        let stderr = tree.child_mut().stderr.take();
-        let err_reader = tokio::spawn(async move { read_tail(stderr).await });
+        let reader = Reader::spawn(|into| read_stdout(stdout, events, into));
+        let err_reader = Reader::tail(tree.child_mut().stderr.take());
 
         let grace = Duration::from_millis(self.config.grace_ms);
         let exited = tokio::select! {
@@ -266,8 +265,8 @@ impl Backend for CommandBackend {
                 String::from_utf8_lossy(e.as_bytes()).into_owned()
             }
         };
-        if let Some(note) = stdout_note {
-            push_line(&mut logs, note);
+        if let Some(unfinished) = stdout_note {
+            push_line(&mut logs, unfinished.note());
         }
         let mut result = self.settle(
             exited,
@@ -276,6 +275,23 @@ impl Backend for CommandBackend {
             effects,
             program,
         );
+        if result.outcome == Outcome::Succeeded && stdout_note == Some(Unfinished::HeldOpen) {
+            // The program exited 0 and its tree is gone as far as we can see, yet its
+            // stdout is still open: a process that escaped the tree holds it and may
+            // still be working. Neither the text nor the end is certain.
+            result = ContractResult::with_error(
+                Outcome::Unknown,
+                Error::new(
+                    ErrorCode::UnknownOutcome,
+                    format!(
+                        "`{program}` exited with status 0, but a process it started escaped \
+                         the process tree (new session, cleared environment) and still holds \
+                         its stdout open; it may still be running"
+                    ),
+                    SideEffects::Possible,
+                ),
+            );
+        }
         if result.outcome == Outcome::Succeeded {
             result.text = text;
             ctx.events.emit(Event::of_kind(EventKind::MessageEnd));
@@ -367,34 +383,38 @@ impl CommandBackend {
 }
 
 /// Reads stdout to the end, emitting complete UTF-8 as `text_delta` events.
-async fn read_stdout(stdout: Option<tokio::process::ChildStdout>, events: EventSink) -> Vec<u8> {
-    let mut all = Vec::new();
+async fn read_stdout(
+    stdout: Option<tokio::process::ChildStdout>,
+    events: EventSink,
+    into: Collected,
+) {
     let Some(mut stdout) = stdout else {
-        return all;
+        return;
     };
     let mut buf = vec![0u8; 16 * 1024];
-    let mut pending_from = 0usize;
+    // Bytes not yet emitted: at most an incomplete UTF-8 sequence between reads.
+    let mut pending = Vec::new();
     loop {
         let n = match stdout.read(&mut buf).await {
             Ok(0) | Err(_) => break,
             Ok(n) => n,
         };
-        all.extend_from_slice(buf.get(..n).unwrap_or_default());
-        let fresh = all.get(pending_from..).unwrap_or_default();
-        let complete = match std::str::from_utf8(fresh) {
-            Ok(_) => fresh.len(),
+        let chunk = buf.get(..n).unwrap_or_default();
+        into.with(|collected| collected.extend_from_slice(chunk));
+        pending.extend_from_slice(chunk);
+        let complete = match std::str::from_utf8(&pending) {
+            Ok(_) => pending.len(),
             // An incomplete sequence at the end waits for the next read; an invalid
             // one is emitted (replaced) rather than holding the stream back.
             Err(e) if e.error_len().is_none() => e.valid_up_to(),
-            Err(_) => fresh.len(),
+            Err(_) => pending.len(),
         };
         if complete > 0 {
-            let text = String::from_utf8_lossy(fresh.get(..complete).unwrap_or_default());
+            let text = String::from_utf8_lossy(pending.get(..complete).unwrap_or_default());
             events.emit(Event::text_delta(text.into_owned()));
-            pending_from += complete;
+            pending.drain(..complete);
         }
     }
-    all
 }
 
 /// Finds `program` as the kernel's exec would: a path if it has a `/`, else on PATH.

@@ -284,3 +284,36 @@ async fn deliverable_through_a_symlink_out_is_refused_even_when_written() {
     assert!(!serde_json::to_string(&result).unwrap().contains("bGVha2Vk"));
     assert!(result.files.is_empty());
 }
+
+#[tokio::test]
+async fn an_escaped_child_holding_stdout_open_is_unknown_never_succeeded() {
+    // The child leaves the tree (cleared environment: no marker; a new session: not
+    // in the group) and keeps the stdout pipe; the program itself exits 0 at once.
+    let ws = tempfile::tempdir().unwrap();
+    let b =
+        backend("echo the-result; (exec env -i /usr/bin/setsid /bin/sleep 3 &); sleep 0.3; exit 0");
+    let result = b
+        .execute(
+            &request(&ws, ""),
+            ExecutionContext::new(EventSink::discard()),
+        )
+        .await;
+    assert_eq!(result.outcome, Outcome::Unknown, "{result:?}");
+    let err = result.err.as_ref().unwrap();
+    assert_eq!(err.code, ErrorCode::UnknownOutcome);
+    assert_eq!(err.side_effects, SideEffects::Possible);
+    assert!(err.reason.contains("escaped"), "{}", err.reason);
+    // What was read before is kept, not thrown away: the logs account for it.
+    assert!(
+        result.logs.contains("kept what came before"),
+        "{}",
+        result.logs
+    );
+    assert!(
+        result
+            .logs
+            .contains("stdout (11 bytes) not returned as text"),
+        "{}",
+        result.logs
+    );
+}

@@ -54,7 +54,7 @@ use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
 use super::fs::WorkspaceFs;
 use super::policy::Policy;
 use super::updates::UpdateMapper;
-use crate::agent_program::{MAX_LINE, join_bounded, push_line, read_tail, settle_tree};
+use crate::agent_program::{MAX_LINE, Reader, join_bounded, push_line, settle_tree};
 
 /// How often the tree is scanned while the agent runs (membership is sticky).
 const WATCH_EVERY: Duration = Duration::from_millis(250);
@@ -165,7 +165,7 @@ pub(super) async fn run(
             ));
         }
     };
-    let err_reader = tokio::spawn(read_tail(tree.child_mut().stderr.take()));
+    let err_reader = Reader::tail(tree.child_mut().stderr.take());
     let (Some(stdin), Some(stdout)) = (
         tree.child_mut().stdin.take(),
         tree.child_mut().stdout.take(),
