@@ -123,17 +123,16 @@ pub fn locations(spec: &ToolSpec, args: &Value) -> Vec<Location> {
         let Some(pattern) = args.get(pattern_name).and_then(Value::as_str) else {
             continue;
         };
-        let Some(prefix) = pattern_escape_prefix(js_trim(pattern)) else {
-            continue;
-        };
-        patterned = true;
-        let judged = match paths.first() {
-            Some(base) if !prefix.starts_with('/') => {
-                format!("{}/{prefix}", base.trim_end_matches('/'))
-            }
-            _ => prefix,
-        };
-        out.push(Location::Named(judged));
+        for prefix in pattern_escape_prefixes(js_trim(pattern)) {
+            patterned = true;
+            let judged = match paths.first() {
+                Some(base) if !prefix.starts_with(['/', '~']) => {
+                    format!("{}/{prefix}", base.trim_end_matches('/'))
+                }
+                _ => prefix,
+            };
+            out.push(Location::Named(judged));
+        }
     }
     // A pattern with an absolute or climbing prefix is the search's real root, so the
     // session default it would otherwise search is not what is at issue.
@@ -156,6 +155,19 @@ fn is_glob_meta(component: &str) -> bool {
 /// prefix gives the highest directory the pattern can reach — a sound bound, not an
 /// exact one. Returns `None` for a pattern that stays below its base (`src/**/*.rs`).
 pub fn pattern_escape_prefix(pattern: &str) -> Option<String> {
+    // `~` and `~/…` name the home folder to tools that expand them; judging them as
+    // absolute can only ask about a folder the tool would not have left.
+    let from_home = pattern == "~" || pattern.starts_with("~/");
+    if from_home {
+        let rest = pattern_escape_prefix(&pattern[1..])
+            .map(|prefix| prefix.trim_start_matches('/').to_string())
+            .unwrap_or_default();
+        return Some(if rest.is_empty() {
+            "~".to_string()
+        } else {
+            format!("~/{rest}")
+        });
+    }
     let absolute = pattern.starts_with('/');
     let components: Vec<&str> = pattern.split('/').filter(|c| !c.is_empty()).collect();
     let fixed = components
@@ -175,4 +187,160 @@ pub fn pattern_escape_prefix(pattern: &str) -> Option<String> {
         (false, true) => ".".to_string(),
         (false, false) => joined,
     })
+}
+
+/// At most this many patterns are judged for one pattern's brace alternatives; past it
+/// the pattern is judged as reaching the filesystem root.
+const MAX_BRACE_EXPANSIONS: usize = 64;
+/// Longest pattern with braces that may escape that is expanded at all.
+const MAX_BRACE_PATTERN_LEN: usize = 4096;
+/// Most `{` in a pattern with braces that may escape that is expanded at all.
+const MAX_BRACE_GROUPS: usize = 32;
+
+/// The escape prefixes of a glob pattern, brace alternatives included: `{..,a}/**`,
+/// `{/etc,a}/*` and `a/{../../..,b}/f` reach outside through one alternative, which
+/// [`pattern_escape_prefix`] alone (braces are glob syntax to it) would not see.
+///
+/// A pattern whose brace alternatives could escape (one contains a `..` component, or
+/// starts with `/` or `~`) is expanded into its alternatives and each is judged by its
+/// own prefix. Braces are matched without regard to backslashes: taking an escaped
+/// brace for a group can only judge more, never less. When the expansion would exceed
+/// [`MAX_BRACE_EXPANSIONS`], the pattern is judged as reaching `/` — a sound bound.
+pub fn pattern_escape_prefixes(pattern: &str) -> Vec<String> {
+    // A cheap necessary condition first: most patterns never pay for the scan.
+    let suspicious = pattern.contains("..")
+        || ["{/", ",/", "{~", ",~"]
+            .iter()
+            .any(|start| pattern.contains(start));
+    if !suspicious || !pattern.contains('{') {
+        return pattern_escape_prefix(pattern).into_iter().collect();
+    }
+    // Bounds on work (the scan is quadratic, the expansion recursive): a pattern too
+    // long or with too many groups to read cheaply is judged as reaching `/`.
+    if pattern.len() > MAX_BRACE_PATTERN_LEN || pattern.matches('{').count() > MAX_BRACE_GROUPS {
+        return vec!["/".to_string()];
+    }
+    if !braces_may_escape(pattern) {
+        return pattern_escape_prefix(pattern).into_iter().collect();
+    }
+    let mut expanded = Vec::new();
+    if !expand_braces(pattern, &mut expanded) {
+        return vec!["/".to_string()];
+    }
+    let mut prefixes: Vec<String> = Vec::new();
+    for alternative in &expanded {
+        if let Some(prefix) = pattern_escape_prefix(alternative)
+            && !prefixes.contains(&prefix)
+        {
+            prefixes.push(prefix);
+        }
+    }
+    prefixes
+}
+
+/// Whether some brace group's alternative contains a `..` component or starts with
+/// `/` or `~` (checked on every group, nested ones included).
+fn braces_may_escape(pattern: &str) -> bool {
+    let bytes = pattern.as_bytes();
+    for (open, _) in pattern.match_indices('{') {
+        let Some(close) = matching_brace(bytes, open) else {
+            continue;
+        };
+        for alternative in split_alternatives(&pattern[open + 1..close]) {
+            if alternative.starts_with(['/', '~'])
+                || alternative.split(['/', '{', '}', ',']).any(|c| c == "..")
+            {
+                return true;
+            }
+        }
+    }
+    false
+}
+
+/// The index of the `}` closing the `{` at `open`, if the group is closed.
+fn matching_brace(bytes: &[u8], open: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    for (index, byte) in bytes.iter().enumerate().skip(open) {
+        match byte {
+            b'{' => depth += 1,
+            b'}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(index);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The alternatives of a group's inside, split at its own (depth 0) commas.
+fn split_alternatives(inside: &str) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let mut depth = 0usize;
+    let mut start = 0;
+    for (index, byte) in inside.bytes().enumerate() {
+        match byte {
+            b'{' => depth += 1,
+            b'}' => depth = depth.saturating_sub(1),
+            b',' if depth == 0 => {
+                parts.push(&inside[start..index]);
+                start = index + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&inside[start..]);
+    parts
+}
+
+/// Appends every brace expansion of `pattern` to `out`; false when there would be more
+/// than [`MAX_BRACE_EXPANSIONS`]. An unclosed `{` is literal text.
+fn expand_braces(pattern: &str, out: &mut Vec<String>) -> bool {
+    let bytes = pattern.as_bytes();
+    let group = pattern
+        .match_indices('{')
+        .find_map(|(open, _)| matching_brace(bytes, open).map(|close| (open, close)));
+    let Some((open, close)) = group else {
+        if out.len() >= MAX_BRACE_EXPANSIONS {
+            return false;
+        }
+        out.push(pattern.to_string());
+        return true;
+    };
+    let (before, after) = (&pattern[..open], &pattern[close + 1..]);
+    split_alternatives(&pattern[open + 1..close])
+        .into_iter()
+        .all(|alternative| expand_braces(&format!("{before}{alternative}{after}"), out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn brace_alternatives_that_escape_are_judged_by_each_alternative() {
+        let prefixes = |pattern: &str| pattern_escape_prefixes(pattern);
+        assert_eq!(prefixes("{..,a}/**"), vec![".."]);
+        assert_eq!(prefixes("{/etc,a}/*"), vec!["/etc"]);
+        assert_eq!(prefixes("a/{../../..,b}/f"), vec!["a/../../../f"]);
+        assert_eq!(prefixes("{~/.ssh,a}/*"), vec!["~/.ssh"]);
+        assert_eq!(prefixes("{a,{b,..}}/x"), vec!["../x"]);
+        assert_eq!(
+            prefixes("{a,..}/{b,..}/x"),
+            vec!["a/../x", "../b/x", "../../x"]
+        );
+        // Braces that stay below their base, or none at all: as before.
+        assert!(prefixes("src/**/*.{rs,toml}").is_empty());
+        assert!(prefixes("{a,b}/..x/*").is_empty());
+        assert_eq!(prefixes("../*.rs"), vec![".."]);
+        // Too many alternatives, too long: the root, a sound bound.
+        let many = "{..,a,b,c}".repeat(4);
+        assert_eq!(prefixes(&many), vec!["/"]);
+        let long = format!("{{..,a}}/{}", "x".repeat(5000));
+        assert_eq!(prefixes(&long), vec!["/"]);
+        let deep = "{..,".repeat(40);
+        assert_eq!(prefixes(&deep), vec!["/"]);
+    }
 }

@@ -1136,3 +1136,41 @@ fn the_rule_is_sent_once_when_a_silent_session_comes_under_the_guard() {
     assert_eq!(tree.panel(&["mode", "ask", "--session", "quiet"]).code, 0);
     rule_then_binding(&tree.hook(&[], &session_event("quiet", &room, "UserPromptSubmit")));
 }
+
+#[test]
+fn glob_brace_alternatives_cannot_hide_a_way_out() {
+    let tree = Tree::new();
+    let room = tree.room();
+    for (pattern, named) in [
+        ("{..,a}/**", ".."),
+        ("{/etc,a}/*", "/etc"),
+        ("a/{../../..,b}/f", "a/../../../f"),
+        ("{a,{b,../../other}}/*", "../../other"),
+    ] {
+        for (mode, expected) in [("ask", "ask"), ("deny", "deny")] {
+            let session = format!("brace-{mode}");
+            tree.hook(&[], &session_event(&session, &room, "SessionStart"));
+            assert_eq!(tree.panel(&["mode", mode, "--session", &session]).code, 0);
+            let run = tree.hook(
+                &[],
+                &pre_tool_use(&session, &room, "Glob", json!({"pattern": pattern})),
+            );
+            let (decision, reason) = run
+                .decision()
+                .unwrap_or_else(|| panic!("{pattern}: no opinion; {}", run.stderr));
+            assert_eq!(decision, expected, "{pattern}");
+            assert!(reason.contains(named), "{pattern}: {reason}");
+        }
+    }
+    // Braces that stay in the facet are left alone.
+    tree.hook(
+        &[],
+        &pre_tool_use(
+            "brace-ask",
+            &room,
+            "Glob",
+            json!({"pattern": "**/*.{rs,toml}"}),
+        ),
+    )
+    .assert_no_opinion("braces inside");
+}
