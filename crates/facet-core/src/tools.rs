@@ -117,13 +117,24 @@ pub fn locations(spec: &ToolSpec, args: &Value) -> Vec<Location> {
     let names: Vec<&str> = spec.path_args.iter().map(String::as_str).collect();
     let paths = string_arguments(args, &names);
     let mut out: Vec<Location> = paths.iter().cloned().map(Location::Named).collect();
+    // The seed judges trimmed paths, but the tool opens the string as sent: `"link "`
+    // is another entry than `"link"`, and may be a symbolic link out. Where trimming
+    // changed a path, the untrimmed one is judged too (after the trimmed one, so the
+    // reason names what the model meant when both are outside).
+    for raw in untrimmed(args, &names) {
+        out.push(Location::Named(raw));
+    }
 
     let mut patterned = false;
     for pattern_name in &spec.pattern_args {
         let Some(pattern) = args.get(pattern_name).and_then(Value::as_str) else {
             continue;
         };
-        for prefix in pattern_escape_prefixes(js_trim(pattern)) {
+        let mut prefixes = pattern_escape_prefixes(js_trim(pattern));
+        if js_trim(pattern) != pattern {
+            prefixes.extend(pattern_escape_prefixes(pattern));
+        }
+        for prefix in prefixes {
             patterned = true;
             let judged = match paths.first() {
                 Some(base) if !prefix.starts_with(['/', '~']) => {
@@ -140,6 +151,20 @@ pub fn locations(spec: &ToolSpec, args: &Value) -> Vec<Location> {
         out.push(Location::SessionDefault);
     }
     out
+}
+
+/// The named string arguments whose trimmed form differs from what was sent (and is
+/// not empty: an argument of only whitespace is skipped, as the seed skips it).
+fn untrimmed(args: &Value, names: &[&str]) -> Vec<String> {
+    names
+        .iter()
+        .filter_map(|name| args.get(*name)?.as_str())
+        .filter(|raw| {
+            let trimmed = js_trim(raw);
+            !trimmed.is_empty() && trimmed != *raw
+        })
+        .map(str::to_string)
+        .collect()
 }
 
 fn is_glob_meta(component: &str) -> bool {

@@ -1174,3 +1174,29 @@ fn glob_brace_alternatives_cannot_hide_a_way_out() {
     )
     .assert_no_opinion("braces inside");
 }
+
+#[test]
+fn a_path_is_judged_as_sent_as_well_as_trimmed() {
+    // The seed trims paths, but the tool opens the string as sent: `"out "` is not
+    // `"out"`, and here it is a symbolic link out of the facet.
+    let tree = Tree::new();
+    let room = tree.room();
+    std::fs::create_dir_all(room.join("out")).unwrap();
+    tree.symlink(tree.path("outside"), "project/src/room/out ");
+    for (tool, input) in [
+        ("Read", json!({"file_path": "out /file.txt"})),
+        ("Read", json!({"file_path": "out "})),
+        ("Grep", json!({"pattern": "x", "path": "out "})),
+    ] {
+        let run = tree.hook(&[], &pre_tool_use("untrimmed", &room, tool, input.clone()));
+        let (decision, _) = run
+            .decision()
+            .unwrap_or_else(|| panic!("{input}: no opinion; {}", run.stderr));
+        assert_eq!(decision, "ask", "{input}");
+    }
+    tree.hook(
+        &[],
+        &pre_tool_use("untrimmed", &room, "Read", json!({"file_path": " out/x\n"})),
+    )
+    .assert_no_opinion("both spellings inside");
+}
