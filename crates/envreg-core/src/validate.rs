@@ -4,7 +4,8 @@
 //! Per record: id format and id = file stem (`ID_MISMATCH`), `schemaVersion`
 //! (`SCHEMA_VERSION_UNSUPPORTED`), name length (`RECORD_INVALID`), template braces
 //! (`TEMPLATE_INVALID`). Across records: every reference (`ENV_NOT_FOUND`,
-//! `SERVICE_NOT_FOUND`, `DEPLOYMENT_NOT_FOUND`, `RULE_PROFILE_NOT_FOUND`),
+//! `SERVICE_NOT_FOUND`, `DEPLOYMENT_NOT_FOUND`, `RULE_PROFILE_NOT_FOUND`; also
+//! `defaults.environmentId` in `envreg.yaml`, as `ENV_NOT_FOUND`),
 //! `RULE_PROFILE_CYCLE`, `BINDING_CONFLICT`, `CREDENTIAL_MISSING` (presence only, the
 //! value is never read), `VARIABLE_SHADOWED` and `RECORD_LIMIT_EXCEEDED`.
 //!
@@ -225,6 +226,7 @@ pub fn check_template(src: &str) -> Result<(), String> {
 pub(crate) fn validate_snapshot(snapshot: &Snapshot) -> Vec<Diagnostic> {
     let mut out = snapshot.load_diagnostics.clone();
     check_references(snapshot, &mut out);
+    check_default_environment(snapshot, &mut out);
     check_profile_cycles(snapshot, &mut out);
     check_binding_conflicts(snapshot, &mut out);
     check_credentials(snapshot, &mut out);
@@ -353,6 +355,31 @@ fn check_references(snapshot: &Snapshot, out: &mut Vec<Diagnostic>) {
         for rec in snapshot.records(kind) {
             out.extend(broken_references(snapshot, &rec.body, &rec.file));
         }
+    }
+}
+
+/// `defaults.environmentId` (envreg.yaml) is a reference like any other: when it names
+/// no environment, every call that falls back to it (contract §1.4, step 3) fails with
+/// `ENV_NOT_FOUND`, so validation reports it under that same code, as it does a broken
+/// `environmentRef`. Decision: reuse the not-found code of the data model's broken
+/// references (§4) rather than `CONFIG_INVALID`, which means the file itself could not be
+/// used and defaults were applied; here the file is fine and the target is missing.
+fn check_default_environment(snapshot: &Snapshot, out: &mut Vec<Diagnostic>) {
+    let Some(id) = snapshot.config().defaults.environment_id.as_deref() else {
+        return;
+    };
+    if snapshot.environment(id).is_none() {
+        out.push(
+            Diagnostic::error(
+                codes::ENV_NOT_FOUND,
+                format!(
+                    "defaults.environmentId names unknown environment {}; calls that rely on the default environment fail until it exists",
+                    truncate(id)
+                ),
+            )
+            .in_file(crate::config::CONFIG_FILE)
+            .at_path("defaults.environmentId"),
+        );
     }
 }
 

@@ -639,6 +639,38 @@ fn a_kind_folder_created_later_and_config_edits_are_seen() {
     assert_eq!(r.config().limits.max_records, 10_000, "defaults apply");
 }
 
+/// A `defaults.environmentId` naming no environment is reported by validate, with the
+/// code resolve then fails with, on envreg.yaml at that field; it clears once the
+/// environment exists.
+#[test]
+fn an_unknown_default_environment_is_env_not_found() {
+    let f = Fixture::standard();
+    f.write("envreg.yaml", "defaults: { environmentId: staging }\n");
+    let r = f.open();
+    let report = r.validate();
+    assert!(!report.ok);
+    let found: Vec<_> = report
+        .diagnostics
+        .iter()
+        .filter(|d| d.file.as_deref() == Some("envreg.yaml"))
+        .collect();
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].code, "ENV_NOT_FOUND");
+    assert_eq!(found[0].severity, Severity::Error);
+    assert_eq!(found[0].path.as_deref(), Some("defaults.environmentId"));
+    assert!(found[0].message.contains("staging"), "{}", found[0].message);
+    // What validate warns about is what resolve does.
+    let err = r.resolve(None, None, "aicoservice", None).unwrap_err();
+    assert_eq!(err.code, ErrorCode::EnvNotFound);
+    f.write(
+        "environments/staging.yaml",
+        "id: staging\nschemaVersion: 1\nname: Staging\ntier: staging\nplatform: vm\n",
+    );
+    assert!(codes_for(&r, "envreg.yaml").is_empty());
+    f.write("envreg.yaml", "defaults: { environmentId: test-a }\n");
+    assert!(codes_for(&r, "envreg.yaml").is_empty());
+}
+
 // ---------------------------------------------------------------- sessions
 
 #[test]
