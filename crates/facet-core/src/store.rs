@@ -14,17 +14,26 @@ use std::io::{self, Write};
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
+use sha2::{Digest, Sha256};
+
 use crate::config::Config;
 use crate::project::is_project_top;
 use crate::session::Session;
 
-/// The longest session id accepted, in bytes. Encoded (at most three bytes per id
-/// byte: 240), plus `.json` and the atomic writer's temporary `.<name>.XXXXXX` form
-/// (253), it stays under the 255-byte file name limit.
-pub const MAX_SESSION_ID_BYTES: usize = 80;
+/// The longest session id stored under a readable file name, in bytes. Encoded (at
+/// most three bytes per id byte: 240), plus `.json` and the atomic writer's temporary
+/// `.<name>.XXXXXX` form (253), it stays under the 255-byte file name limit. A longer
+/// id is stored under a digest of it (see [`SessionId::file_stem`]).
+pub const MAX_READABLE_SESSION_ID_BYTES: usize = 80;
+
+/// The longest session id accepted, in bytes. Hosts' ids are UUIDs or similar; the
+/// bound only keeps a runaway id out of every state file.
+pub const MAX_SESSION_ID_BYTES: usize = 1024;
 
 /// A host's session id, validated. Ids are data, not paths: the file name is an
-/// injective encoding of the id's bytes (`[A-Za-z0-9-]` kept, every other byte `_XX`).
+/// injective encoding of the id's bytes (`[A-Za-z0-9-]` kept, every other byte `_XX`),
+/// or for an id too long for that, `_h` and the SHA-256 of the id in hex — a form the
+/// encoding never produces (its `_` is always followed by two hex digits).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct SessionId(String);
 
@@ -52,8 +61,19 @@ impl SessionId {
         &self.0
     }
 
-    /// The file stem: injective, never empty, never `.`/`..`, never containing `/`.
+    /// The file stem: injective (up to SHA-256 collisions for ids longer than
+    /// [`MAX_READABLE_SESSION_ID_BYTES`]), never empty, never `.`/`..`, never
+    /// containing `/`, always short enough for a file name.
     pub fn file_stem(&self) -> String {
+        if self.0.len() > MAX_READABLE_SESSION_ID_BYTES {
+            let digest = Sha256::digest(self.0.as_bytes());
+            let mut stem = String::with_capacity(2 + 2 * digest.len());
+            stem.push_str("_h");
+            for byte in digest.iter() {
+                stem.push_str(&format!("{byte:02x}"));
+            }
+            return stem;
+        }
         let mut stem = String::with_capacity(self.0.len());
         for byte in self.0.bytes() {
             if byte.is_ascii_alphanumeric() || byte == b'-' {

@@ -53,9 +53,15 @@ fn session_ids_are_data_not_paths() {
         Err(StoreError::InvalidSessionId { .. })
     ));
     assert!(matches!(
-        SessionId::new(&"x".repeat(81)),
+        SessionId::new(&"x".repeat(1025)),
         Err(StoreError::InvalidSessionId { .. })
     ));
+    // Past 80 bytes the stem is a digest: short, distinct, never an encoded stem.
+    let long = SessionId::new(&"x".repeat(81)).unwrap().file_stem();
+    let longer = SessionId::new(&"x".repeat(1024)).unwrap().file_stem();
+    assert!(long.starts_with("_h") && long.len() == 66, "{long}");
+    assert_ne!(long, longer);
+    assert_eq!(long, SessionId::new(&"x".repeat(81)).unwrap().file_stem());
     // The longest id, all escaped, is still a valid file name.
     let (_dir, top) = tree();
     let store = StateStore::open(top.join("state")).unwrap();

@@ -1200,3 +1200,51 @@ fn a_path_is_judged_as_sent_as_well_as_trimmed() {
     )
     .assert_no_opinion("both spellings inside");
 }
+
+#[test]
+fn a_long_session_id_is_guarded_and_recorded_like_any_other() {
+    // Ids over 80 bytes were refused by the store: every judged call was denied and
+    // nothing could be granted. They are stored under a digest of the id now.
+    let tree = Tree::new();
+    let room = tree.room();
+    let id = format!("{}/{}", "s".repeat(150), "é".repeat(40));
+    let (_, context) = tree
+        .hook(&[], &session_event(&id, &room, "SessionStart"))
+        .context()
+        .expect("told the rule");
+    assert!(context.starts_with("# Facet scope\n"), "{context}");
+    let add = json!({"action": "add", "paths": ["../../shared"]});
+    assert_eq!(
+        tree.hook(&[], &pre_tool_use(&id, &room, FACET_TOOL, add.clone()))
+            .decision()
+            .unwrap()
+            .0,
+        "ask"
+    );
+    tree.hook(&[], &post_tool_use(&id, &room, FACET_TOOL, add, json!({})));
+    tree.hook(
+        &[],
+        &pre_tool_use(
+            &id,
+            &room,
+            "Read",
+            json!({"file_path": "../../shared/types.rs"}),
+        ),
+    )
+    .assert_no_opinion("granted");
+    assert_eq!(
+        status(&tree, &id)["binding"]["granted"],
+        json!([tree.path("project/shared")])
+    );
+    // Still refused past 1024 bytes: judged calls fail closed.
+    let huge = "x".repeat(1025);
+    let (decision, reason) = tree
+        .hook(
+            &[],
+            &pre_tool_use(&huge, &room, "Read", json!({"file_path": "/etc/hosts"})),
+        )
+        .decision()
+        .unwrap();
+    assert_eq!(decision, "deny");
+    assert!(reason.contains("invalid session id"), "{reason}");
+}
