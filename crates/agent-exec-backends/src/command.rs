@@ -35,7 +35,9 @@ use agent_exec_contract::{
 use agent_exec_runtime::cause_code;
 use agent_exec_runtime::process::{DEFAULT_GRACE, ProcessTree, Termination};
 
-use crate::agent_program::{Collected, Reader, Unfinished, join_bounded, push_line};
+use crate::agent_program::{
+    Collected, Reader, StreamRedactor, Unfinished, join_bounded, push_line, redact_result,
+};
 use serde::Deserialize;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
@@ -239,7 +241,8 @@ impl Backend for CommandBackend {
         });
         let stdout = tree.child_mut().stdout.take();
         let events = ctx.events.clone();
-        let reader = Reader::spawn(|into| read_stdout(stdout, events, into));
+        let redactor = StreamRedactor::new(&self.config.env);
+        let reader = Reader::spawn(|into| read_stdout(stdout, events, redactor, into));
         let err_reader = Reader::tail(tree.child_mut().stderr.take());
 
         let grace = Duration::from_millis(self.config.grace_ms);
@@ -302,6 +305,8 @@ impl Backend for CommandBackend {
             );
         }
         result.logs = logs;
+        // The program may print a credential it was given (its env, or ours).
+        redact_result(&self.config.env, &mut result);
         result
     }
 }
@@ -382,10 +387,12 @@ impl CommandBackend {
     }
 }
 
-/// Reads stdout to the end, emitting complete UTF-8 as `text_delta` events.
+/// Reads stdout to the end, emitting complete UTF-8 as `text_delta` events, with
+/// credential values redacted (the collected bytes are redacted with the result).
 async fn read_stdout(
     stdout: Option<tokio::process::ChildStdout>,
     events: EventSink,
+    mut redactor: StreamRedactor,
     into: Collected,
 ) {
     let Some(mut stdout) = stdout else {
@@ -411,9 +418,16 @@ async fn read_stdout(
         };
         if complete > 0 {
             let text = String::from_utf8_lossy(pending.get(..complete).unwrap_or_default());
-            events.emit(Event::text_delta(text.into_owned()));
+            let text = redactor.push(&text);
+            if !text.is_empty() {
+                events.emit(Event::text_delta(text));
+            }
             pending.drain(..complete);
         }
+    }
+    let rest = redactor.finish();
+    if !rest.is_empty() {
+        events.emit(Event::text_delta(rest));
     }
 }
 

@@ -51,6 +51,7 @@
 pub mod backend;
 pub mod error;
 pub mod journal;
+pub mod redact;
 pub mod resolver;
 pub mod types;
 pub mod wire;

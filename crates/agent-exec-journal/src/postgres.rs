@@ -101,22 +101,48 @@ impl Drop for PgJournal {
     }
 }
 
-/// The URL without its password, so it can appear in an error or a log.
+/// The URL without its password, so it can appear in an error or a log: the
+/// password of `user:password@` is dropped, and the value of every query parameter
+/// whose name is a credential's (`password`, `sslpassword`, … — see
+/// [`agent_exec_contract::redact::is_credential_name`]) becomes `[redacted]`.
+/// Anything that is not a URL (a libpq `key=value` string) is not shown at all.
 pub fn redact_url(url: &str) -> String {
     let Some(scheme_end) = url.find("://") else {
         return "<postgres url>".to_owned();
     };
     let rest = &url[scheme_end + 3..];
-    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
     let authority = &rest[..authority_end];
-    match authority.rfind('@') {
+    let mut out = url[..scheme_end + 3].to_owned();
+    let after_authority = match authority.rfind('@') {
         Some(at) => {
             let userinfo = &authority[..at];
-            let user = userinfo.split(':').next().unwrap_or("");
-            format!("{}{}@{}", &url[..scheme_end + 3], user, &rest[at + 1..])
+            out.push_str(userinfo.split(':').next().unwrap_or(""));
+            out.push('@');
+            &rest[at + 1..]
         }
-        None => url.to_owned(),
-    }
+        None => rest,
+    };
+    // The fragment, if any, is dropped: it is never part of a connection string, so
+    // nothing in it is worth the risk of showing.
+    let before_fragment = after_authority.split('#').next().unwrap_or(after_authority);
+    let Some((path, query)) = before_fragment.split_once('?') else {
+        out.push_str(before_fragment);
+        return out;
+    };
+    out.push_str(path);
+    out.push('?');
+    let params: Vec<String> = query
+        .split('&')
+        .map(|param| match param.split_once('=') {
+            Some((name, _)) if agent_exec_contract::redact::is_credential_name(name) => {
+                format!("{name}={}", agent_exec_contract::redact::REDACTED)
+            }
+            _ => param.to_owned(),
+        })
+        .collect();
+    out.push_str(&params.join("&"));
+    out
 }
 
 impl PgJournal {
@@ -781,5 +807,17 @@ mod tests {
         );
         assert_eq!(redact_url("postgresql://bob@h/j"), "postgresql://bob@h/j");
         assert_eq!(redact_url("host=h password=x"), "<postgres url>");
+        assert_eq!(
+            redact_url("postgres://u@127.0.0.1:1/db?password=hunter2secret"),
+            "postgres://u@127.0.0.1:1/db?password=[redacted]"
+        );
+        assert_eq!(
+            redact_url("postgres://u:pw@h/db?sslmode=require&PassWord=x&sslpassword=y#frag"),
+            "postgres://u@h/db?sslmode=require&PassWord=[redacted]&sslpassword=[redacted]"
+        );
+        assert_eq!(
+            redact_url("postgres://h?password=hunter2secret"),
+            "postgres://h?password=[redacted]"
+        );
     }
 }

@@ -833,3 +833,69 @@ fn sigterm_during_the_capability_probe_prints_canceled_and_leaves_no_process() {
     assert_eq!(result["err"]["code"], "agent.canceled", "{result}");
     wait_for("the probe's process to be gone", || !pid_alive(&pid));
 }
+
+#[test]
+fn a_credential_a_command_backend_prints_never_reaches_the_output() {
+    let secret = "sk-supersecret-12345";
+    for (name, script) in [
+        (
+            "ok",
+            "echo \"the key is $MY_API_KEY\"; echo \"warn $MY_API_KEY\" >&2",
+        ),
+        (
+            "bad",
+            "echo \"the key is $MY_API_KEY\"; echo \"denied for $MY_API_KEY\" >&2; exit 1",
+        ),
+    ] {
+        let config = format!(
+            "{}env = {{ MY_API_KEY = {} }}\n",
+            command_config(name, script),
+            toml_string(secret)
+        );
+        let sandbox = Sandbox::new(&config);
+        for json in [true, false] {
+            let mut args = sandbox.run_args(name, "x");
+            args.push("--events".into());
+            if json {
+                args.push("--json".into());
+            }
+            let out = sandbox.cmd().args(&args).output().unwrap();
+            let all = format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(!all.contains(secret), "{name} json={json}: {all}");
+            assert!(all.contains("[redacted]"), "{name} json={json}: {all}");
+        }
+        let runs = sandbox.cmd().args(["runs", "--json"]).output().unwrap();
+        let id = serde_json::from_slice::<Value>(&runs.stdout).unwrap()[0]["execution_id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let shown = sandbox.cmd().args(["runs", "show", &id]).output().unwrap();
+        assert!(!String::from_utf8_lossy(&shown.stdout).contains(secret));
+    }
+}
+
+#[test]
+fn a_password_in_a_journal_url_query_is_never_shown() {
+    let sandbox = Sandbox::new("");
+    let out = sandbox
+        .base_command()
+        .args([
+            "--journal",
+            "postgres://u@127.0.0.1:1/db?password=hunter2secret",
+            "runs",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!all.contains("hunter2secret"), "{all}");
+    assert!(all.contains("password=[redacted]"), "{all}");
+}

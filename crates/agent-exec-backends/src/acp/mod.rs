@@ -203,7 +203,10 @@ impl Backend for AcpBackend {
             prompt: prompt_text(request),
             grace: Duration::from_millis(self.config.grace_ms),
         };
-        session::run(launch, fs, policy, &ctx).await
+        let mut result = session::run(launch, fs, policy, &ctx).await;
+        // The agent's stderr tail and error bodies may quote a key it was given.
+        crate::agent_program::redact_result(&self.config.env, &mut result);
+        result
     }
 }
 
@@ -301,6 +304,37 @@ mod tests {
             verification.problems[0].contains("did not answer ACP `initialize`"),
             "{verification:?}"
         );
+    }
+
+    #[tokio::test]
+    async fn the_agents_stderr_tail_is_redacted() {
+        let secret = "sk-acp-supersecret-12345";
+        let mut config = ProgramConfig::new("acp-test");
+        config.program = Some("sh".into());
+        config.args = vec![
+            "-c".into(),
+            "echo \"auth failed for $MY_API_KEY\" >&2; exit 3".into(),
+        ];
+        config.env.insert("MY_API_KEY".into(), secret.into());
+        let ws = tempfile::tempdir().unwrap();
+        let request = ContractRequest {
+            execution_id: "e".into(),
+            prompt: "hi".into(),
+            workspace: agent_exec_contract::WorkspaceHandle {
+                root: ws.path().display().to_string(),
+                writable: Vec::new(),
+            },
+            ..ContractRequest::default()
+        };
+        let result = AcpBackend::new(config)
+            .execute(
+                &request,
+                ExecutionContext::new(agent_exec_contract::EventSink::discard()),
+            )
+            .await;
+        let shown = format!("{result:?}");
+        assert!(shown.contains("auth failed for [redacted]"), "{shown}");
+        assert!(!shown.contains(secret), "{shown}");
     }
 
     #[test]
