@@ -143,11 +143,6 @@ impl EnvError {
         EnvError::new(ErrorCode::InternalError, message)
     }
 
-    /// The honest interim answer of a function whose body has not landed yet.
-    pub fn not_implemented(what: &str) -> EnvError {
-        EnvError::internal(format!("{what} is not implemented yet"))
-    }
-
     /// A write that failed at the storage layer. Only the [`std::io::ErrorKind`] of the
     /// cause is kept, plus the registry-relative path we were writing.
     pub fn storage(action: &str, rel_path: &str, err: &std::io::Error) -> EnvError {
@@ -205,7 +200,7 @@ mod tests {
                 .unwrap()
                 .contains("secret-bearing")
         );
-        let internal = EnvError::not_implemented("x");
+        let internal = EnvError::internal("x");
         assert_eq!(internal.code, ErrorCode::InternalError);
         assert!(internal.to_string().starts_with("INTERNAL_ERROR: "));
     }

@@ -881,6 +881,30 @@ fn bad_serve_and_session_flags_are_usage_errors() {
     }
 }
 
+/// `INTERNAL_ERROR` is reachable from the CLI through a real failure, not only through
+/// invariant checks: a server that cannot bind its (valid, loopback) address.
+#[test]
+fn a_server_that_cannot_start_is_internal_error() {
+    let sandbox = Sandbox::with_example();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let output = sandbox
+        .envreg()
+        .args(["--json", "serve", "--http", &addr])
+        .timeout(std::time::Duration::from_secs(30))
+        .output()
+        .unwrap();
+    let text = transcript(&sandbox, &output);
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    let value = json_of(&sandbox, &output);
+    assert_eq!(value["error"]["code"], "INTERNAL_ERROR", "{text}");
+    assert!(
+        value["error"]["message"].as_str().unwrap().contains(&addr),
+        "{text}"
+    );
+    drop(taken);
+}
+
 #[test]
 fn json_errors_have_code_message_details() {
     let sandbox = Sandbox::with_example();
