@@ -15,7 +15,8 @@ fn string() -> impl Strategy<Value = String> {
         any::<String>(),
         prop::collection::vec(
             prop::sample::select(vec![
-                "..", ".", "/", "~", "*", "**", "[", "{a,b}", "\0", "src", " ", "\u{feff}"
+                "..", ".", "/", "~", "*", "**", "[", "{a,b}", "\0", "src", " ", "\u{feff}", "{",
+                "}", ",", "{..,", ",/", "{~"
             ]),
             0..8
         )

@@ -138,3 +138,26 @@ proptest! {
         check(&serde_json::to_vec(&event).unwrap(), state.path());
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// A JSON string whose only fault is lone surrogate escapes always reads after
+    /// the rewrite, and the rewrite leaves nothing for a second pass to change.
+    #[test]
+    fn lone_surrogates_are_the_only_thing_rewritten(
+        pieces in prop::collection::vec(
+            prop::sample::select(vec![
+                "a", "\\\\", "\\n", "\\ud800", "\\udc00", "\\uDBFF", "\\ud83d\\ude00",
+                "\\u0041", "\\\\ud800", "é", "u", "d800",
+            ]),
+            0..12,
+        )
+    ) {
+        let text = format!("\"{}\"", pieces.concat());
+        let once = facet::envelope::replace_lone_surrogates(text.as_bytes()).into_owned();
+        prop_assert!(serde_json::from_slice::<Value>(&once).is_ok(), "{}", String::from_utf8_lossy(&once));
+        let twice = facet::envelope::replace_lone_surrogates(&once).into_owned();
+        prop_assert_eq!(once, twice);
+    }
+}
