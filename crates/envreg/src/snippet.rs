@@ -110,8 +110,15 @@ fn given_span(diag: &Value) -> Option<Span> {
     })
 }
 
-/// The text of `file` when it is a plain relative path inside `root`. The diagnostic's
-/// `file` comes from our own core, but a path that climbs out is still not opened.
+/// Files larger than this are not quoted (a snippet is a few lines; the loader's own
+/// size cap has already reported a file this large).
+const MAX_SNIPPET_FILE_BYTES: u64 = 4 * 1024 * 1024;
+
+/// The text of `file` when it is a plain relative path inside `root` and a regular file
+/// of sane size. The diagnostic's `file` comes from our own core, but a path that climbs
+/// out is still not opened, and neither is a FIFO or a device: opening a FIFO blocks
+/// until a writer comes, which would hang `envreg validate` on the very file it reports
+/// as unreadable.
 fn read_inside(root: &Path, file: &str) -> Option<String> {
     let rel = Path::new(file);
     if !rel
@@ -120,7 +127,12 @@ fn read_inside(root: &Path, file: &str) -> Option<String> {
     {
         return None;
     }
-    let bytes = std::fs::read(root.join(rel)).ok()?;
+    let path = root.join(rel);
+    let meta = std::fs::metadata(&path).ok()?;
+    if !meta.is_file() || meta.len() > MAX_SNIPPET_FILE_BYTES {
+        return None;
+    }
+    let bytes = std::fs::read(path).ok()?;
     String::from_utf8(bytes).ok()
 }
 
