@@ -13,7 +13,8 @@
 use async_trait::async_trait;
 use time::OffsetDateTime;
 
-use crate::types::{ContractRequest, ContractResult, Usage};
+use crate::error::SideEffects;
+use crate::types::{ContractRequest, ContractResult, Outcome, Usage};
 
 /// State of an attempt as the journal records it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -56,6 +57,21 @@ pub struct PriorAttempts {
     pub deadline: Option<OffsetDateTime>,
 }
 
+/// Whether a new start under an existing execution id may continue an execution
+/// that ended with `outcome` and `side_effects`.
+///
+/// A step retry continues a *failed* step: only a `failed` or `canceled` execution
+/// that confirmed it touched nothing (`side_effects: none`) may run again. A
+/// `succeeded` execution is done, and running it again would repeat its work; an
+/// `unknown` one, or any with side effects `possible`, may have changed the world,
+/// and invariant 5 forbids replaying it unconditionally. Journals apply this rule in
+/// the same transaction that would record the continuation, so two processes cannot
+/// both pass it.
+pub fn may_continue(outcome: &Outcome, side_effects: SideEffects) -> bool {
+    matches!(outcome.effective(), Outcome::Failed | Outcome::Canceled)
+        && side_effects == SideEffects::None
+}
+
 /// Error from a journal. The runtime fails closed when it cannot record the start of
 /// an execution or attempt, and reports (in `logs`) a failure to record the end.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -66,7 +82,8 @@ pub struct JournalError(pub String);
 #[async_trait]
 pub trait JournalHook: Send + Sync {
     /// An execution starts (or a step retry of it continues). Returns what earlier
-    /// attempts under the same id left.
+    /// attempts under the same id left. Must refuse, recording nothing, to continue
+    /// an execution that [`may_continue`] does not allow.
     async fn execution_started(
         &self,
         backend: &str,

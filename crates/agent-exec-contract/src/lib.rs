@@ -58,7 +58,7 @@ pub mod wire;
 
 pub use backend::{Backend, CancelCause, Cancellation, EventSink, ExecutionContext, Verification};
 pub use error::{CANCEL_REQUESTED, Error, ErrorCode, SideEffects};
-pub use journal::{AttemptState, JournalError, JournalHook, PriorAttempts};
+pub use journal::{AttemptState, JournalError, JournalHook, PriorAttempts, may_continue};
 pub use resolver::{
     AGENT_NATIVE, Alias, CacheMode, PI_NATIVE_ALIAS, Registry, ResolveError, Resolved,
     VerificationCache,

@@ -90,6 +90,14 @@ pub enum JournalError {
         pid: u32,
         host: String,
     },
+    #[error(
+        "execution {execution_id:?} already ended {outcome} (side effects: {side_effects}); a step retry continues only a failed or canceled execution without side effects, so it is not run again; hint: use a new --execution-id"
+    )]
+    Finished {
+        execution_id: String,
+        outcome: String,
+        side_effects: String,
+    },
     #[error("execution {0:?} is not in the journal")]
     NoSuchExecution(String),
     #[error("execution {execution_id:?} has no attempt {attempt}")]
@@ -261,6 +269,38 @@ pub(crate) fn now_rfc3339() -> String {
 
 /// The contract `Error` an orphaned attempt gets: its outcome is unknown, and side effects
 /// may have happened (the process was running; we cannot know what it did).
+/// Refuses to continue an execution that ended as `previous` with the stored error
+/// `error_json`, unless [`agent_exec_contract::may_continue`] allows it. Without a
+/// readable `side_effects` in the error they are `possible` (fail closed), except
+/// for a success, which has no error and is refused anyway.
+pub(crate) fn check_continuable(
+    execution_id: &str,
+    previous: State,
+    error_json: Option<&str>,
+) -> Result<(), JournalError> {
+    let side_effects = error_json
+        .and_then(|json| serde_json::from_str::<serde_json::Value>(json).ok())
+        .and_then(|error| {
+            serde_json::from_value::<agent_exec_contract::SideEffects>(
+                error.get("side_effects")?.clone(),
+            )
+            .ok()
+        })
+        .unwrap_or(match previous {
+            State::Succeeded => agent_exec_contract::SideEffects::None,
+            _ => agent_exec_contract::SideEffects::Possible,
+        });
+    let outcome = agent_exec_contract::Outcome::from_wire(previous.as_str());
+    if agent_exec_contract::may_continue(&outcome, side_effects) {
+        return Ok(());
+    }
+    Err(JournalError::Finished {
+        execution_id: execution_id.to_owned(),
+        outcome: previous.as_str().to_owned(),
+        side_effects: side_effects.as_str().to_owned(),
+    })
+}
+
 pub(crate) fn recovery_error_json(reason: &str) -> String {
     serde_json::json!({
         "code": "agent.unknown_outcome",

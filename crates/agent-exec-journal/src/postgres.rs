@@ -328,7 +328,7 @@ impl PgJournal {
         let existing = tx
             .query_opt(
                 "SELECT state, attempts, deadline, prompt_tokens, completion_tokens,
-                     owner_host, owner_boot_id, owner_pid, owner_start_ticks
+                     owner_host, owner_boot_id, owner_pid, owner_start_ticks, error_json
                  FROM agent_exec_executions WHERE execution_id = $1 FOR UPDATE",
                 &[&start.execution_id],
             )
@@ -371,12 +371,14 @@ impl PgJournal {
         let deadline: Option<String> = row.get(2);
         let usage = usage_from(&row, 3);
         let owner = owner_from(&row, 5);
+        let mut error_json: Option<String> = row.get(9);
         if !previous.is_terminal() {
             match owner.liveness(me) {
                 Liveness::Dead(reason) => {
                     self.mark_unknown(&tx, start.execution_id, attempts, previous, &reason)
                         .await?;
                     previous = State::Unknown;
+                    error_json = Some(crate::recovery_error_json(&reason));
                 }
                 Liveness::Alive | Liveness::Foreign => {
                     return Err(JournalError::Busy {
@@ -387,6 +389,7 @@ impl PgJournal {
                 }
             }
         }
+        crate::check_continuable(start.execution_id, previous, error_json.as_deref())?;
         tx.execute(
             "UPDATE agent_exec_executions SET state = 'running', error_json = NULL, error_code = NULL,
                  request_json = COALESCE(request_json, $2), deadline = COALESCE(deadline, $3),

@@ -319,7 +319,7 @@ impl SqliteJournal {
             let existing = tx
                 .query_row(
                     "SELECT state, attempts, deadline, prompt_tokens, completion_tokens,
-                         owner_host, owner_boot_id, owner_pid, owner_start_ticks
+                         owner_host, owner_boot_id, owner_pid, owner_start_ticks, error_json
                      FROM executions WHERE execution_id = ?1",
                     [start.execution_id],
                     |r| {
@@ -329,13 +329,15 @@ impl SqliteJournal {
                             r.get::<_, Option<String>>(2)?,
                             usage_from(r, 3)?,
                             owner_from(r, 5)?,
+                            r.get::<_, Option<String>>(9)?,
                         ))
                     },
                 )
                 .optional()
                 .map_err(|e| self.err(e))?;
             let me = &self.me;
-            let Some((mut previous, attempts, deadline, usage, owner)) = existing else {
+            let Some((mut previous, attempts, deadline, usage, owner, mut error_json)) = existing
+            else {
                 tx.execute(
                     "INSERT INTO executions (execution_id, backend, state, attempts, request_json,
                          deadline, owner_host, owner_boot_id, owner_pid, owner_start_ticks,
@@ -369,6 +371,7 @@ impl SqliteJournal {
                     Liveness::Dead(reason) => {
                         self.mark_unknown(tx, start.execution_id, attempts, previous, &reason)?;
                         previous = State::Unknown;
+                        error_json = Some(crate::recovery_error_json(&reason));
                     }
                     Liveness::Alive | Liveness::Foreign => {
                         return Err(JournalError::Busy {
@@ -379,6 +382,7 @@ impl SqliteJournal {
                     }
                 }
             }
+            crate::check_continuable(start.execution_id, previous, error_json.as_deref())?;
             tx.execute(
                 "UPDATE executions SET state = 'running', error_json = NULL, error_code = NULL,
                      request_json = COALESCE(request_json, ?2), deadline = COALESCE(deadline, ?3),

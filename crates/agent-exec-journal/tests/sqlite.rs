@@ -22,7 +22,8 @@ async fn lifecycle_retries_and_terminal_states() {
     common::the_hook_records_contract_results(&journal).await;
     let listed = journal.list(2).await.unwrap();
     assert_eq!(listed.len(), 2, "limit is honoured");
-    assert_eq!(listed[0].execution_id, "hook-1", "newest first");
+    assert_eq!(listed[0].execution_id, "hook-2", "newest first");
+    common::a_finished_execution_is_not_run_again(&journal).await;
 }
 
 #[tokio::test]

@@ -106,7 +106,10 @@ impl Runtime {
                     Err(e) => {
                         return ContractResult::failed(Error::new(
                             ErrorCode::Internal,
-                            format!("not started: cannot record the execution: {e}"),
+                            // Also how a refusal to continue a finished execution
+                            // (`may_continue`) arrives: it names the id, outcome and
+                            // side effects.
+                            format!("not started: {e}"),
                             SideEffects::None,
                         ));
                     }

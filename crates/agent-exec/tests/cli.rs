@@ -899,3 +899,56 @@ fn a_password_in_a_journal_url_query_is_never_shown() {
     assert!(!all.contains("hunter2secret"), "{all}");
     assert!(all.contains("password=[redacted]"), "{all}");
 }
+
+#[test]
+fn a_finished_execution_id_is_not_run_again() {
+    let sandbox = Sandbox::new(&format!(
+        "{}{}{}",
+        command_config("ok", "echo ran >> ../ran.log; echo done"),
+        command_config("flaky", "echo ran >> ../flaky.log; exit 1"),
+        command_config(
+            "writer",
+            "echo ran >> ../writer.log; touch wrote.txt; exit 1"
+        ),
+    ));
+    let run = |backend: &str, id: &str| {
+        let mut args = sandbox.run_args(backend, "x");
+        args.extend(["--execution-id", id, "--json"].map(String::from));
+        sandbox.cmd().args(&args).output().unwrap()
+    };
+    let runs_of = |log: &str| {
+        std::fs::read_to_string(sandbox.path(log))
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+
+    // Succeeded: a second run under the id is refused, and the program does not run.
+    assert!(run("ok", "r-1").status.success());
+    let again = run("ok", "r-1");
+    assert!(!again.status.success());
+    let result: Value = serde_json::from_slice(&again.stdout).unwrap();
+    let reason = result["err"]["reason"].as_str().unwrap();
+    for needle in ["\"r-1\"", "succeeded", "side effects: none"] {
+        assert!(reason.contains(needle), "{reason}");
+    }
+    assert_eq!(runs_of("ran.log"), 1);
+    let record = sandbox.show("r-1");
+    assert_eq!(record["state"], "succeeded");
+    assert_eq!(record["attempts"].as_array().unwrap().len(), 1);
+
+    // Failed after writing a file (side effects possible): refused too.
+    assert_eq!(run("writer", "w-1").status.code(), Some(1));
+    let again = run("writer", "w-1");
+    assert!(!again.status.success());
+    let result: Value = serde_json::from_slice(&again.stdout).unwrap();
+    let reason = result["err"]["reason"].as_str().unwrap();
+    assert!(reason.contains("side effects: possible"), "{reason}");
+    assert_eq!(runs_of("writer.log"), 1);
+
+    // Failed without side effects: a step retry continues it.
+    assert_eq!(run("flaky", "f-1").status.code(), Some(1));
+    assert_eq!(run("flaky", "f-1").status.code(), Some(1));
+    assert_eq!(runs_of("flaky.log"), 2);
+    assert_eq!(sandbox.show("f-1")["attempts"].as_array().unwrap().len(), 2);
+}

@@ -259,7 +259,45 @@ pub async fn the_hook_records_contract_results(journal: &Journal) {
     assert_eq!(record.summary.usage.prompt_tokens, 12);
     assert_eq!(record.request.as_ref().unwrap()["execution_id"], "hook-1");
 
-    // A step retry through the hook gets the same deadline and the spent usage back.
+    // An unknown outcome with possible side effects is not continued: the hook
+    // refuses, naming the id, outcome and side effects, and records nothing.
+    let retry = ContractRequest {
+        budget: ContractBudget::default(),
+        ..request.clone()
+    };
+    let refused = hook.execution_started("command", &retry, now).await;
+    let message = refused.unwrap_err().to_string();
+    for needle in ["hook-1", "unknown", "side effects: possible"] {
+        assert!(message.contains(needle), "{message}");
+    }
+    let record = journal.show("hook-1").await.unwrap().unwrap();
+    assert_eq!(record.summary.state, State::Unknown);
+    assert_eq!(record.summary.attempts, 1);
+
+    // A failed step without side effects: a step retry through the hook gets the
+    // same deadline and the spent usage back.
+    let request = ContractRequest {
+        execution_id: "hook-2".into(),
+        ..request
+    };
+    hook.execution_started("command", &request, now)
+        .await
+        .unwrap();
+    hook.attempt_started("hook-2", 1, "command", now)
+        .await
+        .unwrap();
+    let mut failed = ContractResult::failed(Error::new(
+        ErrorCode::ProviderUnavailable,
+        "429",
+        SideEffects::None,
+    ));
+    failed.usage.prompt_tokens = 12;
+    hook.attempt_finished("hook-2", 1, &failed, now)
+        .await
+        .unwrap();
+    hook.execution_finished("hook-2", &failed, now)
+        .await
+        .unwrap();
     let retry = ContractRequest {
         budget: ContractBudget::default(),
         ..request.clone()
@@ -271,6 +309,65 @@ pub async fn the_hook_records_contract_results(journal: &Journal) {
     assert_eq!(prior.attempts, 1);
     assert_eq!(prior.usage.prompt_tokens, 12);
     assert_eq!(prior.deadline, request.budget.deadline);
+}
+
+/// No replay after side effects: only a failed or canceled execution that touched
+/// nothing is continued under its id; the others are refused and left as they were.
+pub async fn a_finished_execution_is_not_run_again(journal: &Journal) {
+    let none = r#"{"code":"agent.canceled","side_effects":"none"}"#;
+    let possible = r#"{"code":"agent.canceled","side_effects":"possible"}"#;
+    for (id, outcome, error_json, allowed) in [
+        ("again-ok", State::Succeeded, None, false),
+        ("again-unknown", State::Unknown, Some(possible), false),
+        ("again-unknown-bare", State::Unknown, None, false),
+        ("again-failed-effects", State::Failed, Some(possible), false),
+        (
+            "again-canceled-effects",
+            State::Canceled,
+            Some(possible),
+            false,
+        ),
+        ("again-canceled-clean", State::Canceled, Some(none), true),
+        ("again-failed-clean", State::Failed, Some(none), true),
+    ] {
+        begin(journal, id, "command").await;
+        let end = End {
+            outcome,
+            error_json,
+            error_code: error_json.map(|_| "agent.canceled"),
+            usage: Usage::default(),
+            cancel_requested: false,
+        };
+        journal.finish_attempt(id, 1, &end).await.unwrap();
+        journal.finish_execution(id, &end).await.unwrap();
+        let before = journal.show(id).await.unwrap().unwrap().transitions.len();
+        let again = journal.start_execution(&start(id, "command")).await;
+        let record = journal.show(id).await.unwrap().unwrap();
+        if allowed {
+            assert_eq!(again.unwrap().attempts, 1, "{id}");
+            assert_eq!(record.summary.state, State::Running, "{id}");
+            continue;
+        }
+        match again {
+            Err(JournalError::Finished {
+                execution_id,
+                outcome: shown,
+                side_effects,
+            }) => {
+                assert_eq!(execution_id, id);
+                assert_eq!(shown, outcome.as_str(), "{id}");
+                let expected = if outcome == State::Succeeded {
+                    "none"
+                } else {
+                    "possible"
+                };
+                assert_eq!(side_effects, expected, "{id}");
+            }
+            other => panic!("{id}: expected a refusal, got {other:?}"),
+        }
+        assert_eq!(record.summary.state, outcome, "{id}: left as it was");
+        assert_eq!(record.transitions.len(), before, "{id}: nothing recorded");
+    }
 }
 
 pub async fn a_live_owner_is_left_alone(location: &JournalLocation) {
@@ -384,12 +481,12 @@ pub async fn a_killed_runner_leaves_unknown(
         "cancel_requested must survive recovery"
     );
 
-    // Recovery is idempotent, and the execution can be retried under the same id.
+    // Recovery is idempotent; an unknown outcome is not run again under its id.
     let (journal, again) = Journal::open(location).await.unwrap();
     assert!(again.is_empty(), "{again:?}");
-    let prior = journal
-        .start_execution(&start("killed-1", "command"))
-        .await
-        .unwrap();
-    assert_eq!(prior.attempts, 1);
+    let refused = journal.start_execution(&start("killed-1", "command")).await;
+    assert!(
+        matches!(&refused, Err(JournalError::Finished { side_effects, .. }) if side_effects == "possible"),
+        "{refused:?}"
+    );
 }
