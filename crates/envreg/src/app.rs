@@ -74,7 +74,7 @@ fn print_failure(failure: &Failure, json: bool) {
             "message": err.message,
             "details": err.details.clone().unwrap_or(Value::Null),
         }});
-        println!("{}", pretty(&body));
+        outln!("{}", pretty(&body));
     } else {
         let p = Palette::for_stderr();
         eprintln!(
@@ -162,7 +162,7 @@ fn execute(cli: Cli) -> Result<(), Failure> {
     let (tool, args, session, yes) = match cli.command {
         Command::Init { dir } => return init::run(&dir, json_mode).map_err(Failure::from),
         Command::Schema { kind } => {
-            println!("{}", pretty(&schema_of(kind)));
+            outln!("{}", pretty(&schema_of(kind)));
             return Ok(());
         }
         Command::Serve(args) => {
@@ -288,7 +288,7 @@ fn call_and_print(
     match result {
         Ok(ToolOutput { value, render }) => {
             if json_mode {
-                println!("{}", pretty(&value));
+                outln!("{}", pretty(&value));
             } else {
                 let text = human::render(
                     tool,
@@ -297,7 +297,7 @@ fn call_and_print(
                     registry.root(),
                     &Palette::for_stdout(),
                 );
-                print!("{text}");
+                out!("{text}");
             }
             Ok(())
         }
@@ -435,9 +435,9 @@ fn synth(dir: &Path, divisor: usize, json_mode: bool) -> Result<(), Failure> {
         },
     });
     if json_mode {
-        println!("{}", pretty(&value));
+        outln!("{}", pretty(&value));
     } else {
-        println!(
+        outln!(
             "Wrote {} records to {}. Try: envreg --registry {} resolve {} --env {}",
             spec.total(),
             dir.display(),

@@ -203,25 +203,25 @@ pub fn run(dir: &Path, json_mode: bool) -> Result<(), EnvError> {
     let names: Vec<&str> = files.iter().map(|(rel, _)| rel.as_str()).collect();
     if json_mode {
         let value = json!({ "registry": dir.display().to_string(), "files": names });
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&value).unwrap_or_default()
         );
     } else {
-        println!(
+        outln!(
             "Created registry {} ({} files).",
             dir.display(),
             names.len()
         );
-        println!();
+        outln!();
         for name in names.iter().filter(|n| !n.starts_with(".schemas/")) {
-            println!("  {name}");
+            outln!("  {name}");
         }
-        println!();
-        println!("Next:");
-        println!("  envreg --registry {} validate", dir.display());
-        println!("  envreg --registry {} resolve hello-api", dir.display());
-        println!(
+        outln!();
+        outln!("Next:");
+        outln!("  envreg --registry {} validate", dir.display());
+        outln!("  envreg --registry {} resolve hello-api", dir.display());
+        outln!(
             "  envreg --registry {} resolve-operation health-check --service hello-api",
             dir.display()
         );

@@ -32,6 +32,8 @@
 //! - No interactive editing (`save` takes a whole record, as the contract says).
 //! - No output formats beyond human and JSON.
 
+#[macro_use]
+mod stdout;
 mod app;
 mod approve;
 mod cli;

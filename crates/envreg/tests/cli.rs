@@ -1099,3 +1099,30 @@ fn validate_reports_a_fifo_without_opening_it() {
     assert!(text.contains("error[FILE_UNREADABLE]"), "{text}");
     assert!(text.contains("services/fifo.yaml"), "{text}");
 }
+
+/// A reader that goes away (`envreg list | head -0`) ends the command quietly with
+/// success, never with a panic: the read end is closed before `envreg` writes.
+#[test]
+fn a_closed_stdout_is_not_a_panic() {
+    let sandbox = Sandbox::with_example();
+    for args in [
+        &["--json", "list"][..],
+        &["schema", "deployment"][..],
+        &["list"][..],
+    ] {
+        let mut command = std::process::Command::new(assert_cmd::cargo::cargo_bin("envreg"));
+        command
+            .arg("--registry")
+            .arg(sandbox.registry())
+            .args(args)
+            .env("NO_COLOR", "1")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut child = command.spawn().unwrap();
+        drop(child.stdout.take());
+        let output = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert_eq!(output.status.code(), Some(0), "{args:?}: {stderr}");
+    }
+}
