@@ -3,10 +3,19 @@
 //! read, with `O_NOFOLLOW` on the canonical path and a re-check of what was opened.
 //! A target that is, or passes through, a symbolic link leading out of the root is
 //! refused with `agent.path_outside_workspace`, and none of its bytes are returned.
+//!
+//! "Passes through" is checked on every prefix of the target as written, not only on
+//! where it ends: `dirlink/../ws/out.txt` with `dirlink -> /outside` ends inside the
+//! root (the kernel takes `..` from the link's target), but its walk leaves the root,
+//! so it is refused. Once a prefix has entered the root, every later prefix must
+//! resolve inside it (an absolute target may reach the root through links outside
+//! it). Decision: done here on `containment::resolve` per prefix (a few `lstat`s per
+//! component), not by a new containment API; a `Root::read_strict` that reports the
+//! first step leaving the root during its one walk would do it in one pass.
 
 use std::collections::BTreeMap;
 use std::io::ErrorKind;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use agent_exec_contract::{Error, ErrorCode, SideEffects};
 
@@ -29,6 +38,18 @@ pub fn read_targets(
     let mut files = BTreeMap::new();
     let mut missing: Option<Error> = None;
     for target in targets {
+        if let Some(left_to) = walk_leaves_root(&root, target) {
+            return Err(Error::new(
+                ErrorCode::PathOutsideWorkspace,
+                format!(
+                    "target `{target}` passes through {} outside the workspace root {}; \
+                     it was not read",
+                    left_to.display(),
+                    root.path().display()
+                ),
+                side_effects,
+            ));
+        }
         match root.read(target, root.path()) {
             Ok(bytes) => {
                 files.insert(target.clone(), bytes);
@@ -72,5 +93,94 @@ pub fn read_targets(
     match missing {
         Some(err) => Err(err),
         None => Ok(files),
+    }
+}
+
+/// Where the walk of `target` (relative to the root) first leaves the root after
+/// having been inside it, if it does. A prefix that cannot be resolved is left to the
+/// read, which walks the same path and fails the same way (a refusal either way).
+fn walk_leaves_root(root: &containment::Root, target: &str) -> Option<PathBuf> {
+    let path = Path::new(target);
+    // A relative target starts at the root: inside from the first step.
+    let mut entered = path.is_relative();
+    let mut prefix = PathBuf::new();
+    for component in path.components() {
+        prefix.push(component);
+        let Ok(resolved) = containment::resolve(&prefix, root.path()) else {
+            return None;
+        };
+        let inside = containment::is_within(resolved.path(), root.path());
+        if inside {
+            entered = true;
+        } else if entered {
+            return Some(resolved.into_path());
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Setup {
+        _dir: tempfile::TempDir,
+        root: PathBuf,
+        outside: PathBuf,
+    }
+
+    fn setup() -> Setup {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().canonicalize().unwrap();
+        let root = base.join("ws");
+        let outside = base.join("outside");
+        std::fs::create_dir_all(root.join("sub")).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(root.join("out.txt"), "inside").unwrap();
+        std::fs::write(outside.join("secret.txt"), "outside").unwrap();
+        std::os::unix::fs::symlink(&outside, root.join("dirlink")).unwrap();
+        std::os::unix::fs::symlink(root.join("sub"), root.join("sublink")).unwrap();
+        Setup {
+            _dir: dir,
+            root,
+            outside,
+        }
+    }
+
+    fn read(s: &Setup, target: &str) -> Result<BTreeMap<String, Vec<u8>>, Error> {
+        read_targets(&s.root, &[target.to_owned()], SideEffects::None)
+    }
+
+    #[test]
+    fn a_walk_through_a_symlink_out_of_the_root_is_refused_even_when_it_ends_inside() {
+        let s = setup();
+        // `dirlink/..` is the parent of `outside`, so this ends at ws/out.txt.
+        let err = read(&s, "dirlink/../ws/out.txt").unwrap_err();
+        assert_eq!(err.code, ErrorCode::PathOutsideWorkspace, "{err:?}");
+        assert!(
+            err.reason.contains(&s.outside.display().to_string()),
+            "{}",
+            err.reason
+        );
+        let err = read(&s, "dirlink/secret.txt").unwrap_err();
+        assert_eq!(err.code, ErrorCode::PathOutsideWorkspace);
+    }
+
+    #[test]
+    fn walks_that_stay_inside_are_read() {
+        let s = setup();
+        for target in [
+            "out.txt",
+            "sub/../out.txt",
+            "sublink/../out.txt",
+            "./out.txt",
+        ] {
+            let files = read(&s, target).unwrap_or_else(|e| panic!("{target}: {e:?}"));
+            assert_eq!(files[target], b"inside", "{target}");
+        }
+        let absolute = s.root.join("out.txt").display().to_string();
+        assert_eq!(read(&s, &absolute).unwrap()[&absolute], b"inside");
+        let err = read(&s, "missing.txt").unwrap_err();
+        assert_eq!(err.code, ErrorCode::MissingDeliverable);
     }
 }
