@@ -237,12 +237,14 @@ fn runs_lists_the_journal_newest_first() {
         "{human}"
     );
 
-    // Reusing an id is a step retry: attempt 2 of the same execution.
+    // Reusing the id of a succeeded execution is refused: it is not run again (a step
+    // retry continues only a failed step; see a_finished_execution_id_is_not_run_again).
     let mut args = sandbox.run_args("echo", "again");
     args.extend(["--execution-id".into(), "first".into()]);
-    sandbox.cmd().args(&args).assert().success();
+    sandbox.cmd().args(&args).assert().code(1);
     let record = sandbox.show("first");
-    assert_eq!(record["attempts"].as_array().unwrap().len(), 2);
+    assert_eq!(record["attempts"].as_array().unwrap().len(), 1);
+    assert_eq!(record["state"], "succeeded");
 
     let missing = sandbox
         .cmd()
