@@ -865,6 +865,24 @@ impl StreamRedactor {
         }
     }
 
+    /// A redactor of exactly these values (longest first, so a credential containing
+    /// another is replaced whole); values shorter than the minimum secret length are
+    /// ignored, as [`credential_values`] ignores them.
+    pub fn of_values(mut secrets: Vec<String>) -> Self {
+        secrets.retain(|value| value.len() >= MIN_SECRET_LEN);
+        secrets.sort_by_key(|value| std::cmp::Reverse(value.len()));
+        secrets.dedup();
+        StreamRedactor {
+            secrets,
+            held: String::new(),
+        }
+    }
+
+    /// The same values redacted in one whole text (no holding back).
+    pub fn redact_whole(&self, text: &str) -> String {
+        redact_values(&self.secrets, text)
+    }
+
     /// Takes the next piece; returns what may be emitted now (redacted).
     pub fn push(&mut self, piece: &str) -> String {
         self.held.push_str(piece);

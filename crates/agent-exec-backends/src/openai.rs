@@ -24,15 +24,17 @@
 //! caller's cancellation and deadline. Nothing is retried after the first token: the
 //! caller has already seen events from that attempt.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use agent_exec_contract::{
     Backend, BackendDescriptor, Capability, ContractRequest, ContractResult, Error, ErrorCode,
-    ExecutionContext, Outcome, SideEffects, Usage, Verification,
+    Event, EventKind, ExecutionContext, Outcome, SideEffects, Usage, Verification,
 };
 use agent_exec_runtime::cause_code;
 use serde::Deserialize;
 
+use crate::agent_program::StreamRedactor;
 use crate::sse::{self, StreamError, truncate};
 
 /// The kind name in config (`kind = "openai"`).
@@ -174,6 +176,16 @@ impl OpenAiBackend {
         }
     }
 
+    /// The values no output may show: the API key, and every credential-named variable
+    /// of this process (the rule the agent backends use).
+    fn secret_values(&self) -> Vec<String> {
+        let mut values = crate::agent_program::credential_values(&BTreeMap::new());
+        if let Ok(Some(key)) = self.api_key() {
+            values.push(key);
+        }
+        values
+    }
+
     /// Removes the API key (should a server echo it) and URL credentials from `text`.
     pub fn redact(&self, text: &str) -> String {
         let mut out = text.to_owned();
@@ -308,10 +320,32 @@ impl OpenAiBackend {
             self.config.base_url
         ));
         let events = ctx.events.clone();
-        let (chat, error) = sse::decode(response.bytes_stream(), MAX_STREAM_BYTES, |_, event| {
-            events.emit(event)
-        })
-        .await;
+        // A server that echoes the key (or any credential this process holds) must not
+        // get it into a `text_delta` event or the result: deltas pass through a stream
+        // redactor, which holds back a tail that could be the start of a credential
+        // until the next delta shows it is not (or the stream ends).
+        let mut redactor = StreamRedactor::of_values(self.secret_values());
+        let (chat, error) =
+            sse::decode(response.bytes_stream(), MAX_STREAM_BYTES, |_, mut event| {
+                if event.kind == EventKind::TextDelta {
+                    event.text = redactor.push(&event.text);
+                    if event.text.is_empty() {
+                        return;
+                    }
+                } else {
+                    let held = redactor.finish();
+                    if !held.is_empty() {
+                        events.emit(Event::text_delta(held));
+                    }
+                    event.text = redactor.redact_whole(&event.text);
+                }
+                events.emit(event)
+            })
+            .await;
+        let held = redactor.finish();
+        if !held.is_empty() {
+            ctx.events.emit(Event::text_delta(held));
+        }
         let usage = chat.usage.unwrap_or_default();
         if let Some(StreamError::Server(message)) = &error {
             let reason = self.redact(&format!(
@@ -337,7 +371,7 @@ impl OpenAiBackend {
                 result.usage = usage;
                 return Exchange::Done(result);
             }
-            let mut result = ContractResult::succeeded(chat.text);
+            let mut result = ContractResult::succeeded(redactor.redact_whole(&chat.text));
             result.usage = usage;
             return Exchange::Done(result);
         }

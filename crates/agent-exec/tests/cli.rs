@@ -496,7 +496,9 @@ fn the_openai_backend_through_the_cli_never_shows_the_key() {
     let secret = "sk-test-5ecret-never-printed";
     let config = format!(
         "[backends.deep]\nkind = \"openai\"\nbase_url = {}\nmodel = \"echo\"\napi_key_env = \"DEEP_KEY\"\n\n\
-         [backends.leaky]\nkind = \"openai\"\nbase_url = {}\nmodel = \"leaky\"\napi_key_env = \"DEEP_KEY\"\n",
+         [backends.leaky]\nkind = \"openai\"\nbase_url = {}\nmodel = \"leaky\"\napi_key_env = \"DEEP_KEY\"\n\n\
+         [backends.echoer]\nkind = \"openai\"\nbase_url = {}\nmodel = \"echo-key\"\napi_key_env = \"DEEP_KEY\"\n",
+        toml_string(&server.base_url),
         toml_string(&server.base_url),
         toml_string(&server.base_url)
     );
@@ -526,6 +528,30 @@ fn the_openai_backend_through_the_cli_never_shows_the_key() {
     assert!(
         auth.iter().all(|a| a == &format!("Bearer {secret}")),
         "the key is sent, as a bearer token"
+    );
+
+    // A server that echoes the key as model text, split across deltas: neither the
+    // result nor any text_delta event shows it.
+    let mut args = sandbox.run_args("echoer", "x");
+    args.extend(["--json", "--events"].map(String::from));
+    let out = sandbox
+        .cmd()
+        .env("DEEP_KEY", secret)
+        .args(&args)
+        .output()
+        .unwrap();
+    let everything = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(0), "{everything}");
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(result["text"], "key: Bearer [redacted] ok", "{everything}");
+    assert!(!everything.contains(secret), "the key leaked: {everything}");
+    assert!(
+        !everything.contains("5ecret"),
+        "a piece of the key leaked: {everything}"
     );
 
     let mut args = sandbox.run_args("leaky", "x");

@@ -13,6 +13,7 @@
 //! | `garbage` | one text chunk, then a chunk that is not JSON |
 //! | `leaky` | HTTP 401 whose message echoes the `Authorization` header (a careless server) |
 //! | `early-cut` | the connection is aborted before any token (first request per id), then `echo` |
+//! | `echo-key` | streams `key: <Authorization header>`, the header split across three chunks (a careless server) |
 //!
 //! Probe requests (no execution id header) succeed for every model but `reject`/`down`.
 #![allow(clippy::unwrap_used, dead_code)]
@@ -231,6 +232,25 @@ async fn completions(
             Err(abort()),
         ])),
         "early-cut" => echo(&prompt),
+        "echo-key" => {
+            let seen = headers
+                .get("authorization")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("none")
+                .to_owned();
+            let (a, rest) = seen.split_at(seen.len().min(10));
+            let (b, c) = rest.split_at(rest.len() / 2);
+            stream_response(futures::stream::iter(vec![
+                Ok(content("key: ")),
+                Ok(content(a)),
+                Ok(content(b)),
+                Ok(content(c)),
+                Ok(content(" ok")),
+                Ok(finish()),
+                Ok(usage(3, 4)),
+                Ok(Bytes::from_static(b"data: [DONE]\n\n")),
+            ]))
+        }
         "cut" => stream_response(
             futures::stream::iter(vec![Ok(content("half ")), Ok(content("a reply"))]).chain(
                 futures::stream::once(async {
