@@ -82,9 +82,9 @@ pub async fn backends(args: &Args, b: &BackendsArgs) -> anyhow::Result<u8> {
         views.push(view);
     }
     if b.json {
-        println!("{}", serde_json::to_string_pretty(&views)?);
+        crate::write_stdout(&format!("{}\n", serde_json::to_string_pretty(&views)?))?;
     } else {
-        print!("{}", render_backends(&views, config.file.as_deref()));
+        crate::write_stdout(&render_backends(&views, config.file.as_deref()))?;
     }
     if !failed.is_empty() {
         eprintln!(
@@ -152,9 +152,9 @@ pub async fn runs(args: &Args, r: &RunsArgs) -> anyhow::Result<u8> {
         None => {
             let list = journal.list(r.limit).await?;
             if r.json {
-                println!("{}", serde_json::to_string_pretty(&list)?);
+                crate::write_stdout(&format!("{}\n", serde_json::to_string_pretty(&list)?))?;
             } else {
-                print!("{}", render_runs(&list));
+                crate::write_stdout(&render_runs(&list))?;
             }
             Ok(0)
         }
@@ -165,9 +165,9 @@ pub async fn runs(args: &Args, r: &RunsArgs) -> anyhow::Result<u8> {
             }
             Some(record) => {
                 if *json || r.json {
-                    println!("{}", serde_json::to_string_pretty(&record)?);
+                    crate::write_stdout(&format!("{}\n", serde_json::to_string_pretty(&record)?))?;
                 } else {
-                    print!("{}", render_record(&record));
+                    crate::write_stdout(&render_record(&record))?;
                 }
                 Ok(0)
             }

@@ -21,6 +21,18 @@ use clap::Parser as _;
 /// Exit code for bad usage, bad config, an unreadable journal.
 pub const EXIT_USAGE: u8 = 2;
 
+/// Writes `text` to stdout. A reader that has gone away (`agent-exec runs | head -1`)
+/// is not an error: the work is done, and for `run` the exit code still carries the
+/// outcome. Decision: this instead of `println!`, which panics on a closed pipe.
+pub fn write_stdout(text: &str) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other,
+    }
+}
+
 fn main() -> ExitCode {
     let args = cli::Args::parse();
     tracing_subscriber::fmt()

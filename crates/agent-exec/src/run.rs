@@ -284,15 +284,15 @@ impl Drop for Disarm {
 }
 
 fn print_result(run: &RunArgs, execution_id: &str, result: &ContractResult) -> anyhow::Result<()> {
-    let mut stdout = std::io::stdout().lock();
     if run.json {
         let json = serde_json::to_string(result).context("cannot encode the result")?;
-        writeln!(stdout, "{json}")?;
+        crate::write_stdout(&format!("{json}\n"))?;
     } else {
-        stdout.write_all(result.text.as_bytes())?;
-        if !result.text.is_empty() && !result.text.ends_with('\n') {
-            writeln!(stdout)?;
+        let mut text = result.text.clone();
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
         }
+        crate::write_stdout(&text)?;
         for (path, bytes) in &result.files {
             eprintln!("agent-exec: deliverable {path} ({} bytes)", bytes.len());
         }
@@ -324,6 +324,5 @@ fn print_result(run: &RunArgs, execution_id: &str, result: &ContractResult) -> a
         }
         eprintln!("{line}");
     }
-    stdout.flush()?;
     Ok(())
 }

@@ -980,3 +980,41 @@ fn a_finished_execution_id_is_not_run_again() {
     assert_eq!(runs_of("flaky.log"), 2);
     assert_eq!(sandbox.show("f-1")["attempts"].as_array().unwrap().len(), 2);
 }
+
+/// A reader that goes away (`agent-exec runs | head -1`) is not a panic: listings end
+/// quietly with success, and `run` still exits with its outcome's code.
+#[test]
+fn a_closed_stdout_is_not_a_panic() {
+    let sandbox = Sandbox::new(&command_config("echo", "cat"));
+    let ran = sandbox
+        .cmd()
+        .args(sandbox.run_args("echo", "first"))
+        .output()
+        .unwrap();
+    assert_eq!(ran.status.code(), Some(0));
+    let closed = |args: Vec<String>| {
+        let mut command = sandbox.std_command();
+        command
+            .args(&args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut child = command.spawn().unwrap();
+        drop(child.stdout.take());
+        let output = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        (output.status.code(), stderr)
+    };
+    for args in [
+        vec!["backends".to_owned(), "--json".to_owned()],
+        vec!["backends".to_owned()],
+        vec!["runs".to_owned(), "--json".to_owned()],
+    ] {
+        let (code, stderr) = closed(args.clone());
+        assert_eq!(code, Some(0), "{args:?}: {stderr}");
+    }
+    let mut run = sandbox.run_args("echo", "second");
+    run.push("--json".to_owned());
+    let (code, stderr) = closed(run);
+    assert_eq!(code, Some(0), "run keeps its outcome's exit code: {stderr}");
+}
