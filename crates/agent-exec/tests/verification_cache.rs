@@ -146,12 +146,20 @@ fn the_second_run_takes_the_cached_probe_until_the_program_changes() {
         "a touched program was not probed"
     );
 
-    // `backends --verify` always probes (and refreshes the entry).
+    // `backends --verify` always probes (and refreshes the entry). It lists the
+    // built-in claude-code and agent-native too, whose programs may not be on this
+    // PATH (then it exits 1, naming them): what matters here is codex's entry.
     let out = sandbox.agent_exec(&["backends", "--verify", "--json"]);
+    let listed: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let codex = listed
+        .as_array()
+        .and_then(|all| all.iter().find(|b| b["name"] == "codex"))
+        .unwrap_or_else(|| panic!("no codex in {listed}"));
+    assert!(codex.get("problems").is_none(), "{codex}");
     assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        codex["verified"].as_array().is_some_and(|v| !v.is_empty()),
+        "{codex}"
     );
     assert_eq!(sandbox.starts(), 3 * per_probe);
     sandbox.run();
