@@ -139,13 +139,7 @@ static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 /// reads it), `fsync`, `rename` over the target, `fsync` of the folder. The temp name is
 /// unique per process and call, for writers that hold no lock (session files).
 pub fn write_atomically(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
-    let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
-    let temp = dir.join(format!(".{name}.tmp-{}-{n}", std::process::id()));
-    let open = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .clone();
-    publish_via(&temp, &open, dir, name, bytes, Publish::Replace)
+    publish_unlocked(dir, name, bytes, Publish::Replace)
 }
 
 /// [`write_atomically`] for a file that must not exist yet (`envreg init`): the same
@@ -157,13 +151,19 @@ pub fn write_atomically(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result
 /// Not done: a fallback for file systems without hard links (FAT, some network mounts)
 /// — there this fails rather than degrade to a non-atomic write.
 pub fn create_atomically(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
+    publish_unlocked(dir, name, bytes, Publish::CreateNew)
+}
+
+/// The lock-free writers' common path: a temp name unique per process and call,
+/// created exclusively, then published as `how` says.
+fn publish_unlocked(dir: &Path, name: &str, bytes: &[u8], how: Publish) -> std::io::Result<()> {
     let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
     let temp = dir.join(format!(".{name}.tmp-{}-{n}", std::process::id()));
     let open = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .clone();
-    publish_via(&temp, &open, dir, name, bytes, Publish::CreateNew)
+    publish_via(&temp, &open, dir, name, bytes, how)
 }
 
 /// [`write_atomically`] for writers holding the registry's [`WriteLock`]: the temp name
