@@ -870,7 +870,8 @@ impl StreamRedactor {
     /// ignored, as [`credential_values`] ignores them.
     pub fn of_values(mut secrets: Vec<String>) -> Self {
         secrets.retain(|value| value.len() >= MIN_SECRET_LEN);
-        secrets.sort_by_key(|value| std::cmp::Reverse(value.len()));
+        // Longest first; equal values end up adjacent, so `dedup` removes them all.
+        secrets.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
         secrets.dedup();
         StreamRedactor {
             secrets,

@@ -186,15 +186,11 @@ impl OpenAiBackend {
         values
     }
 
-    /// Removes the API key (should a server echo it) and URL credentials from `text`.
+    /// Removes the API key (should a server echo it), every other credential this
+    /// process holds, and URL credentials from `text` — the same values the stream
+    /// redactor hides from the model's text.
     pub fn redact(&self, text: &str) -> String {
-        let mut out = text.to_owned();
-        if let Ok(Some(key)) = self.api_key()
-            && key.len() >= 4
-        {
-            out = out.replace(&key, "[redacted]");
-        }
-        redact_userinfo(&out)
+        redact_userinfo(&StreamRedactor::of_values(self.secret_values()).redact_whole(text))
     }
 
     fn body(&self, request: &ContractRequest) -> serde_json::Value {

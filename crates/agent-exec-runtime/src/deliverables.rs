@@ -35,20 +35,22 @@ pub fn read_targets(
             side_effects,
         )
     })?;
+    let outside = |target: &str, how: &str, place: &Path| {
+        Error::new(
+            ErrorCode::PathOutsideWorkspace,
+            format!(
+                "target `{target}` {how} {} outside the workspace root {}; it was not read",
+                place.display(),
+                root.path().display()
+            ),
+            side_effects,
+        )
+    };
     let mut files = BTreeMap::new();
     let mut missing: Option<Error> = None;
     for target in targets {
         if let Some(left_to) = walk_leaves_root(&root, target) {
-            return Err(Error::new(
-                ErrorCode::PathOutsideWorkspace,
-                format!(
-                    "target `{target}` passes through {} outside the workspace root {}; \
-                     it was not read",
-                    left_to.display(),
-                    root.path().display()
-                ),
-                side_effects,
-            ));
+            return Err(outside(target, "passes through", &left_to));
         }
         match root.read(target, root.path()) {
             Ok(bytes) => {
@@ -56,18 +58,7 @@ pub fn read_targets(
             }
             Err(containment::Error::OutsideRoot {
                 target: resolved, ..
-            }) => {
-                return Err(Error::new(
-                    ErrorCode::PathOutsideWorkspace,
-                    format!(
-                        "target `{target}` resolves to {} outside the workspace root {}; \
-                         it was not read",
-                        resolved.display(),
-                        root.path().display()
-                    ),
-                    side_effects,
-                ));
-            }
+            }) => return Err(outside(target, "resolves to", &resolved)),
             Err(containment::Error::Open { source, .. })
                 if source.kind() == ErrorKind::NotFound =>
             {
