@@ -16,7 +16,7 @@
 # the exact argv the backend uses (checked before timing through a logging wrapper),
 # the same prompt on stdin, the same working directory and provider environment.
 #
-# Needs the real agent programs (scripts/test.sh installs them: setup.d/40-agent-clis.sh).
+# Needs the real agent programs (scripts/test.sh installs them: setup.d/15-npm-peers.sh).
 # Adding a backend: add a case to `setup_kind` below (its agent-exec config table, its
 # direct argv, its environment, where its prompt goes, how to recognise its answer).
 set -euo pipefail

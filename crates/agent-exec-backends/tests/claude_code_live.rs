@@ -21,7 +21,7 @@ use agent_exec_runtime::{RunOptions, Runtime};
 use model_script::{Script, ScriptedServer, Turn};
 use serde_json::json;
 
-/// The `claude` program installed by scripts/setup.d/40-agent-clis.sh.
+/// The `claude` program installed by scripts/setup.d/15-npm-peers.sh.
 fn claude_program() -> PathBuf {
     agents::npm_program("claude", "@anthropic-ai/claude-code")
 }

@@ -1,5 +1,5 @@
 //! The real Claude Code CLI (npm `@anthropic-ai/claude-code`, installed by
-//! scripts/setup.d/40-facet-hosts.sh) with `facet hook` in its settings and
+//! scripts/setup.d/15-npm-peers.sh) with `facet hook` in its settings and
 //! `facet serve` as its MCP server. The model is a scripted Messages API on loopback
 //! (tests/py/fake_messages.py) that makes one tool call; Claude Code itself builds
 //! every hook envelope, runs the hook, honours its answer, and sends the results
@@ -25,7 +25,7 @@ fn claude() -> PathBuf {
     let claude = peers_dir().join("npm/node_modules/.bin/claude");
     assert!(
         claude.exists(),
-        "missing peer: the Claude Code CLI (npm @anthropic-ai/claude-code) at {}; run scripts/test.sh (or scripts/setup.d/40-facet-hosts.sh with PEERS_DIR set)",
+        "missing peer: the Claude Code CLI (npm @anthropic-ai/claude-code) at {}; run scripts/test.sh (or scripts/setup.d/15-npm-peers.sh with PEERS_DIR set)",
         claude.display()
     );
     claude

@@ -1,5 +1,5 @@
 //! The real Codex CLI (npm `@openai/codex`, installed by
-//! scripts/setup.d/40-facet-hosts.sh) running `facet hook --dialect codex` as its
+//! scripts/setup.d/15-npm-peers.sh) running `facet hook --dialect codex` as its
 //! PreToolUse hook. The model is a scripted Responses API on loopback
 //! (tests/py/fake_responses.py) that asks Codex to apply a patch; Codex itself builds
 //! the hook envelope, runs the hook, honours (or not) its answer, and sends the
@@ -31,7 +31,7 @@ fn codex() -> PathBuf {
     let codex = peers_dir().join("npm/node_modules/.bin/codex");
     assert!(
         codex.exists(),
-        "missing peer: the Codex CLI (npm @openai/codex) at {}; run scripts/test.sh (or scripts/setup.d/40-facet-hosts.sh with PEERS_DIR set)",
+        "missing peer: the Codex CLI (npm @openai/codex) at {}; run scripts/test.sh (or scripts/setup.d/15-npm-peers.sh with PEERS_DIR set)",
         codex.display()
     );
     codex

@@ -1,5 +1,5 @@
 //! What the live tests of the agent-CLI backends share: finding the real program that
-//! `scripts/setup.d/40-agent-clis.sh` installed (or failing loudly), and resolving a
+//! `scripts/setup.d/15-npm-peers.sh` installed (or failing loudly), and resolving a
 //! backend with a given verification without running its probe again.
 #![allow(clippy::unwrap_used, dead_code)]
 
@@ -24,7 +24,7 @@ pub fn npm_program(bin: &str, package: &str) -> PathBuf {
     assert!(
         program.exists(),
         "the real `{bin}` is missing at {}: npm package {package}; run scripts/test.sh \
-         (scripts/setup.d/40-agent-clis.sh installs it)",
+         (scripts/setup.d/15-npm-peers.sh installs it)",
         program.display()
     );
     program
