@@ -452,8 +452,17 @@ fn failure_code(subtype: &str, raw: &RawLine) -> ErrorCode {
     if matches!(subtype, "error_max_turns" | "error_max_budget_usd") {
         return ErrorCode::BudgetExceeded;
     }
-    let status = raw.api_error_status.as_ref().and_then(Value::as_u64);
-    let api_error = str_of(raw.terminal_reason.as_ref()) == "api_error";
+    let text = str_of(raw.result.as_ref());
+    // Claude Code before `terminal_reason: "api_error"` and `api_error_status` (2.1.197
+    // ends a cut stream with `terminal_reason: "completed"`) says it only in the text:
+    // "API Error: 529 …", or "API Error: Connection closed …" when no answer came.
+    let legacy = text.strip_prefix("API Error:").map(str::trim_start);
+    let status = raw
+        .api_error_status
+        .as_ref()
+        .and_then(Value::as_u64)
+        .or_else(|| legacy.and_then(leading_status));
+    let api_error = str_of(raw.terminal_reason.as_ref()) == "api_error" || legacy.is_some();
     match status {
         Some(429) => ErrorCode::ProviderUnavailable,
         Some(s) if s >= 500 => ErrorCode::ProviderUnavailable,
@@ -461,6 +470,17 @@ fn failure_code(subtype: &str, raw: &RawLine) -> ErrorCode {
         // No HTTP status on an API error: the request never got an answer.
         None if api_error => ErrorCode::ProviderUnavailable,
         None => ErrorCode::ProviderRejected,
+    }
+}
+
+/// The HTTP status a text starts with ("529 {…}" → 529), if it does.
+fn leading_status(text: &str) -> Option<u64> {
+    let (digits, rest) = (text.get(..3)?, text.get(3..)?);
+    if digits.bytes().all(|b| b.is_ascii_digit()) && !rest.starts_with(|c: char| c.is_ascii_digit())
+    {
+        digits.parse().ok()
+    } else {
+        None
     }
 }
 
@@ -928,6 +948,25 @@ mod tests {
             r#"{"type":"result","subtype":"success","is_error":true,"terminal_reason":"api_error","api_error_status":null,"result":"Connection refused"}"#,
         );
         assert_eq!(code, ErrorCode::ProviderUnavailable);
+        // Older Claude Code (2.1.197) says it in the text only.
+        let (code, message) = failed(
+            r#"{"type":"result","subtype":"success","is_error":true,"terminal_reason":"completed","result":"API Error: Connection closed mid-response. The response above may be incomplete."}"#,
+        );
+        assert_eq!(code, ErrorCode::ProviderUnavailable);
+        assert!(message.contains("Connection closed"), "{message}");
+        let (code, _) = failed(
+            r#"{"type":"result","subtype":"success","is_error":true,"terminal_reason":"completed","result":"API Error: 529 {\"type\":\"error\"}"}"#,
+        );
+        assert_eq!(code, ErrorCode::ProviderUnavailable);
+        let (code, _) = failed(
+            r#"{"type":"result","subtype":"success","is_error":true,"terminal_reason":"completed","result":"API Error: 400 prompt is too long"}"#,
+        );
+        assert_eq!(code, ErrorCode::ProviderRejected);
+        // Not an API error at all: the model's own words are not parsed as one.
+        let (code, _) = failed(
+            r#"{"type":"result","subtype":"success","is_error":true,"result":"I saw API Error: 503 in the log"}"#,
+        );
+        assert_eq!(code, ErrorCode::ProviderRejected);
         let (code, message) = failed(
             r#"{"type":"result","subtype":"error_max_turns","is_error":true,"errors":["max turns 3"]}"#,
         );
