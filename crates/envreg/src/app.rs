@@ -55,10 +55,25 @@ impl From<EnvError> for Failure {
     }
 }
 
+/// How a command that ran to the end finished.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Done {
+    Success,
+    /// `validate` printed its report and the registry has errors (exit 3). Not 1: exit
+    /// 1 means "the tool failed" and, with `--json`, an `{"error": …}` object on stdout;
+    /// here stdout holds the report, as on success. CI jobs and pre-commit hooks see a
+    /// non-zero status, as from a compiler or a linter.
+    RegistryInvalid,
+}
+
+/// The exit status of `envreg validate` on a registry with errors.
+pub const EXIT_REGISTRY_INVALID: u8 = 3;
+
 pub fn run(cli: Cli) -> ExitCode {
     let json = cli.json;
     match execute(cli) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(Done::Success) => ExitCode::SUCCESS,
+        Ok(Done::RegistryInvalid) => ExitCode::from(EXIT_REGISTRY_INVALID),
         Err(failure) => {
             print_failure(&failure, json);
             ExitCode::from(if failure.usage { 2 } else { 1 })
@@ -156,22 +171,29 @@ fn session(arg: &SessionArg) -> Result<SessionId, Failure> {
     })
 }
 
-fn execute(cli: Cli) -> Result<(), Failure> {
+fn execute(cli: Cli) -> Result<Done, Failure> {
     let registry_flag = cli.registry.as_deref();
     let json_mode = cli.json;
     let (tool, args, session, yes) = match cli.command {
-        Command::Init { dir } => return init::run(&dir, json_mode).map_err(Failure::from),
+        Command::Init { dir } => {
+            init::run(&dir, json_mode)?;
+            return Ok(Done::Success);
+        }
         Command::Schema { kind } => {
             outln!("{}", pretty(&schema_of(kind)));
-            return Ok(());
+            return Ok(Done::Success);
         }
         Command::Serve(args) => {
             crate::serve::check(&args).map_err(Failure::usage)?;
             let root = locate::registry_root(registry_flag, &cwd()?)?;
-            return crate::serve::run(root, args)
-                .map_err(|e| Failure::from(EnvError::internal(format!("serve: {e:#}"))));
+            crate::serve::run(root, args)
+                .map_err(|e| Failure::from(EnvError::internal(format!("serve: {e:#}"))))?;
+            return Ok(Done::Success);
         }
-        Command::Synth { dir, divisor } => return synth(&dir, divisor, json_mode),
+        Command::Synth { dir, divisor } => {
+            synth(&dir, divisor, json_mode)?;
+            return Ok(Done::Success);
+        }
         Command::List { kind, query } => {
             let mut args = serde_json::Map::new();
             if let Some(kind) = kind {
@@ -242,7 +264,8 @@ fn execute(cli: Cli) -> Result<(), Failure> {
             let registry = open(registry_flag)?;
             let record = read_record(&registry, kind, &file)?;
             let args = json!({ "kind": kind.as_str(), "record": record, "dryRun": dry_run });
-            return call_and_print(&registry, "env_save", args, None, approval.yes, json_mode);
+            call_and_print(&registry, "env_save", args, None, approval.yes, json_mode)?;
+            return Ok(Done::Success);
         }
         Command::Delete {
             kind,
@@ -258,7 +281,11 @@ fn execute(cli: Cli) -> Result<(), Failure> {
         Command::Validate => ("env_validate", json!({}), None, false),
     };
     let registry = open(registry_flag)?;
-    call_and_print(&registry, tool, args, session, yes, json_mode)
+    let value = call_and_print(&registry, tool, args, session, yes, json_mode)?;
+    if tool == "env_validate" && value["ok"] == Value::Bool(false) {
+        return Ok(Done::RegistryInvalid);
+    }
+    Ok(Done::Success)
 }
 
 fn put_opt(args: &mut Value, key: &str, value: Option<String>) {
@@ -274,7 +301,7 @@ fn call_and_print(
     session: Option<SessionId>,
     yes: bool,
     json_mode: bool,
-) -> Result<(), Failure> {
+) -> Result<Value, Failure> {
     let approver = TerminalApprover::new(yes);
     let ctx = CallContext {
         session,
@@ -299,7 +326,7 @@ fn call_and_print(
                 );
                 out!("{text}");
             }
-            Ok(())
+            Ok(value)
         }
         Err(error) => {
             let hint = hint_for(&error, &approver, &args);

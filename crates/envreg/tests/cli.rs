@@ -1094,8 +1094,8 @@ fn validate_reports_a_fifo_without_opening_it() {
         .output()
         .unwrap();
     let text = transcript(&sandbox, &output);
-    // validate's exit code is 0 whatever it finds (docs/envreg-cli.md): a report.
-    assert_eq!(output.status.code(), Some(0), "{text}");
+    // The report, and exit 3: the registry has an error (docs/envreg-cli.md).
+    assert_eq!(output.status.code(), Some(3), "{text}");
     assert!(text.contains("error[FILE_UNREADABLE]"), "{text}");
     assert!(text.contains("services/fifo.yaml"), "{text}");
 }
