@@ -998,6 +998,236 @@ pub async fn run_probe_tree(
     }
 }
 
+/// A loopback port nothing listens on (bound, then released): a format probe points
+/// the program's model provider there, so its first request is refused at once and
+/// nothing, not even a dummy key, leaves the machine.
+pub fn refused_loopback_port() -> Result<u16, String> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")
+        .map_err(|e| format!("cannot reserve a loopback port: {e}"))?;
+    listener
+        .local_addr()
+        .map(|address| address.port())
+        .map_err(|e| format!("cannot reserve a loopback port: {e}"))
+}
+
+/// `problem; hint`, unless the problem already ends in the hint (a program not found
+/// on PATH is reported with it by [`probe_output`] and [`probe_stream`]).
+pub fn with_install_hint(problem: &str, hint: &str) -> String {
+    if problem.contains(hint) {
+        problem.to_owned()
+    } else {
+        format!("{problem}; {hint}")
+    }
+}
+
+/// A format probe's throw-away folder: a `workspace` to run in and a `home` for the
+/// program's own state (its config folder), both removed when this is dropped.
+pub struct ProbeFolder {
+    _dir: tempfile::TempDir,
+    pub workspace: std::path::PathBuf,
+    pub home: std::path::PathBuf,
+}
+
+impl ProbeFolder {
+    pub fn new() -> Result<ProbeFolder, String> {
+        let dir = tempfile::tempdir().map_err(|e| format!("cannot create a probe folder: {e}"))?;
+        let workspace = dir.path().join("workspace");
+        let home = dir.path().join("home");
+        std::fs::create_dir_all(&workspace)
+            .and_then(|()| std::fs::create_dir_all(&home))
+            .map_err(|e| format!("cannot create a probe folder: {e}"))?;
+        Ok(ProbeFolder {
+            _dir: dir,
+            workspace,
+            home,
+        })
+    }
+
+    /// The request a format probe runs: a short prompt in this workspace, under the
+    /// contract's default tool policy (`with_tools`: the run's tool flags are part of
+    /// what is proven) or under `workspace` (the program's own tools, no flags).
+    pub fn request(&self, with_tools: bool) -> agent_exec_contract::ContractRequest {
+        agent_exec_contract::ContractRequest {
+            execution_id: "agent-exec-format-probe".into(),
+            prompt: "agent-exec format probe".into(),
+            workspace: agent_exec_contract::WorkspaceHandle {
+                root: self.workspace.display().to_string(),
+                writable: Vec::new(),
+            },
+            tool_policy: agent_exec_contract::ToolPolicy {
+                profile: if with_tools { "reasoning" } else { "workspace" }.into(),
+                allowlist: Vec::new(),
+            },
+            ..Default::default()
+        }
+    }
+}
+
+/// The verification of a program whose version is known but whose format probe
+/// failed: nothing verified, one problem naming the backend and what to install.
+pub fn format_unproven(
+    name: &str,
+    adapter_version: String,
+    problem: &str,
+    install_hint: &str,
+) -> agent_exec_contract::Verification {
+    agent_exec_contract::Verification {
+        verified: Vec::new(),
+        adapter_version,
+        problems: vec![format!(
+            "backend `{name}`: {}",
+            with_install_hint(problem, install_hint)
+        )],
+    }
+}
+
+/// The longest stdout line a format probe reads before it gives up (a real first line
+/// is a few KB; the probe's program is the user's, but bounded all the same).
+const PROBE_MAX_LINE: usize = 1024 * 1024;
+
+/// What a format probe saw.
+#[derive(Debug)]
+pub struct StreamProbe {
+    /// `enough` said yes to a line before the output ended.
+    pub proven: bool,
+    /// Stdout lines read.
+    pub lines: usize,
+    /// How the program ended, when it ended on its own before the probe stopped it.
+    pub status: Option<ExitStatus>,
+    /// The tail of stderr, trimmed, at most 400 characters.
+    pub stderr: String,
+}
+
+impl StreamProbe {
+    /// `Ok` when proven; else `failure`, followed by what the probe saw.
+    pub fn proof(&self, failure: impl FnOnce() -> String) -> Result<(), String> {
+        if self.proven {
+            Ok(())
+        } else {
+            Err(format!("{} ({})", failure(), self.describe()))
+        }
+    }
+
+    /// "exited with status 1, stderr: …" for a message about an unproven probe.
+    pub fn describe(&self) -> String {
+        let ended = self
+            .status
+            .map_or_else(|| "still running".to_owned(), describe);
+        format!(
+            "{} stdout line(s), {ended}, stderr: {:?}",
+            self.lines, self.stderr
+        )
+    }
+}
+
+/// How a format probe runs the program: as a real run would, but pointed at nothing.
+#[derive(Debug, Clone, Copy)]
+pub struct FormatProbe<'a> {
+    pub program: &'a str,
+    pub args: &'a [String],
+    /// On top of the inherited environment.
+    pub env: &'a BTreeMap<String, String>,
+    pub cwd: &'a std::path::Path,
+    pub stdin: &'a [u8],
+    pub timeout: Duration,
+    /// What to install, for a program that is not there.
+    pub install_hint: &'a str,
+}
+
+/// A format probe: runs `program args…` the way a real run does (same flags, `env` on
+/// top of ours, in `cwd`, `stdin` written then closed) and hands each stdout line to
+/// `enough` until it says the stream is the expected one — then the whole tree is
+/// terminated, so a program that would go on (codex retrying a refused provider for
+/// minutes) costs only its first lines. Ends unproven at end of output, at a line over
+/// [`PROBE_MAX_LINE`], or after `timeout`.
+///
+/// Why not `--help` or `--version` alone: they show a flag is *accepted*, not that the
+/// program then *speaks* the format the parser reads (issue: "present, version, speaks
+/// the expected format").
+pub async fn probe_stream(
+    probe: &FormatProbe<'_>,
+    enough: &mut (dyn FnMut(&[u8]) -> bool + Send),
+) -> Result<StreamProbe, String> {
+    let FormatProbe {
+        program,
+        args,
+        env,
+        cwd,
+        stdin,
+        timeout,
+        install_hint,
+    } = *probe;
+    let path = crate::command::find_program(program)
+        .map_err(|problem| format!("{problem}; {install_hint}"))?;
+    let mut command = tokio::process::Command::new(path);
+    command
+        .args(args)
+        .envs(env)
+        .current_dir(cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut tree =
+        ProcessTree::spawn(command).map_err(|e| format!("cannot run `{program}`: {e}"))?;
+    let input = tree.child_mut().stdin.take();
+    let stdout = tree.child_mut().stdout.take();
+    let stderr = Reader::tail(tree.child_mut().stderr.take());
+    let feed = async {
+        if let Some(mut pipe) = input {
+            // A program that never reads stdin closes the pipe: judged by its output.
+            let _ = pipe.write_all(stdin).await;
+        }
+    };
+    let mut lines = 0;
+    let read = async {
+        let Some(stdout) = stdout else {
+            return false;
+        };
+        let mut reader = tokio::io::BufReader::new(stdout);
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            let mut limited = (&mut reader).take(PROBE_MAX_LINE as u64 + 1);
+            match limited.read_until(b'\n', &mut line).await {
+                Ok(0) | Err(_) => return false,
+                Ok(_) if line.len() > PROBE_MAX_LINE => return false,
+                Ok(_) => {}
+            }
+            lines += 1;
+            let text = line.strip_suffix(b"\n").unwrap_or(&line);
+            if enough(text) {
+                return true;
+            }
+        }
+    };
+    let proven = tokio::time::timeout(timeout, async { tokio::join!(feed, read).1 })
+        .await
+        .unwrap_or(false);
+    // Ended on its own (end of output): its status says how; else it is stopped here.
+    let status = if proven {
+        None
+    } else {
+        tokio::time::timeout(Duration::from_millis(500), tree.wait_leader())
+            .await
+            .ok()
+            .and_then(Result::ok)
+    };
+    let _ = tree.terminate(Duration::from_millis(200)).await;
+    let (tail, _) = join_bounded(stderr).await;
+    let tail = String::from_utf8_lossy(&tail);
+    let tail = tail.trim();
+    let start = tail.len().saturating_sub(400);
+    let start = (start..=tail.len())
+        .find(|&i| tail.is_char_boundary(i))
+        .unwrap_or(tail.len());
+    Ok(StreamProbe {
+        proven,
+        lines,
+        status,
+        stderr: tail.get(start..).unwrap_or_default().to_owned(),
+    })
+}
+
 async fn read_all<R: tokio::io::AsyncRead + Unpin>(stream: Option<R>) -> Vec<u8> {
     let mut bytes = Vec::new();
     if let Some(mut stream) = stream {

@@ -88,7 +88,7 @@ pub const DEFAULT_PROGRAM: &str = "claude";
 pub const INSTALL_HINT: &str =
     "install Claude Code: `npm install -g @anthropic-ai/claude-code` (or set `program`)";
 
-/// How long a `--version` / `--help` probe may take.
+/// How long the `--version` probe or the format probe may take.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// The longest `detail` carried by a tool event (a whole file body is not a detail).
@@ -731,6 +731,55 @@ impl ClaudeCodeBackend {
 }
 
 impl ClaudeCodeBackend {
+    /// The format probe: a real `claude -p --output-format stream-json` run, with the
+    /// flags [`Self::agent_run`] gives the default tool policy (`with_tools`) or the
+    /// `workspace` one (no tool flags), pointed at a refused loopback port with no
+    /// retries and a throw-away config folder. Proven when the stream has an `init`
+    /// line and a final `result` (Claude Code's own "connection refused"), which takes
+    /// about half a second. Nothing leaves the machine; the user's key is replaced by a
+    /// dummy for the probe.
+    async fn probe_format(&self, with_tools: bool) -> Result<(), String> {
+        let folder = agent_program::ProbeFolder::new()?;
+        let request = folder.request(with_tools);
+        let run = self.agent_run(&request).map_err(|e| e.reason)?;
+        let port = agent_program::refused_loopback_port()?;
+        let mut env = run.env.clone();
+        for (key, value) in [
+            ("ANTHROPIC_BASE_URL", format!("http://127.0.0.1:{port}")),
+            ("ANTHROPIC_API_KEY", "agent-exec-probe".to_owned()),
+            ("CLAUDE_CODE_MAX_RETRIES", "0".to_owned()),
+            ("CLAUDE_CONFIG_DIR", folder.home.display().to_string()),
+            ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".to_owned()),
+            ("DISABLE_AUTOUPDATER", "1".to_owned()),
+        ] {
+            env.insert(key.to_owned(), value);
+        }
+        let mut stream = ClaudeCodeStream::new();
+        let mut events = Vec::new();
+        let probe = agent_program::FormatProbe {
+            program: &run.program,
+            args: &run.args,
+            env: &env,
+            cwd: &folder.workspace,
+            stdin: run.stdin.as_deref().unwrap_or_default(),
+            timeout: PROBE_TIMEOUT,
+            install_hint: INSTALL_HINT,
+        };
+        let seen = agent_program::probe_stream(&probe, &mut |line| {
+            stream.line(line, &mut events);
+            events.clear();
+            !stream.session_id.is_empty() && stream.verdict() != Verdict::Pending
+        })
+        .await?;
+        seen.proof(|| {
+            format!(
+                "`{} {}` did not answer with stream-json's init line and a result",
+                run.program,
+                run.args.join(" ")
+            )
+        })
+    }
+
     /// `text` with every credential-looking value (configured or inherited: Claude
     /// Code reads `ANTHROPIC_API_KEY` / `ANTHROPIC_AUTH_TOKEN` from either) replaced by
     /// `[redacted]` ([`agent_program::redact_credentials`]).
@@ -787,61 +836,32 @@ impl Backend for ClaudeCodeBackend {
             ));
         };
         let adapter_version = format!("claude-code/{version}");
-        let help = match agent_program::probe_output(
-            program,
-            &["--help"],
-            env,
-            PROBE_TIMEOUT,
-            INSTALL_HINT,
-        )
-        .await
-        {
-            Ok(help) => help,
-            Err(problem) => {
-                return Verification {
-                    verified: Vec::new(),
-                    adapter_version,
-                    problems: vec![format!("backend `{name}`: {problem}")],
-                };
-            }
-        };
         let mut problems = Vec::new();
-        let mut verified = Vec::new();
-        let speaks = [
-            "--output-format",
-            "stream-json",
-            "--permission-mode",
-            "--no-session-persistence",
+        let mut verified = vec![
+            Capability::Text,
+            Capability::Files,
+            Capability::Stream,
+            Capability::Usage,
         ];
-        let missing: Vec<&str> = speaks
-            .iter()
-            .copied()
-            .filter(|f| !help.contains(f))
-            .collect();
-        if missing.is_empty() {
-            verified.extend([
-                Capability::Text,
-                Capability::Files,
-                Capability::Stream,
-                Capability::Usage,
-            ]);
-        } else {
-            problems.push(format!(
-                "backend `{name}`: `{program} --help` (version {version}) does not list {}; the stream-json mode is needed; {INSTALL_HINT}",
-                missing.join(", ")
-            ));
-            return Verification {
-                verified,
-                adapter_version,
-                problems,
-            };
-        }
-        if help.contains("--tools") && help.contains("--strict-mcp-config") {
-            verified.push(Capability::Tools);
-        } else {
-            problems.push(format!(
-                "tools: `{program} --help` lists no `--tools`/`--strict-mcp-config`, so a tool policy cannot be enforced; upgrade @anthropic-ai/claude-code"
-            ));
+        // The run's own flags, the default tool policy's (`--tools=` and
+        // `--strict-mcp-config`) included; without them, to tell a program that
+        // speaks stream-json but cannot hold a tool policy from one that does not.
+        match self.probe_format(true).await {
+            Ok(()) => verified.push(Capability::Tools),
+            Err(with_tools) => match self.probe_format(false).await {
+                Ok(()) => problems.push(format!(
+                    "tools: `{program}` does not run with `--tools`/`--strict-mcp-config`, so a tool policy cannot be enforced ({}); upgrade @anthropic-ai/claude-code",
+                    self.redact(&with_tools)
+                )),
+                Err(problem) => {
+                    return agent_program::format_unproven(
+                        name,
+                        adapter_version,
+                        &self.redact(&problem),
+                        INSTALL_HINT,
+                    );
+                }
+            },
         }
         crate::agent_program::verify_cancel(&mut verified, &mut problems);
         Verification {

@@ -363,6 +363,58 @@ impl CodexBackend {
         Ok(args)
     }
 
+    /// The format probe: `codex exec --json` with the run's own flags (the default tool
+    /// policy's `--disable`s when `with_tools`), its model provider pointed at a refused
+    /// loopback port and a throw-away `CODEX_HOME`. Proven by `thread.started` then
+    /// `turn.started` on stdout; codex would then retry the provider for minutes, so
+    /// the probe stops it there (about 0.3 s in all). Nothing leaves the machine.
+    async fn probe_format(&self, with_tools: bool) -> Result<(), String> {
+        let folder = agent_program::ProbeFolder::new()?;
+        let request = folder.request(with_tools);
+        let port = agent_program::refused_loopback_port()?;
+        let mut args = self.kind_args(&request)?;
+        args.extend(self.config.args.iter().cloned());
+        args.extend([
+            "-c".to_owned(),
+            format!(
+                "model_providers.agent_exec_probe={{name=\"agent-exec probe\",base_url=\"http://127.0.0.1:{port}/v1\",wire_api=\"responses\",request_max_retries=0,stream_max_retries=0}}"
+            ),
+            "-c".to_owned(),
+            "model_provider=\"agent_exec_probe\"".to_owned(),
+            "-".to_owned(),
+        ]);
+        let mut env = self.config.env.clone();
+        env.insert("CODEX_HOME".to_owned(), folder.home.display().to_string());
+        let (mut thread, mut turn) = (false, false);
+        let probe = agent_program::FormatProbe {
+            program: self.program(),
+            args: &args,
+            env: &env,
+            cwd: &folder.workspace,
+            stdin: b"agent-exec format probe",
+            timeout: PROBE_TIMEOUT,
+            install_hint: INSTALL_HINT,
+        };
+        let seen = agent_program::probe_stream(&probe, &mut |line| {
+            let kind = serde_json::from_slice::<Value>(line)
+                .ok()
+                .and_then(|v| v.get("type").and_then(Value::as_str).map(str::to_owned));
+            match kind.as_deref() {
+                Some("thread.started") => thread = true,
+                Some("turn.started") if thread => turn = true,
+                _ => {}
+            }
+            thread && turn
+        })
+        .await?;
+        seen.proof(|| {
+            format!(
+                "`{} exec --json` did not start a thread and a turn on stdout",
+                self.program()
+            )
+        })
+    }
+
     /// `text` with every credential value replaced by `[redacted]`
     /// ([`agent_program::redact_credentials`]: configured or inherited, since codex reads
     /// its key from whatever variable its provider's `env_key` names).
@@ -526,7 +578,11 @@ impl Backend for CodexBackend {
                         format!(" (`{program} --version`: {seen})")
                     };
                     return Verification::failed(format!(
-                        "backend `{name}`: `{program} exec --json` is not available{seen}: {problem}; {INSTALL_HINT}"
+                        "backend `{name}`: {}",
+                        agent_program::with_install_hint(
+                            &format!("`{program} exec --json` is not available{seen}: {problem}"),
+                            INSTALL_HINT
+                        )
                     ));
                 }
             },
@@ -537,6 +593,15 @@ impl Backend for CodexBackend {
             ));
         };
         let adapter_version = Self::adapter_version(&format!("codex-cli {number}"));
+        let with_tools = verified.contains(&Capability::Tools);
+        if let Err(problem) = self.probe_format(with_tools).await {
+            return agent_program::format_unproven(
+                name,
+                adapter_version,
+                &self.redact(&problem),
+                INSTALL_HINT,
+            );
+        }
         crate::agent_program::verify_cancel(&mut verified, &mut problems);
         Verification {
             verified,

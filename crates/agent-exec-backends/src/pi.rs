@@ -996,15 +996,7 @@ async fn probe_version(program: &str, env: &BTreeMap<String, String>) -> Result<
 async fn probe_json_mode(program: &str, user_env: &BTreeMap<String, String>) -> Result<(), String> {
     let dir = tempfile::tempdir().map_err(|e| format!("cannot create a probe directory: {e}"))?;
     let agent_dir = dir.path().join("agent");
-    let port = {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0")
-            .map_err(|e| format!("cannot reserve a loopback port: {e}"))?;
-        listener
-            .local_addr()
-            .map_err(|e| format!("cannot reserve a loopback port: {e}"))?
-            .port()
-        // Dropped here: connections to the port are refused.
-    };
+    let port = crate::agent_program::refused_loopback_port()?;
     let models = serde_json::json!({"providers": {"agent-exec-probe": {
         "baseUrl": format!("http://127.0.0.1:{port}/v1"),
         "api": "openai-completions",
@@ -1023,32 +1015,32 @@ async fn probe_json_mode(program: &str, user_env: &BTreeMap<String, String>) -> 
         agent_dir.display().to_string(),
     );
     env.insert("PI_OFFLINE".to_owned(), "1".to_owned());
-    let mut args: Vec<&str> = JSON_MODE_FLAGS.to_vec();
-    args.extend(["--no-tools", "--model", "agent-exec-probe/probe"]);
-    let output = run_probe(
-        program,
-        &args,
-        &env,
-        Some(dir.path()),
-        b"agent-exec format probe",
-    )
-    .await?;
+    let mut args: Vec<String> = JSON_MODE_FLAGS.iter().map(|s| (*s).to_owned()).collect();
+    args.extend(["--no-tools", "--model", "agent-exec-probe/probe"].map(str::to_owned));
     let mut stream = PiStream::new();
     let mut events = Vec::new();
-    for line in output.stdout.split(|b| *b == b'\n') {
-        if !line.is_empty() {
-            stream.line(line, &mut events);
-        }
-    }
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    let stderr = truncate(stderr.trim(), 400);
+    let probe = crate::agent_program::FormatProbe {
+        program,
+        args: &args,
+        env: &env,
+        cwd: dir.path(),
+        stdin: b"agent-exec format probe",
+        timeout: PROBE_TIMEOUT,
+        install_hint: INSTALL_HINT,
+    };
+    let seen = crate::agent_program::probe_stream(&probe, &mut |line| {
+        stream.line(line, &mut events);
+        events.clear();
+        stream.saw_session() && stream.ended()
+    })
+    .await?;
     match stream.verdict() {
-        Verdict::Failed { .. } if stream.saw_session() && stream.ended() => Ok(()),
+        Verdict::Failed { .. } if seen.proven => Ok(()),
         verdict => Err(format!(
-            "`{program} --mode json` did not speak the expected event stream (session header: {}, agent_end: {}, verdict: {verdict:?}, exit: {}, stderr: {stderr:?})",
+            "`{program} --mode json` did not speak the expected event stream (session header: {}, agent_end: {}, verdict: {verdict:?}; {})",
             stream.saw_session(),
             stream.ended(),
-            output.status
+            seen.describe()
         )),
     }
 }
@@ -1087,11 +1079,12 @@ impl Backend for PiBackend {
         };
         let adapter_version = Self::adapter_version(&number);
         if let Err(problem) = format {
-            return Verification {
-                verified: Vec::new(),
+            return crate::agent_program::format_unproven(
+                name,
                 adapter_version,
-                problems: vec![format!("backend `{name}`: {}", self.redact(&problem))],
-            };
+                &self.redact(&problem),
+                INSTALL_HINT,
+            );
         }
         let mut verified = vec![
             Capability::Text,

@@ -616,6 +616,89 @@ async fn verify_probes_the_real_program_and_names_the_package_when_missing() {
     );
 }
 
+/// A program that answers `--version` and `--help` as Claude Code does, and whose
+/// `-p` run does what `$IMPOSTOR_MODE` says: `text` (plain words, no stream-json),
+/// `no-tools` (stream-json, but `--tools=` is an unknown option), or `stream-json`.
+fn impostor(dir: &Path) -> PathBuf {
+    let path = dir.join("claude-impostor");
+    std::fs::write(
+        &path,
+        r#"#!/bin/sh
+case "$1" in
+  --version) echo "2.1.332 (Claude Code)"; exit 0 ;;
+  --help) echo "--output-format stream-json --permission-mode --no-session-persistence --tools --strict-mcp-config"; exit 0 ;;
+esac
+cat >/dev/null
+if [ "$IMPOSTOR_MODE" = no-tools ]; then
+  for arg in "$@"; do
+    case "$arg" in --tools=*) echo "error: unknown option '--tools'" >&2; exit 1 ;; esac
+  done
+fi
+if [ "$IMPOSTOR_MODE" = text ]; then echo "I am not Claude Code"; exit 0; fi
+echo '{"type":"system","subtype":"init","session_id":"s1","model":"m"}'
+echo '{"type":"result","subtype":"success","is_error":true,"terminal_reason":"api_error","result":"API Error: Connection refused"}'
+exit 1
+"#,
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+#[tokio::test]
+async fn verify_needs_the_stream_itself_not_only_the_flags_in_help() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = impostor(dir.path());
+    let verify = |mode: &str| {
+        let mut config = ProgramConfig::new("impostor");
+        config.program = Some(program.display().to_string());
+        config.env.insert("IMPOSTOR_MODE".into(), mode.into());
+        async move { ClaudeCodeBackend::new(config).verify().await }
+    };
+
+    // Every flag in --help, a version, but no stream-json: nothing is verified.
+    let verification = verify("text").await;
+    assert!(verification.verified.is_empty(), "{verification:?}");
+    assert!(
+        verification.problems[0].contains("did not answer with stream-json"),
+        "{verification:?}"
+    );
+    assert!(
+        verification.problems[0].contains("@anthropic-ai/claude-code"),
+        "{verification:?}"
+    );
+
+    // Speaks stream-json, refuses the tool flags: everything but `tools`.
+    let verification = verify("no-tools").await;
+    assert!(
+        verification.verified.contains(&Capability::Stream),
+        "{verification:?}"
+    );
+    assert!(
+        !verification.verified.contains(&Capability::Tools),
+        "{verification:?}"
+    );
+    assert!(
+        verification
+            .problems
+            .iter()
+            .any(|p| p.starts_with("tools:")),
+        "{verification:?}"
+    );
+
+    // An init line and a result, with every flag of the run: all of it.
+    let verification = verify("stream-json").await;
+    assert!(
+        verification.verified.contains(&Capability::Tools),
+        "{verification:?}"
+    );
+    assert!(
+        verification.verified.contains(&Capability::Text),
+        "{verification:?}"
+    );
+}
+
 #[tokio::test]
 async fn a_model_stream_cut_mid_reply_is_claudes_own_failure_not_success() {
     // Claude Code retries a cut stream; cut every try. It may also fall back to one

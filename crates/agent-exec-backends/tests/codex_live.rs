@@ -536,6 +536,15 @@ async fn verify_reports_the_real_version_and_a_missing_program_says_what_to_inst
         missing.problems.join(" ").contains("@openai/codex"),
         "{missing:?}"
     );
+    assert_eq!(
+        missing
+            .problems
+            .join(" ")
+            .matches("npm i -g @openai/codex")
+            .count(),
+        1,
+        "the install hint, once: {missing:?}"
+    );
 }
 
 /// A stand-in program (a shell script) for what `verify` must tell apart.
@@ -552,12 +561,18 @@ fn fake_program(dir: &Path, name: &str, body: &str) -> CodexBackend {
 #[tokio::test]
 async fn verify_tells_an_old_codex_and_another_program_apart() {
     let dir = tempfile::tempdir().unwrap();
-    // A codex whose `exec` has --json but not --disable: everything but `tools`.
+    // A codex whose `exec` has --json but not --disable: everything but `tools`. Its
+    // run starts a thread and a turn, then waits (as codex does on a refused provider):
+    // the probe stops it there.
     let old = fake_program(
         dir.path(),
         "old-codex",
         r#"case " $* " in *" --disable "*) echo "error: unexpected argument '--disable' found" >&2; exit 2;; esac
-echo "codex-cli-exec 0.9.0""#,
+case " $* " in *" --version "*) echo "codex-cli-exec 0.9.0"; exit 0;; esac
+cat >/dev/null
+echo '{"type":"thread.started","thread_id":"t1"}'
+echo '{"type":"turn.started"}'
+exec sleep 60"#,
     )
     .verify()
     .await;
@@ -565,6 +580,21 @@ echo "codex-cli-exec 0.9.0""#,
     assert!(!old.verified.contains(&Capability::Tools), "{old:?}");
     assert!(old.problems.join(" ").contains("--disable"), "{old:?}");
     assert!(old.adapter_version.contains("codex-cli 0.9.0"), "{old:?}");
+    // Every flag accepted, a version, but no JSON lines from the run: nothing verified.
+    let mute = fake_program(
+        dir.path(),
+        "mute-codex",
+        r#"case " $* " in *" --version "*) echo "codex-cli-exec 0.171.0"; exit 0;; esac
+echo "Reading prompt from stdin..."; exit 0"#,
+    )
+    .verify()
+    .await;
+    assert!(mute.verified.is_empty(), "{mute:?}");
+    assert!(
+        mute.problems[0].contains("did not start a thread and a turn")
+            && mute.problems[0].contains("@openai/codex"),
+        "{mute:?}"
+    );
     // Not codex at all: nothing verified, and the message says what it is and what to install.
     let other = fake_program(
         dir.path(),
