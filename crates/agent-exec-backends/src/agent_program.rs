@@ -1000,7 +1000,7 @@ pub async fn run_probe_tree(
 
 /// A loopback port nothing listens on (bound, then released): a format probe points
 /// the program's model provider there, so its first request is refused at once and
-/// nothing, not even a dummy key, leaves the machine.
+/// the model request (with its key, a dummy) never leaves the machine.
 pub fn refused_loopback_port() -> Result<u16, String> {
     let listener = std::net::TcpListener::bind("127.0.0.1:0")
         .map_err(|e| format!("cannot reserve a loopback port: {e}"))?;

@@ -367,7 +367,7 @@ impl CodexBackend {
     /// policy's `--disable`s when `with_tools`), its model provider pointed at a refused
     /// loopback port and a throw-away `CODEX_HOME`. Proven by `thread.started` then
     /// `turn.started` on stdout; codex would then retry the provider for minutes, so
-    /// the probe stops it there (about 0.3 s in all). Nothing leaves the machine.
+    /// the probe stops it there (about 0.3 s in all). The model request never leaves the machine.
     async fn probe_format(&self, with_tools: bool) -> Result<(), String> {
         let folder = agent_program::ProbeFolder::new()?;
         let request = folder.request(with_tools);
