@@ -736,8 +736,8 @@ impl ClaudeCodeBackend {
     /// `workspace` one (no tool flags), pointed at a refused loopback port with no
     /// retries and a throw-away config folder. Proven when the stream has an `init`
     /// line and a final `result` (Claude Code's own "connection refused"), which takes
-    /// about half a second. The model request never leaves the machine; the user's key is replaced by a
-    /// dummy for the probe.
+    /// about half a second. The model request never leaves the machine, and the user's
+    /// key is replaced by a dummy for the probe.
     async fn probe_format(&self, with_tools: bool) -> Result<(), String> {
         let folder = agent_program::ProbeFolder::new()?;
         let request = folder.request(with_tools);
