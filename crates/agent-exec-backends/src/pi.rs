@@ -912,23 +912,18 @@ pub fn parse_version(output: &str) -> Option<&str> {
     Some(word.trim_start_matches('v'))
 }
 
-/// Runs `program args…` with `env` (in `cwd` when given), writing `stdin` (or
-/// closing it), within [`PROBE_TIMEOUT`].
+/// Runs `program args…` with `env` and no stdin within [`PROBE_TIMEOUT`], keeping
+/// stdout and stderr (pi prints its version on stderr when stdout is not a terminal).
 async fn run_probe(
     program: &str,
     args: &[&str],
     env: &BTreeMap<String, String>,
-    cwd: Option<&std::path::Path>,
-    stdin: &[u8],
 ) -> Result<std::process::Output, String> {
     let path = crate::command::find_program(program)
         .map_err(|problem| format!("{problem}; {INSTALL_HINT}"))?;
     let mut command = tokio::process::Command::new(path);
     command.args(args).envs(env);
-    if let Some(cwd) = cwd {
-        command.current_dir(cwd);
-    }
-    match crate::agent_program::run_probe_tree(command, Some(stdin), PROBE_TIMEOUT).await {
+    match crate::agent_program::run_probe_tree(command, None, PROBE_TIMEOUT).await {
         Ok(Some(output)) => Ok(output),
         Err(e) => Err(format!("cannot run `{program}`: {e}")),
         Ok(None) => Err(format!(
@@ -969,7 +964,7 @@ async fn probe_version(program: &str, env: &BTreeMap<String, String>) -> Result<
     {
         return Ok(version);
     }
-    let output = run_probe(program, &["--version"], env, None, b"").await?;
+    let output = run_probe(program, &["--version"], env).await?;
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     if !output.status.success() {
@@ -994,8 +989,8 @@ async fn probe_version(program: &str, env: &BTreeMap<String, String>) -> Result<
 /// port nobody listens on, so no model is needed and nothing leaves the machine. The
 /// stream must be pi's (session header, `agent_end`) and end in a failed verdict.
 async fn probe_json_mode(program: &str, user_env: &BTreeMap<String, String>) -> Result<(), String> {
-    let dir = tempfile::tempdir().map_err(|e| format!("cannot create a probe directory: {e}"))?;
-    let agent_dir = dir.path().join("agent");
+    let folder = crate::agent_program::ProbeFolder::new()?;
+    let agent_dir = &folder.home;
     let port = crate::agent_program::refused_loopback_port()?;
     let models = serde_json::json!({"providers": {"agent-exec-probe": {
         "baseUrl": format!("http://127.0.0.1:{port}/v1"),
@@ -1005,8 +1000,7 @@ async fn probe_json_mode(program: &str, user_env: &BTreeMap<String, String>) -> 
     // No agent-level retries and no SDK-level ones (the SDK's default backs off about
     // a second on a refused connection).
     let settings = serde_json::json!({"retry": {"enabled": false, "provider": {"maxRetries": 0}}});
-    std::fs::create_dir_all(&agent_dir)
-        .and_then(|()| std::fs::write(agent_dir.join("models.json"), models.to_string()))
+    std::fs::write(agent_dir.join("models.json"), models.to_string())
         .and_then(|()| std::fs::write(agent_dir.join("settings.json"), settings.to_string()))
         .map_err(|e| format!("cannot write the probe configuration: {e}"))?;
     let mut env = user_env.clone();
@@ -1023,7 +1017,7 @@ async fn probe_json_mode(program: &str, user_env: &BTreeMap<String, String>) -> 
         program,
         args: &args,
         env: &env,
-        cwd: dir.path(),
+        cwd: &folder.workspace,
         stdin: b"agent-exec format probe",
         timeout: PROBE_TIMEOUT,
         install_hint: INSTALL_HINT,

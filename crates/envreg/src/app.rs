@@ -67,7 +67,7 @@ enum Done {
 }
 
 /// The exit status of `envreg validate` on a registry with errors.
-pub const EXIT_REGISTRY_INVALID: u8 = 3;
+const EXIT_REGISTRY_INVALID: u8 = 3;
 
 pub fn run(cli: Cli) -> ExitCode {
     let json = cli.json;
