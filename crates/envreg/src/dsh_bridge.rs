@@ -54,7 +54,9 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 
 use envreg_core::tools::{self, CallContext, MAX_ARGUMENT_BYTES};
-use envreg_core::{ApprovalDecision, ApprovalRequest, Approver, EnvError, Registry, SessionId};
+use envreg_core::{
+    ApprovalDecision, ApprovalRequest, Approver, EnvError, ErrorCode, Registry, SessionId,
+};
 use serde_json::{Map, Value, json};
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
 use tokio::sync::{mpsc, oneshot};
@@ -228,6 +230,20 @@ struct Questions {
 
 type Pending = Arc<Mutex<Questions>>;
 
+/// The core's no-session message names the MCP server's flags; in dsh the session is the
+/// calling agent's, so say that instead (the code stays).
+pub fn in_dsh_terms(error: EnvError, tool: &str) -> EnvError {
+    if error.code == ErrorCode::SessionContextUnavailable {
+        return EnvError {
+            message: format!(
+                "{tool} needs the calling agent's session, and dsh made this call without an agent; call it from an agent's turn"
+            ),
+            ..error
+        };
+    }
+    error
+}
+
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex
         .lock()
@@ -371,7 +387,9 @@ async fn serve(registry: Result<PathBuf, EnvError>) -> anyhow::Result<()> {
                             "text": success_text(&output.render, &output.value),
                             "value": output.value,
                         }}),
-                        Err(error) => json!({"id": id, "error": error_object(&error)}),
+                        Err(error) => {
+                            json!({"id": id, "error": error_object(&in_dsh_terms(error, &tool))})
+                        }
                     };
                     let _ = out.send(line.to_string());
                 });

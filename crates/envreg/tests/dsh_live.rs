@@ -363,3 +363,29 @@ fn a_binary_of_another_version_is_refused_at_apply_time() {
         ],
     );
 }
+
+#[test]
+fn the_session_is_the_dsh_agents_session() {
+    let (project, registry) = project("session");
+    let server = ScriptedServer::start(Script::new(vec![
+        Turn::tool_call("s1", "env_set_context", json!({"environmentId": "dev"})),
+        Turn::tool_call("s2", "env_resolve", json!({"serviceId": "checkout-api"})),
+        Turn::text("resolved in the session's environment"),
+    ]));
+    let run = run(&server, &project, envreg_row(&registry), &[]);
+    run.assert_ok();
+    let results = results(&server);
+    let (_, context) = results[0].split_once('\n').unwrap();
+    let context: Value = serde_json::from_str(context).unwrap();
+    assert_eq!(context["defaultEnvironmentId"], "dev");
+    let session = context["sessionId"].as_str().unwrap().to_owned();
+    // The default is kept under the dsh session's id, and the next call used it.
+    assert!(
+        registry.join(format!("sessions/{session}.json")).is_file(),
+        "{session}"
+    );
+    assert!(
+        results[1].starts_with("Resolved checkout-api in dev"),
+        "{results:#?}"
+    );
+}

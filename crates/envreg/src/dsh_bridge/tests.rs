@@ -4,7 +4,7 @@ use envreg_core::ApprovalDecision;
 use proptest::prelude::*;
 use serde_json::json;
 
-use super::{Method, decision_of, parse_line, tool_list};
+use super::{Method, decision_of, in_dsh_terms, parse_line, tool_list};
 
 #[test]
 fn requests_parse() {
@@ -97,6 +97,24 @@ fn only_allowed_once_grants() {
         ApprovalDecision::Unavailable
     );
     assert_eq!(decision_of(None), ApprovalDecision::Unavailable);
+}
+
+#[test]
+fn no_session_is_said_in_dsh_terms() {
+    let core = envreg_core::EnvError::new(
+        envreg_core::ErrorCode::SessionContextUnavailable,
+        "env_set_context needs the caller's session; over stdio start the server with --session ID",
+    );
+    let said = in_dsh_terms(core, "env_set_context");
+    assert_eq!(said.code.as_str(), "SESSION_CONTEXT_UNAVAILABLE");
+    assert!(
+        said.message.contains("without an agent"),
+        "{}",
+        said.message
+    );
+    assert!(!said.message.contains("--session"), "{}", said.message);
+    let other = envreg_core::EnvError::invalid_argument("x");
+    assert_eq!(in_dsh_terms(other.clone(), "env_list"), other);
 }
 
 /// What the plugin registers: the ten tools with their schemas in dsh's DSL. A change
