@@ -5,7 +5,7 @@
 // file registers what the bridge's `hello` lists, forwards calls, throws the host's own
 // HarnessError, and forwards approval questions to ctx.approval.
 // Config: registry (required, the registry folder), binary (optional, default `envreg`
-// on PATH). See docs/dsh.md.
+// on PATH), timeoutMs (optional, dsh's cooperative per-call budget). See docs/dsh.md.
 import { createRequire } from 'node:module'
 import { HarnessError } from '@deepseek-ai/dsh-llm'
 import { defineTool } from '@deepseek-ai/dsh-tools'
@@ -40,6 +40,10 @@ export async function apply(ctx, config) {
   if (typeof binary !== 'string' || binary.length === 0) {
     throw configError('config key `binary` must be the path of the envreg binary')
   }
+  const timeoutMs = config.timeoutMs
+  if (timeoutMs !== undefined && !(typeof timeoutMs === 'number' && Number.isFinite(timeoutMs) && timeoutMs > 0)) {
+    throw configError('config key `timeoutMs` must be a positive number of milliseconds')
+  }
   const bridge = new Bridge(binary, ['dsh-bridge', '--registry', registry])
   ctx.effect(() => () => bridge.close(), 'dsh-envreg.bridge')
 
@@ -73,6 +77,7 @@ export async function apply(ctx, config) {
         name: spec.name,
         description: spec.description,
         parameters: spec.parameters,
+        ...(timeoutMs !== undefined ? { timeoutMs } : {}),
         output: {
           schema: spec.output,
           render: (_args, value) => [{ type: 'text', text: texts.get(JSON.stringify(value)) ?? JSON.stringify(value) }],

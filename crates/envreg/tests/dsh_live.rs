@@ -223,6 +223,60 @@ fn a_production_save_allowed_once_by_the_user_is_saved() {
 }
 
 #[test]
+fn a_cancelled_call_ends_with_dsh_own_error_writes_nothing_and_the_bridge_goes_on() {
+    let (project, registry) = project("save-cancelled");
+    let (file, record) = prod_record(&registry);
+    let before = std::fs::read(&file).unwrap();
+    let log = project.join("approvals.jsonl");
+    let answerer = dsh_live::repo_root().join("crates/envreg/tests/dsh/approval-answerer.mjs");
+    let server = ScriptedServer::start(Script::new(vec![
+        Turn::tool_call(
+            "save_3",
+            "env_save",
+            json!({"kind": "environment", "record": record}),
+        ),
+        Turn::tool_call("find_1", "env_find", json!({"query": "checkout"})),
+        Turn::text("gave up"),
+    ]));
+    // dsh's own timeout policy aborts the call while the question is unanswered (5 s:
+    // long enough for the question to be asked first on a loaded machine).
+    let mut config = envreg_row(&registry);
+    config["timeoutMs"] = json!(5000);
+    let run = run(
+        &server,
+        &project,
+        config,
+        &[(
+            "answerer",
+            answerer.to_str().unwrap(),
+            json!({"decision": "hang", "log": log}),
+        )],
+    );
+    run.assert_ok();
+    let results = results(&server);
+    assert_eq!(
+        results[0], "Error: tool call timed out after 5000ms",
+        "{results:#?}"
+    );
+    assert_eq!(std::fs::read(&file).unwrap(), before, "the file changed");
+    assert_eq!(std::fs::read_to_string(&log).unwrap().lines().count(), 1);
+    // The same bridge answers the next call.
+    assert!(results[1].contains("checkout"), "{results:#?}");
+}
+
+#[test]
+fn a_row_with_a_bad_timeout_is_refused_at_apply_time() {
+    let (_, registry) = project("bad-timeout");
+    let mut config = envreg_row(&registry);
+    config["timeoutMs"] = json!("soon");
+    refused(
+        "bad-timeout-run",
+        config,
+        &["config key `timeoutMs` must be a positive number"],
+    );
+}
+
+#[test]
 fn a_production_save_headless_without_a_channel_is_denied_and_nothing_changes() {
     let (project, registry) = project("save-denied");
     let (file, record) = prod_record(&registry);

@@ -1,6 +1,7 @@
 // A test-only dsh plugin that answers every approval question with the configured
 // decision (as a person at a dsh UI would) and logs what it was asked, one JSON line
 // per question, to config.log. Headless dsh has no answerer of its own.
+// decision 'hang': never answers (a person who walked away); dsh's signal withdraws it.
 import { appendFileSync } from 'node:fs'
 
 export const name = 'test-approval-answerer'
@@ -17,6 +18,7 @@ export async function apply(ctx, config) {
         agent: typeof req.agent?.id === 'string',
       })}\n`,
     )
+    if (config.decision === 'hang') return new Promise(() => {})
     return config.decision
   })
 }
