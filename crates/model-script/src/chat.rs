@@ -1,10 +1,50 @@
 //! The OpenAI Chat Completions streaming wire format (`POST /v1/chat/completions`,
 //! `stream: true`): `chat.completion.chunk` frames with content deltas and tool-call
 //! deltas, a finish reason, a usage chunk, then `data: [DONE]`.
+//!
+//! DeepSeek Harness (dsh) speaks this too (its DeepSeek provider POSTs
+//! `${DEEPSEEK_BASE_URL}/chat/completions`, adding `thinking`, `reasoning_effort` and
+//! `max_tokens`, which are recorded and otherwise ignored), and beside every session it
+//! sends one or two session-title requests: no `tools`, a system prompt asking for a
+//! title. [`is_side_request`] tells those apart so they do not consume scripted turns;
+//! they are answered with [`SIDE_TITLE`].
 
 use axum::body::Bytes;
 use axum::response::Response;
-use serde_json::json;
+use serde_json::{Value, json};
+
+/// What a side (session-title) request is answered with.
+pub const SIDE_TITLE: &str = "Scripted session";
+
+/// Whether a Chat Completions request is a host's side request rather than a turn of
+/// the conversation: it offers no tools (no `tools`, or an empty list) and a system
+/// message asks for a session title (dsh: "Create a concise title for an AI
+/// coding-assistant session…"). Decided on both, not on "no tools" alone: a plain
+/// Chat Completions client (agent-exec's openai backend) sends real turns without tools.
+pub fn is_side_request(body: &Value) -> bool {
+    let offers_tools = body
+        .get("tools")
+        .and_then(Value::as_array)
+        .is_some_and(|tools| !tools.is_empty());
+    if offers_tools {
+        return false;
+    }
+    let Some(messages) = body.get("messages").and_then(Value::as_array) else {
+        return false;
+    };
+    messages.iter().any(|message| {
+        message.get("role").and_then(Value::as_str) == Some("system")
+            && message
+                .get("content")
+                .and_then(Value::as_str)
+                .is_some_and(|text| text.contains("concise title"))
+    })
+}
+
+/// The reply to a side request: a short streamed text, numbered apart from turns.
+pub fn side_reply() -> Response {
+    render(&Turn::text(SIDE_TITLE).with_usage(1, 1), 0)
+}
 
 use crate::sse::{frame, pieces, respond};
 use crate::{Part, Turn};
@@ -82,4 +122,31 @@ pub fn frames(turn: &Turn, n: usize) -> (Vec<Bytes>, Vec<Bytes>) {
         Bytes::from_static(b"data: [DONE]\n\n"),
     ];
     (body, tail)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_side_request;
+    use serde_json::json;
+
+    #[test]
+    fn side_requests_are_tool_less_title_requests() {
+        let title = json!({"role": "system", "content": "Create a concise title for an AI coding-assistant session from the supplied human messages."});
+        let user = json!({"role": "user", "content": "hello"});
+        assert!(is_side_request(
+            &json!({"stream": true, "messages": [title, user]})
+        ));
+        assert!(is_side_request(
+            &json!({"stream": true, "tools": [], "messages": [title, user]})
+        ));
+        // A turn that offers tools is a turn, whatever its system prompt says.
+        assert!(!is_side_request(&json!({"stream": true,
+            "tools": [{"type": "function", "function": {"name": "read"}}],
+            "messages": [title, user]})));
+        // A plain client's tool-less turn is a turn.
+        assert!(!is_side_request(
+            &json!({"stream": true, "messages": [user]})
+        ));
+        assert!(!is_side_request(&json!({"stream": true})));
+    }
 }

@@ -13,7 +13,8 @@
 //! * A [`Turn`] is protocol-neutral: text, tool calls, usage, and how the stream ends
 //!   ([`Ending`]: complete, hang forever, or disconnect). Each protocol module renders
 //!   the same turn in its own wire format: [`responses`] (OpenAI Responses streaming,
-//!   what codex speaks), [`chat`] (OpenAI Chat Completions streaming), [`anthropic`]
+//!   what codex speaks), [`chat`] (OpenAI Chat Completions streaming, what
+//!   DeepSeek Harness speaks), [`anthropic`]
 //!   (Anthropic Messages streaming, what Claude Code speaks).
 //! * [`ScriptedServer::start`] serves every protocol at once on an ephemeral loopback
 //!   port (its own thread and runtime, so it outlives any one test runtime) and

@@ -31,7 +31,7 @@ struct Shared {
 /// A scripted model server on an ephemeral loopback port. It serves:
 ///
 /// * `POST /v1/responses` — [`crate::responses`];
-/// * `POST /v1/chat/completions` — [`crate::chat`];
+/// * `POST /v1/chat/completions` — [`crate::chat`] (dsh's title requests answered without a turn);
 /// * `POST /v1/messages` — [`crate::anthropic`] (side requests answered without a turn);
 /// * `GET /v1/models` — a one-model list (`scripted`).
 ///
@@ -160,6 +160,11 @@ async fn chat(
     body: axum::body::Bytes,
 ) -> Response {
     shared.record("/v1/chat/completions", &headers, &body);
+    let request: serde_json::Value =
+        serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null);
+    if crate::chat::is_side_request(&request) {
+        return crate::chat::side_reply();
+    }
     let (turn, n) = shared.next_turn();
     crate::chat::render(&turn, n)
 }
