@@ -73,6 +73,8 @@ const MAX_HELD_APPROVALS: usize = 256;
 #[derive(Debug, Default)]
 pub struct Bridge {
     state_dir: Option<PathBuf>,
+    /// An explicit configuration (tests, fuzzing); `None` reads the user's file.
+    config: Option<facet_core::Config>,
     started: Option<Started>,
     pending: BTreeMap<u64, guard::Pending>,
     approved: VecDeque<tool::Approved>,
@@ -139,10 +141,12 @@ impl Bridge {
         Bridge::default()
     }
 
-    /// A bridge with an explicit state folder (tests, fuzzing).
+    /// A bridge with an explicit state folder and the default configuration, whatever
+    /// the machine's configuration file says (tests, fuzzing).
     pub fn with_state_dir(dir: PathBuf) -> Bridge {
         Bridge {
             state_dir: Some(dir),
+            config: Some(facet_core::Config::default()),
             ..Bridge::default()
         }
     }
@@ -224,7 +228,10 @@ impl Bridge {
 
     fn start(&self, row: &Map<String, Value>) -> Result<(Started, Mode), String> {
         let row_mode = specs::row_mode(row)?;
-        let mut core = facet_core::Config::load_chosen().map_err(|error| error.to_string())?;
+        let mut core = match &self.config {
+            Some(config) => config.clone(),
+            None => facet_core::Config::load_chosen().map_err(|error| error.to_string())?,
+        };
         if let Some(mode) = row_mode {
             core.default_mode = mode;
         }
