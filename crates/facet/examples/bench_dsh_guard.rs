@@ -10,7 +10,6 @@
 //!
 //!   bench_dsh_guard FACET_BINARY [N=40] [ROUNDS=3]
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use dsh_live::{Dsh, DshHome};
@@ -19,8 +18,11 @@ use serde_json::json;
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let Some(facet) = args.next().map(PathBuf::from) else {
-        eprintln!("usage: bench_dsh_guard FACET_BINARY [N] [ROUNDS]");
+    let Some(facet) = args
+        .next()
+        .and_then(|path| std::fs::canonicalize(path).ok())
+    else {
+        eprintln!("usage: bench_dsh_guard FACET_BINARY [N] [ROUNDS] (an existing facet binary)");
         std::process::exit(2);
     };
     let n: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(40);

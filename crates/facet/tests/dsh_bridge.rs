@@ -198,6 +198,8 @@ fn every_approval_outcome_settles_the_question() {
             json!({"verdict": "deny", "reason": outside_reason(&sub, "../x", &sub, Mode::Deny)}),
         ),
     ] {
+        // A session of its own each: an unanswered one is not asked again.
+        let who = caller(&format!("s{id}"), &sub, "ask");
         let question = judge(
             &mut bridge,
             id,
@@ -212,6 +214,40 @@ fn every_approval_outcome_settles_the_question() {
         );
         assert_eq!(answer(&mut bridge, id, decision), verdict, "{decision}");
     }
+    // After `unavailable` the session has no channel: refused at once, and its
+    // binding says why; a session that was answered is still asked.
+    let unanswered = caller("s13", &sub, "ask");
+    let again = judge(
+        &mut bridge,
+        15,
+        &unanswered,
+        "read",
+        "c",
+        json!({"file_path": "../x"}),
+    );
+    assert_eq!(
+        again[0]["result"],
+        json!({"verdict": "deny", "reason": outside_reason(&sub, "../x", &sub, Mode::Deny)})
+    );
+    let context = call(
+        &mut bridge,
+        json!({"id": 16, "method": "context", "params": unanswered}),
+    );
+    let text = context[0]["result"]["text"].as_str().unwrap();
+    assert!(
+        text.ends_with(&format!("outside the facet: {NO_CHANNEL_REACH}")),
+        "{text}"
+    );
+    let answered = judge(
+        &mut bridge,
+        17,
+        &caller("s11", &sub, "ask"),
+        "read",
+        "c",
+        json!({"file_path": "../x"}),
+    );
+    assert!(answered[0].get("approval").is_some(), "{answered:?}");
+    let who = caller("s1", &sub, "ask");
     // Inside: no question; `bash` and other unjudged tools: allowed without state.
     let inside = judge(
         &mut bridge,

@@ -96,8 +96,9 @@ fn installed_home(dsh: &Dsh) -> DshHome {
     home
 }
 
-/// Headless dsh has an approval service but no answerer: every question comes back
-/// `unavailable`, so facet refuses with the seed's "refused" sentence.
+/// Headless dsh has an approval service but no answerer: the first question comes
+/// back `unavailable`, so facet refuses with the seed's "refused" sentence and from
+/// then on treats the session as having no approval channel.
 #[test]
 fn dsh_file_tools_are_judged_in_a_subfolder_session() {
     let dsh = Dsh::find();
@@ -146,6 +147,9 @@ fn dsh_file_tools_are_judged_in_a_subfolder_session() {
 
     let refused = outside_reason(&sub, "../secret.txt", &sub, Mode::Deny);
     assert_eq!(result_of(&turns, "c1"), format!("Error: {refused}"));
+    // Nobody answered, so from the next request the binding says there is no channel.
+    let no_channel = format!("facet: {sub}\noutside the facet: {NO_CHANNEL_REACH}");
+    assert!(user_text(&turns[1]).contains(&no_channel), "{}", user_text(&turns[1]));
     assert!(result_of(&turns, "c2").contains("inside the facet"));
     let bash = result_of(&turns, "c3");
     assert!(

@@ -9,7 +9,7 @@ use facet_core::{Decision, Session};
 use serde_json::{Map, Value, json};
 
 use super::tool::Approved;
-use super::{Bridge, Caller, MAX_HELD_APPROVALS, Started, wire};
+use super::{Bridge, Caller, MAX_HELD_APPROVALS, MAX_UNANSWERED_SESSIONS, Started, wire};
 
 /// A judged call waiting for the user's answer.
 #[derive(Debug, Clone)]
@@ -141,8 +141,17 @@ impl Bridge {
                 pending.tool, pending.reason
             )),
             // `unavailable`, or anything else: nobody can answer, so the call is
-            // judged as in a session without an approval channel.
-            _ => self.judge_without_channel(&pending),
+            // judged as in a session without an approval channel, and so is the
+            // session from now on.
+            _ => {
+                if let Some(session) = &pending.caller.session {
+                    if self.unanswered.len() >= MAX_UNANSWERED_SESSIONS {
+                        self.unanswered.clear();
+                    }
+                    self.unanswered.insert(session.clone());
+                }
+                self.judge_without_channel(&pending)
+            }
         };
         vec![wire::result(id, verdict)]
     }

@@ -32,9 +32,11 @@
 //!   recorded directory is refused (fail closed): there is no facet to judge by.
 //! - `ask` goes to the user through dsh's `ctx.approval` with the seed's sentence as
 //!   the reason. `allowed-once` runs the call; `rejected` and `cancelled` refuse it
-//!   with the sentence; `unavailable` (no answerer) is judged again as a session
-//!   without an approval channel, which refuses with the seed's "refused" sentence.
-//!   An approval policy of `never` means no channel from the start.
+//!   with the sentence; `unavailable` (no answerer: headless dsh) is judged again as
+//!   a session without an approval channel, which refuses with the seed's "refused"
+//!   sentence, and the session is remembered as such, so its next binding says so
+//!   and it is not asked again. An approval policy of `never` means no channel from
+//!   the start.
 //! - `facet action=add` is recorded only for the exact call (session, call id,
 //!   paths) the user allowed; the approval is held here between the guard and the
 //!   tool body, never trusted from the plugin. Where the guard would not ask (mode
@@ -51,7 +53,7 @@ pub mod specs;
 mod tool;
 pub mod wire;
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::io::{self, BufRead, Read, Write};
 use std::path::{Path, PathBuf};
 
@@ -62,6 +64,10 @@ use crate::state;
 
 /// The protocol this bridge speaks.
 pub const PROTOCOL: u64 = 1;
+
+/// The most sessions remembered as unanswerable (past it the memory starts over:
+/// a forgotten session is asked once more and remembered again).
+const MAX_UNANSWERED_SESSIONS: usize = 4096;
 
 /// The most approvals held between a guard and its `facet` body. One per pending
 /// widening call is needed; an approved call that never ran (another policy
@@ -78,6 +84,9 @@ pub struct Bridge {
     started: Option<Started>,
     pending: BTreeMap<u64, guard::Pending>,
     approved: VecDeque<tool::Approved>,
+    /// Sessions whose question came back `unavailable`: nobody can answer them, so
+    /// they are judged — and their binding stated — as having no approval channel.
+    unanswered: BTreeSet<String>,
 }
 
 /// What `configure` established.
@@ -172,7 +181,14 @@ impl Bridge {
                         None,
                     )];
                 };
-                let caller = Caller::read(params);
+                let mut caller = Caller::read(params);
+                if caller
+                    .session
+                    .as_ref()
+                    .is_some_and(|session| self.unanswered.contains(session))
+                {
+                    caller.can_ask = false;
+                }
                 match method {
                     "judge" => self.judge(id, params, caller),
                     "context" => vec![wire::result(
