@@ -173,7 +173,6 @@ fn every_approval_outcome_settles_the_question() {
     let tree = Tree::new();
     let sub = tree.sub();
     let mut bridge = tree.bridge("ask");
-    let who = caller("s1", &sub, "ask");
     let asked = outside_reason(&sub, "../x", &sub, Mode::Ask);
     for (id, decision, verdict) in [
         (10, "allowed-once", json!({"verdict": "allow"})),

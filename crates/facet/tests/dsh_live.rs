@@ -149,7 +149,11 @@ fn dsh_file_tools_are_judged_in_a_subfolder_session() {
     assert_eq!(result_of(&turns, "c1"), format!("Error: {refused}"));
     // Nobody answered, so from the next request the binding says there is no channel.
     let no_channel = format!("facet: {sub}\noutside the facet: {NO_CHANNEL_REACH}");
-    assert!(user_text(&turns[1]).contains(&no_channel), "{}", user_text(&turns[1]));
+    assert!(
+        user_text(&turns[1]).contains(&no_channel),
+        "{}",
+        user_text(&turns[1])
+    );
     assert!(result_of(&turns, "c2").contains("inside the facet"));
     let bash = result_of(&turns, "c3");
     assert!(
