@@ -25,6 +25,16 @@ import { Bridge, BridgeError } from './lib/bridge.js'
 
 const VERSION = createRequire(import.meta.url)('./package.json').version
 const PROTOCOL = 1
+/** A program that reads `hello` and never answers is not facet: fail the apply. */
+const HELLO_TIMEOUT_MS = 10_000
+
+function withinHelloTimeout(promise) {
+  let timer
+  const timeout = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${HELLO_TIMEOUT_MS / 1000} s`)), HELLO_TIMEOUT_MS)
+  })
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer))
+}
 
 export const name = 'dsh-facet'
 export const inject = ['tools', 'systemPrompt']
@@ -76,7 +86,9 @@ export async function apply(ctx, config = {}) {
   const failStart = (what, error) => {
     throw new Error(`dsh-facet: ${what} (${binary}): ${error.message}`, { cause: error })
   }
-  const hello = await bridge.call('hello', { protocol: PROTOCOL }).catch((error) => failStart('the facet program did not answer hello', error))
+  const hello = await withinHelloTimeout(bridge.call('hello', { protocol: PROTOCOL })).catch((error) =>
+    failStart('the facet program did not answer hello', error),
+  )
   if (hello?.version !== VERSION) {
     throw new Error(
       `dsh-facet ${VERSION} needs facet ${VERSION}, but ${binary} is facet ${hello?.version}; install facet ${VERSION} or point the row's config key \`binary\` at it`,

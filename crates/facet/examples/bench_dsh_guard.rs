@@ -108,6 +108,59 @@ fn main() {
         ms(wall[0]) / rounds as f64,
         ms(wall[1]) / rounds as f64
     );
+    // The guard's own part of a step, without dsh's noise around it: the same two
+    // round trips the plugin makes per judged call (`judge`, then `context` for the
+    // next request), over the bridge's pipes, in this run.
+    let mut pairs = bridge_round_trips(&facet, &project.join("sub"), &state, 500);
+    let pair = median(&mut pairs);
+    println!(
+        "bridge round trips judge+context over pipes: median {:.3} ms ({} pairs; {:.1}% of a step with the guard off)",
+        ms(pair),
+        pairs.len(),
+        100.0 * ms(pair) / ms(off_median)
+    );
+}
+
+fn bridge_round_trips(
+    facet: &std::path::Path,
+    cwd: &std::path::Path,
+    state: &std::path::Path,
+    n: usize,
+) -> Vec<Duration> {
+    use std::io::{BufRead, BufReader, Write};
+    let mut child = std::process::Command::new(facet)
+        .arg("dsh-bridge")
+        .env("FACET_STATE_DIR", state)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("facet dsh-bridge starts");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    let mut ask = |request: serde_json::Value| {
+        writeln!(stdin, "{request}").expect("a request is written");
+        line.clear();
+        stdout.read_line(&mut line).expect("an answer is read");
+        assert!(line.contains("result"), "{line}");
+    };
+    ask(json!({"id": 0, "method": "configure", "params": {"config": {"mode": "ask"}}}));
+    let caller =
+        json!({"session": "bench", "cwd": cwd, "approval": {"service": true, "policy": "ask"}});
+    let mut judge = caller.clone();
+    judge["tool"] = json!("read");
+    judge["callId"] = json!("c");
+    judge["arguments"] = json!({"file_path": "in.txt"});
+    let mut times = Vec::with_capacity(n);
+    for id in 1..=n as u64 {
+        let started = Instant::now();
+        ask(json!({"id": 2 * id, "method": "judge", "params": judge}));
+        ask(json!({"id": 2 * id + 1, "method": "context", "params": caller}));
+        times.push(started.elapsed());
+    }
+    drop(stdin); // EOF: the bridge exits
+    let _ = child.wait();
+    times
 }
 
 fn median(values: &mut [Duration]) -> Duration {
