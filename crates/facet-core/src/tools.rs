@@ -21,8 +21,16 @@ pub struct ToolSpec {
     pub implicit_session_path: bool,
     /// Top-level string arguments that are glob patterns, taken relative to the first
     /// given path argument (or the session directory). Judged by their fixed prefix when
-    /// that prefix is absolute or climbs with `..`.
+    /// that prefix is absolute or climbs with `..`; such a prefix is the search's real
+    /// root, so it replaces the implicit session directory.
     pub pattern_args: Vec<String>,
+    /// Top-level string arguments that are glob *filters* on a search whose root is
+    /// the path argument (or the session directory): `grep`'s `include`, `Grep`'s
+    /// `glob` (both ripgrep `--glob`). Judged by their escaping prefix like patterns —
+    /// conservative: a filter never widens the search — but, unlike a pattern, a filter
+    /// never stands in for the root: `{<facet>/x,*}` filters nothing out, so the bare
+    /// search is still judged against the session directory.
+    pub filter_args: Vec<String>,
 }
 
 impl ToolSpec {
@@ -31,7 +39,13 @@ impl ToolSpec {
             path_args: path_args.iter().map(|name| name.to_string()).collect(),
             implicit_session_path: implicit,
             pattern_args: pattern_args.iter().map(|name| name.to_string()).collect(),
+            filter_args: Vec::new(),
         }
+    }
+
+    fn with_filters(mut self, filter_args: &[&str]) -> ToolSpec {
+        self.filter_args = filter_args.iter().map(|name| name.to_string()).collect();
+        self
     }
 }
 
@@ -46,7 +60,9 @@ impl ToolTable {
     ///
     /// - DeepSeek Harness: the seed's [`PATH_ARGUMENTS`] and [`IMPLICIT_SESSION_PATHS`],
     ///   plus `lsp` (`file_path`, and `path` where a version names it so: judging an
-    ///   argument a call does not carry costs nothing), and the `pattern` of `glob`.
+    ///   argument a call does not carry costs nothing), the `pattern` of `glob` and the
+    ///   `include` filter of `grep` (dsh 0.1.0-rc.8: `grep(path, pattern, include)`,
+    ///   where `pattern` is a regular expression, not a path).
     /// - Claude Code: `Read`, `Write`, `Edit`, `MultiEdit` (`file_path`); `NotebookEdit`
     ///   (`notebook_path`); `Grep`, `Glob`, `LS` (`path`, searching the session
     ///   directory when it is absent); `Glob`'s `pattern` and `Grep`'s `glob` filter.
@@ -64,7 +80,7 @@ impl ToolTable {
             glob.pattern_args = vec!["pattern".into()];
         }
         if let Some(grep) = tools.get_mut("grep") {
-            grep.pattern_args = vec!["glob".into()];
+            grep.filter_args = vec!["include".into()];
         }
         for tool in ["Read", "Write", "Edit", "MultiEdit"] {
             tools.insert(tool.into(), ToolSpec::new(&["file_path"], false, &[]));
@@ -73,7 +89,10 @@ impl ToolTable {
             "NotebookEdit".into(),
             ToolSpec::new(&["notebook_path"], false, &[]),
         );
-        tools.insert("Grep".into(), ToolSpec::new(&["path"], true, &["glob"]));
+        tools.insert(
+            "Grep".into(),
+            ToolSpec::new(&["path"], true, &[]).with_filters(&["glob"]),
+        );
         tools.insert("Glob".into(), ToolSpec::new(&["path"], true, &["pattern"]));
         tools.insert("LS".into(), ToolSpec::new(&["path"], true, &[]));
         ToolTable { tools }
@@ -126,7 +145,9 @@ pub fn locations(spec: &ToolSpec, args: &Value) -> Vec<Location> {
     }
 
     let mut patterned = false;
-    for pattern_name in &spec.pattern_args {
+    let patterns = spec.pattern_args.iter().map(|name| (name, true));
+    let filters = spec.filter_args.iter().map(|name| (name, false));
+    for (pattern_name, is_root) in patterns.chain(filters) {
         let Some(pattern) = args.get(pattern_name).and_then(Value::as_str) else {
             continue;
         };
@@ -135,7 +156,7 @@ pub fn locations(spec: &ToolSpec, args: &Value) -> Vec<Location> {
             prefixes.extend(pattern_escape_prefixes(pattern));
         }
         for prefix in prefixes {
-            patterned = true;
+            patterned |= is_root;
             let judged = match paths.first() {
                 Some(base) if !prefix.starts_with(['/', '~']) => {
                     format!("{}/{prefix}", base.trim_end_matches('/'))

@@ -633,3 +633,56 @@ project_markers = [".facet-top"]
     );
     assert!(matches!(Config::load(dir.path()), Err(ConfigError { .. })));
 }
+
+/// `grep`'s `include` (dsh) and `Grep`'s `glob` (Claude Code) are ripgrep `--glob`
+/// filters: judged by an escaping prefix, but never in place of the search root. On
+/// the old table `include` was not read at all and `Grep`'s `glob` counted as the
+/// root, so `{<facet>/x,*}` — whose `*` filters nothing out — let a bare search of the
+/// whole session directory through a focused facet (no opinion; now asked).
+#[test]
+fn search_filters_are_judged_but_never_replace_the_search_root() {
+    let t = Tree::new();
+    let policy = Policy::default();
+    let plain = t.session(Mode::Ask);
+    let mut focused = t.session(Mode::Ask);
+    focused.set_focus("src", &t.room()).unwrap();
+    let facet = t.room().join("src");
+    let implicit = implicit_search_reason(&s(&t.room()), &s(&facet));
+    for (tool, filter) in [("grep", "include"), ("Grep", "glob")] {
+        // A climbing filter is judged by its prefix, in an unfocused session too.
+        let climbing = json!({"pattern": "fn", filter: "../../**/*.rs"});
+        assert_eq!(
+            policy.judge(tool, &climbing, &t.room(), &plain, true),
+            Decision::Ask(outside_reason(
+                &s(&t.room()),
+                "../..",
+                &s(&t.room()),
+                Mode::Ask
+            )),
+            "{tool}"
+        );
+        // A filter whose only escaping alternative lies in the facet does not stand in
+        // for the root: the bare search still covers the session directory.
+        let braced = format!("{{{}/x,*}}", s(&facet));
+        let sneaky = json!({"pattern": "fn", filter: braced});
+        assert_eq!(
+            policy.judge(tool, &sneaky, &t.room(), &focused, true),
+            Decision::Ask(implicit.clone()),
+            "{tool}"
+        );
+        // Inside the facet, with a path: no opinion.
+        let inside = json!({"pattern": "fn", "path": "src", filter: "*.rs"});
+        assert_eq!(
+            policy.judge(tool, &inside, &t.room(), &focused, true),
+            Decision::NoOpinion,
+            "{tool}"
+        );
+        // The regular expression is not a path.
+        let regex = json!({"pattern": "../../etc/passwd", "path": "src"});
+        assert_eq!(
+            policy.judge(tool, &regex, &t.room(), &focused, true),
+            Decision::NoOpinion,
+            "{tool}"
+        );
+    }
+}

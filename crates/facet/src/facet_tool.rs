@@ -20,6 +20,21 @@ pub const DEFAULT_HOST_TOOL_NAME: &str = "mcp__facet__facet";
 /// The name the MCP server gives its tool.
 pub const TOOL_NAME: &str = "facet";
 
+/// What the tool is for, as every face (MCP server, dsh plugin) describes it; each
+/// face adds one sentence saying who records the change.
+pub const PURPOSE: &str = "The facet: this session's scope, one folder of the project. `status` shows it; \
+     `add` grants paths outside it for the rest of the session — only when you actually \
+     need them, and the user is asked first; `remove` withdraws grants; `reset` drops \
+     them all.";
+
+/// The `action` argument, as the model reads it.
+pub const ACTION_DESCRIPTION: &str = "`status` shows the facet; `add` grants paths outside it for the rest of the \
+     session (the user is asked first); `remove` withdraws grants; `reset` drops every grant.";
+
+/// The `paths` argument, as the model reads it.
+pub const PATHS_DESCRIPTION: &str = "Files or folders, for `add` and `remove`. Relative paths are taken against the \
+     session's working directory.";
+
 /// What a `facet` call asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
@@ -50,13 +65,12 @@ impl Action {
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FacetArguments {
-    /// `status` shows the facet; `add` grants paths outside it for the rest of the
-    /// session (the user is asked first); `remove` withdraws grants; `reset` drops
-    /// every grant.
+    /// What to do (see [`ACTION_DESCRIPTION`]).
+    #[schemars(description = ACTION_DESCRIPTION)]
     pub action: Action,
-    /// Files or folders, for `add` and `remove`. Relative paths are taken against
-    /// the session's working directory.
+    /// The paths of `add` and `remove` (see [`PATHS_DESCRIPTION`]).
     #[serde(default)]
+    #[schemars(description = PATHS_DESCRIPTION)]
     pub paths: Vec<String>,
 }
 

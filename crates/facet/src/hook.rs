@@ -160,14 +160,8 @@ pub fn answer(input: &[u8], config: &HookConfig) -> HookAnswer {
     }
 }
 
-/// Where facet keeps its own state and configuration: no file tool may touch them,
-/// or the agent could rewrite its own facet (a session in `$HOME` contains both).
 fn guarded_locations(config: &HookConfig) -> Vec<PathBuf> {
-    let mut guarded: Vec<PathBuf> = state::state_dir(config.state_dir.as_deref())
-        .into_iter()
-        .collect();
-    guarded.extend(facet_core::Config::guarded_location());
-    guarded
+    state::guarded_locations(config.state_dir.as_deref())
 }
 
 /// Answer an event larger than the hook reads (`input` is its first bytes): a

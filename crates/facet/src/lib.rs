@@ -19,6 +19,9 @@
 //! - [`panel`] is the user's command line: the channel the agent has no write
 //!   path to.
 //! - [`state`] is the seam to `facet-core`'s session store (folder, views).
+//! - [`dsh_bridge`] is `facet dsh-bridge`: the long-lived process behind the
+//!   `dsh-facet` plugin for DeepSeek Harness (guard, binding, `facet` tool), JSON
+//!   lines over stdio.
 //!
 //! ## Invariants
 //! - The hook path is synchronous and small: no async runtime, no logging
@@ -37,6 +40,7 @@
 //!   the verdict and the tool's own open are outside what a hook can see.
 
 pub mod apply_patch;
+pub mod dsh_bridge;
 pub mod envelope;
 pub mod facet_tool;
 pub mod hook;

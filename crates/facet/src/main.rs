@@ -43,6 +43,9 @@ enum Command {
         #[arg(long, env = "FACET_SESSION_ID")]
         session: Option<String>,
     },
+    /// Serve the dsh-facet plugin for DeepSeek Harness: JSON lines on stdin and
+    /// stdout, until stdin closes. Started by the plugin, not by hand.
+    DshBridge,
     #[command(flatten)]
     Panel(PanelCommand),
 }
@@ -64,6 +67,13 @@ fn main() -> ExitCode {
             Ok(()) => ExitCode::SUCCESS,
             Err(error) => {
                 eprintln!("facet serve: {error:#}");
+                ExitCode::FAILURE
+            }
+        },
+        Command::DshBridge => match facet::dsh_bridge::run_stdio() {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => {
+                eprintln!("facet dsh-bridge: {error}");
                 ExitCode::FAILURE
             }
         },

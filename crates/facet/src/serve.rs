@@ -87,10 +87,10 @@ impl FacetServer {
         let output = schema_object::<FacetToolResult>();
         Tool::new(
             facet_tool::TOOL_NAME,
-            "The facet: this session's scope, one folder of the project. `status` shows it; \
-             `add` grants paths outside it for the rest of the session — only when you actually \
-             need them, and the user is asked first; `remove` withdraws grants; `reset` drops \
-             them all. The change is recorded by the facet hook when this call completes.",
+            format!(
+                "{} The change is recorded by the facet hook when this call completes.",
+                facet_tool::PURPOSE
+            ),
             input,
         )
         .with_raw_output_schema(output)

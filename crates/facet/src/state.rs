@@ -78,6 +78,15 @@ pub fn state_dir(explicit: Option<&Path>) -> Result<PathBuf, StateError> {
     }
 }
 
+/// Where facet keeps its own state and configuration: no file tool may touch them,
+/// or the agent could rewrite its own facet (a session in `$HOME` contains both).
+/// One list for the hook and the dsh bridge.
+pub fn guarded_locations(explicit: Option<&Path>) -> Vec<PathBuf> {
+    let mut guarded: Vec<PathBuf> = state_dir(explicit).into_iter().collect();
+    guarded.extend(facet_core::Config::guarded_location());
+    guarded
+}
+
 /// The opened store.
 pub fn open_store(explicit: Option<&Path>) -> Result<StateStore, StateError> {
     Ok(StateStore::open(state_dir(explicit)?)?)

@@ -18,6 +18,9 @@ pub struct Recorded {
     pub authorization: Option<String>,
     /// The JSON body (`null` when it was not JSON).
     pub body: serde_json::Value,
+    /// When it arrived: the gaps between a client's requests time its own steps
+    /// (benchmarks only; tests assert no timing).
+    pub received: std::time::Instant,
 }
 
 #[derive(Default)]
@@ -128,6 +131,7 @@ impl Shared {
             path: path.to_owned(),
             authorization,
             body,
+            received: std::time::Instant::now(),
         });
     }
 
