@@ -128,6 +128,9 @@ pub enum Command {
     },
     /// Serve the ten env_* tools over MCP (stdio by default).
     Serve(crate::serve::ServeArgs),
+    /// A host's PreToolUse hook: contract §1.3's approval table for hosts that cannot
+    /// ask through MCP (event JSON on stdin, decision on stdout; see docs/hosts.md).
+    Hook(crate::hook::HookArgs),
     /// Write a synthetic registry (for benchmarks): 10,000 records by default.
     #[command(hide = true)]
     Synth {
