@@ -4,10 +4,18 @@ use std::path::PathBuf;
 
 use clap::{Args as ClapArgs, Parser, Subcommand};
 
+/// `0.1.0 (commit 644296a1b2c3)`: the version and the commit built from (build.rs).
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("BUILD_GIT_COMMIT"),
+    ")"
+);
+
 #[derive(Debug, Parser)]
 #[command(
     name = "agent-exec",
-    version,
+    version = VERSION,
     about = "Run work on interchangeable agent backends under one execution contract, with honest outcomes."
 )]
 pub struct Args {

@@ -1018,3 +1018,18 @@ fn a_closed_stdout_is_not_a_panic() {
     let (code, stderr) = closed(run);
     assert_eq!(code, Some(0), "run keeps its outcome's exit code: {stderr}");
 }
+
+#[test]
+fn version_names_the_commit_it_was_built_from() {
+    let output = Command::cargo_bin("agent-exec")
+        .unwrap()
+        .arg("--version")
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let line = String::from_utf8(output.stdout).unwrap();
+    let shape =
+        regex::Regex::new(r"^agent-exec \d+\.\d+\.\d+ \(commit ([0-9a-f]{12}|unknown)\)\n$")
+            .unwrap();
+    assert!(shape.is_match(&line), "unexpected --version: {line:?}");
+}

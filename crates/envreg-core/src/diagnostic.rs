@@ -103,6 +103,8 @@ pub mod codes {
     pub const FILE_UNREADABLE: &str = "FILE_UNREADABLE";
     /// `envreg.yaml` is present but invalid; defaults were used.
     pub const CONFIG_INVALID: &str = "CONFIG_INVALID";
+    /// `writePolicy.approvalChannel: host`: only the host's hook asks (a warning).
+    pub const APPROVAL_DELEGATED_TO_HOST: &str = "APPROVAL_DELEGATED_TO_HOST";
     pub const SKILL_REGISTRY_UNAVAILABLE: &str = "SKILL_REGISTRY_UNAVAILABLE";
     pub const SESSION_CONTEXT_UNPERSISTED: &str = "SESSION_CONTEXT_UNPERSISTED";
 }

@@ -37,6 +37,7 @@
 //! | [`registry`], [`snapshot`] | the handle, its file table, immutable snapshots and their indexes |
 //! | [`validate`] | per-record and cross-record checks (data model §4) |
 //! | [`read`], [`session`], [`write`](mod@write) | `env_list/get/find`, session defaults, `env_save/delete` |
+//! | [`approval`], [`host_gate`] | contract §1.3's table, and the verdict a host's PreToolUse hook gives |
 //! | [`schema`] | JSON Schema of each kind, derived from [`model`] |
 //! | [`synth`] | deterministic synthetic registries for benches and load tests |
 //! | [`template`], [`resolve`], [`operation`], [`skills`] | resolution (core-resolve) |
@@ -70,6 +71,7 @@ pub mod approval;
 pub mod config;
 pub mod diagnostic;
 pub mod error;
+pub mod host_gate;
 pub mod id;
 pub mod kind;
 pub mod load;

@@ -58,13 +58,34 @@ pub struct ValidateOutput {
 
 impl ValidateOutput {
     pub fn of(snapshot: &Snapshot) -> ValidateOutput {
-        let diagnostics = snapshot.diagnostics().to_vec();
+        let mut diagnostics = snapshot.diagnostics().to_vec();
+        diagnostics.extend(host_channel_warning(snapshot.config()));
         ValidateOutput {
             ok: !diagnostics.iter().any(|d| d.severity == Severity::Error),
             counts: Counts::of(snapshot),
             diagnostics,
         }
     }
+}
+
+/// `approvalChannel: host` while a write still needs approval: `envreg serve` then
+/// approves every such call that reaches it, so the host's gate — the PreToolUse hook
+/// `envreg hook` of docs/hosts.md — is the only thing that asks. A warning, not an
+/// error: the setting is right for such hosts, as long as the hook is installed.
+///
+/// Decision: reported by `env_validate` only, not on every snapshot, so read tools
+/// do not repeat it in their `warnings`.
+fn host_channel_warning(config: &crate::config::Config) -> Option<Diagnostic> {
+    let policy = &config.write_policy;
+    let gated = policy.require_approval_for_delete || policy.require_approval_for_production_save;
+    (policy.approval_channel == crate::config::ApprovalChannel::Host && gated).then(|| {
+        Diagnostic::warning(
+            codes::APPROVAL_DELEGATED_TO_HOST,
+            "writePolicy.approvalChannel is host: envreg serve approves every env_save and env_delete that reaches it, so the host must ask — install the approval hook `envreg hook` (docs/hosts.md) in every host that uses this registry, or production saves and deletes go through unasked",
+        )
+        .in_file(crate::config::CONFIG_FILE)
+        .at_path("writePolicy.approvalChannel")
+    })
 }
 
 impl crate::Registry {

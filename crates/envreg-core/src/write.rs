@@ -378,13 +378,8 @@ impl crate::Registry {
         check_size(&yaml, &config)?;
         let rel = format!("{}/{id}.yaml", kind.dir_name());
         let warnings = save_warnings(&snapshot, &body, &rel);
-        // A dry run writes nothing (contract §3.1: "validate and report without
-        // writing"), so there is nothing for anyone to approve.
-        let approval = if dry_run {
-            None
-        } else {
-            save_approval(&config, &snapshot, &body)
-        };
+        // A dry run writes nothing (contract §3.1), so the table asks nothing for it.
+        let approval = save_approval(&config, &snapshot, &body, dry_run);
         Ok(SavePlan {
             kind,
             id,
@@ -506,20 +501,10 @@ impl crate::Registry {
             return Err(EnvError::not_found(kind, id));
         }
         let blockers = blockers_of(&snapshot, kind, id);
-        let policy = &snapshot.config().write_policy;
-        // `approvalChannel` is not consulted here: it says *who* approves (data model
-        // §12), which is the approver's business, not whether approval is needed.
-        let approval = (confirm && policy.require_approval_for_delete).then(|| ApprovalRequest {
-            tool: "env_delete",
-            reason: format!(
-                "env_delete removes {kind} {id} ({}/{id}.yaml); a backup is kept",
-                kind.dir_name()
-            ),
-            display_reason: format!(
-                "Delete {} {id}? A backup copy is kept in .backups/.",
-                kind.noun().0
-            ),
-        });
+        let approval = crate::approval::required(
+            &snapshot.config().write_policy,
+            &crate::approval::WriteCall::Delete { kind, id, confirm },
+        );
         Ok(DeletePlan {
             kind,
             id: id.to_owned(),
@@ -641,9 +626,8 @@ fn save_warnings(snapshot: &Snapshot, body: &RecordBody, rel: &str) -> Vec<crate
     out
 }
 
-/// Contract §1.3: a production environment, or a deployment in one, needs approval
-/// unless `writePolicy.requireApprovalForProductionSave` is false. A record that is
-/// production before *or* after the save counts.
+/// Contract §1.3 for a save: the facts the table needs (is the record production,
+/// before *or* after the save), then [`crate::approval::required`].
 ///
 /// Decision: `approvalChannel: host` does not drop the request. The channel names who
 /// gates the call (data model §12: the MCP host); the MCP approver answers for the host,
@@ -652,14 +636,11 @@ fn save_approval(
     config: &Config,
     snapshot: &Snapshot,
     body: &RecordBody,
+    dry_run: bool,
 ) -> Option<ApprovalRequest> {
-    let policy = &config.write_policy;
-    if !policy.require_approval_for_production_save {
-        return None;
-    }
     let (kind, id, production) = match body {
         RecordBody::Environment(e) => (
-            "environment",
+            crate::RecordKind::Environment,
             e.id.as_str(),
             e.tier == crate::model::Tier::Production || snapshot.is_production(&e.id),
         ),
@@ -668,18 +649,22 @@ fn save_approval(
                 .deployment(&d.id)
                 .is_some_and(|old| snapshot.is_production(&old.environment_ref));
             (
-                "deployment",
+                crate::RecordKind::Deployment,
                 d.id.as_str(),
                 was || snapshot.is_production(&d.environment_ref),
             )
         }
         _ => return None,
     };
-    production.then(|| ApprovalRequest {
-        tool: "env_save",
-        reason: format!("env_save writes production {kind} {id}"),
-        display_reason: format!("Save production {kind} {id}?"),
-    })
+    crate::approval::required(
+        &config.write_policy,
+        &crate::approval::WriteCall::Save {
+            kind,
+            id,
+            production,
+            dry_run,
+        },
+    )
 }
 
 /// Every record field that refers to `kind`/`id`.

@@ -203,6 +203,10 @@ fn execute(cli: Cli) -> Result<Done, Failure> {
                 .map_err(|e| Failure::from(EnvError::internal(format!("dsh-bridge: {e:#}"))))?;
             return Ok(Done::Success);
         }
+        Command::Hook(args) => {
+            crate::hook::run(registry_flag, &args);
+            return Ok(Done::Success);
+        }
         Command::Synth { dir, divisor } => {
             synth(&dir, divisor, json_mode)?;
             return Ok(Done::Success);

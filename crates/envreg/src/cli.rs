@@ -9,10 +9,18 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+/// `0.1.0 (commit 644296a1b2c3)`: the version and the commit built from (build.rs).
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("BUILD_GIT_COMMIT"),
+    ")"
+);
+
 /// Environment registry: environments, services, deployments, rule profiles and
 /// operation bindings as YAML records, resolved into concrete paths and skills.
 #[derive(Debug, Parser)]
-#[command(name = "envreg", version, about, long_about = None, propagate_version = true)]
+#[command(name = "envreg", version = VERSION, about, long_about = None, propagate_version = true)]
 pub struct Cli {
     /// Registry folder. Else $ENVREG_REGISTRY, else the nearest folder holding
     /// envreg.yaml, walking up from the current directory.
@@ -124,6 +132,9 @@ pub enum Command {
     /// on stdin/stdout (started by the plugin; needs --registry).
     #[command(name = "dsh-bridge")]
     DshBridge,
+    /// A host's PreToolUse hook: contract §1.3's approval table for hosts that cannot
+    /// ask through MCP (event JSON on stdin, decision on stdout; see docs/hosts.md).
+    Hook(crate::hook::HookArgs),
     /// Write a synthetic registry (for benchmarks): 10,000 records by default.
     #[command(hide = true)]
     Synth {

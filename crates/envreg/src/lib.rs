@@ -18,9 +18,12 @@
 //! - [`record_file`]: the YAML/JSON file given to `save`.
 //! - `serve`: the MCP server (owned by the MCP engineers).
 //! - [`dsh_bridge`]: `envreg dsh-bridge`, the process behind the dsh plugin `dsh-envreg`.
+//! - [`hook`]: `envreg hook`, the approval table as a host's PreToolUse hook (the verdict
+//!   is `envreg_core::host_gate`'s; this reads the envelope and writes the answer).
 //!
 //! [`snippet::locate`] is public for its fuzz target (`fuzz/fuzz_targets/envreg_cli_locate.rs`):
-//! it reads registry files, which are outside input.
+//! it reads registry files, which are outside input. [`hook`] is public for the same
+//! reason (`envreg_hook_envelope`): it reads a host's hook events.
 //!
 //! ## Invariants
 //! - stdout carries only the result (the JSON value, the error object, or the human
@@ -39,6 +42,7 @@ mod app;
 mod approve;
 mod cli;
 pub mod dsh_bridge;
+pub mod hook;
 mod human;
 mod init;
 mod locate;

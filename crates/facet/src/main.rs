@@ -11,10 +11,18 @@ use clap::{Parser, Subcommand};
 use facet::envelope::Dialect;
 use facet::panel::{self, PanelCommand};
 
+/// `0.1.0 (commit 644296a1b2c3)`: the version and the commit built from (build.rs).
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("BUILD_GIT_COMMIT"),
+    ")"
+);
+
 /// facet: a session sees one folder of a project; file tools that leave it are
 /// asked or refused, and grants widen it. A scope, not an OS sandbox.
 #[derive(Parser)]
-#[command(name = "facet", version, about, long_about = None)]
+#[command(name = "facet", version = VERSION, about, long_about = None)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -1248,3 +1248,22 @@ fn a_long_session_id_is_guarded_and_recorded_like_any_other() {
     assert_eq!(decision, "deny");
     assert!(reason.contains("invalid session id"), "{reason}");
 }
+
+#[test]
+fn version_names_the_commit_it_was_built_from() {
+    let output = std::process::Command::new(support::facet_bin())
+        .arg("--version")
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let line = String::from_utf8(output.stdout).unwrap();
+    let rest = line
+        .strip_prefix("facet ")
+        .and_then(|rest| rest.split_once(" (commit "))
+        .map(|(_, commit)| commit.trim_end().trim_end_matches(')').to_owned())
+        .unwrap_or_else(|| panic!("unexpected --version: {line:?}"));
+    assert!(
+        rest == "unknown" || (rest.len() == 12 && rest.bytes().all(|b| b.is_ascii_hexdigit())),
+        "unexpected commit in --version: {line:?}"
+    );
+}

@@ -61,7 +61,8 @@ pub fn frames(turn: &Turn, n: usize) -> (Vec<Bytes>, Vec<Bytes>) {
         "stop_sequence": null,
         "usage": {"input_tokens": usage.input_tokens, "output_tokens": 1}}}))];
     let mut tools = 0usize;
-    for (index, part) in turn.parts.iter().enumerate() {
+    for (index, original) in turn.parts.iter().enumerate() {
+        let part = &original.flattened();
         match part {
             Part::Text(text) => {
                 body.push(event(json!({"type": "content_block_start", "index": index,
@@ -85,6 +86,8 @@ pub fn frames(turn: &Turn, n: usize) -> (Vec<Bytes>, Vec<Bytes>) {
                               "partial_json": arguments.to_string()}})));
             }
             // Messages has no free-form tools: a tool_use whose one field is the input.
+            // Flattened above into a ToolCall.
+            Part::NamespacedToolCall { .. } => {}
             Part::CustomToolCall {
                 call_id,
                 name,

@@ -71,7 +71,8 @@ pub fn frames(turn: &Turn, n: usize) -> (Vec<Bytes>, Vec<Bytes>) {
         json!(null),
     )];
     let mut tool_index = 0usize;
-    for part in &turn.parts {
+    for original in &turn.parts {
+        let part = &original.flattened();
         match part {
             Part::Text(text) => {
                 for piece in pieces(text) {
@@ -92,6 +93,8 @@ pub fn frames(turn: &Turn, n: usize) -> (Vec<Bytes>, Vec<Bytes>) {
             }
             // Chat Completions has no free-form tools: sent as a function call whose
             // single argument is the raw input.
+            // Flattened above into a ToolCall.
+            Part::NamespacedToolCall { .. } => {}
             Part::CustomToolCall {
                 call_id,
                 name,

@@ -63,6 +63,16 @@ pub enum Part {
         name: String,
         arguments: serde_json::Value,
     },
+    /// A call of a tool inside a namespace: the Responses API's `namespace` tools,
+    /// which is how Codex (0.171) offers each MCP server (`mcp__envreg`, holding
+    /// `env_resolve`, …). Protocols without namespaces get one flat name,
+    /// `{namespace}__{name}` (the `mcp__<server>__<tool>` spelling Claude Code uses).
+    NamespacedToolCall {
+        call_id: String,
+        namespace: String,
+        name: String,
+        arguments: serde_json::Value,
+    },
     /// A free-form ("custom") tool call, e.g. codex's `apply_patch` grammar tool:
     /// the input is raw text, not JSON.
     CustomToolCall {
@@ -100,6 +110,26 @@ pub enum Ending {
     Disconnect,
 }
 
+impl Part {
+    /// A namespaced call as one flat call (name `{namespace}__{name}`), for protocols
+    /// without namespaces; every other part as it is.
+    pub fn flattened(&self) -> Part {
+        match self {
+            Part::NamespacedToolCall {
+                call_id,
+                namespace,
+                name,
+                arguments,
+            } => Part::ToolCall {
+                call_id: call_id.clone(),
+                name: format!("{namespace}__{name}"),
+                arguments: arguments.clone(),
+            },
+            other => other.clone(),
+        }
+    }
+}
+
 impl Turn {
     /// A turn that only says `text`.
     pub fn text(text: impl Into<String>) -> Turn {
@@ -118,6 +148,24 @@ impl Turn {
         Turn {
             parts: vec![Part::ToolCall {
                 call_id: call_id.into(),
+                name: name.into(),
+                arguments,
+            }],
+            ..Turn::default()
+        }
+    }
+
+    /// A turn that calls `name` in `namespace` with `arguments`.
+    pub fn namespaced_tool_call(
+        call_id: impl Into<String>,
+        namespace: impl Into<String>,
+        name: impl Into<String>,
+        arguments: serde_json::Value,
+    ) -> Turn {
+        Turn {
+            parts: vec![Part::NamespacedToolCall {
+                call_id: call_id.into(),
+                namespace: namespace.into(),
                 name: name.into(),
                 arguments,
             }],

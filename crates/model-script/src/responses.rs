@@ -1,7 +1,8 @@
 //! The OpenAI Responses streaming wire format (`POST /v1/responses`, `stream: true`),
 //! as codex consumes it: `response.created`, per item `response.output_item.added`,
 //! text as `response.output_text.delta`, `response.output_item.done` with the whole
-//! item (`message`, `function_call`, `custom_tool_call`), and `response.completed`
+//! item (`message`, `function_call` — with its `namespace` for a namespaced tool —,
+//! `custom_tool_call`), and `response.completed`
 //! with usage.
 
 use axum::body::Bytes;
@@ -58,6 +59,24 @@ pub fn frames(turn: &Turn, n: usize) -> (Vec<Bytes>, Vec<Bytes>) {
                 let item = json!({
                     "type": "function_call", "id": format!("fc_{n}_{index}"),
                     "call_id": call_id, "name": name,
+                    "arguments": arguments.to_string(), "status": "completed"
+                });
+                body.push(ev(json!({
+                    "type": "response.output_item.added", "output_index": index, "item": item
+                })));
+                body.push(ev(json!({
+                    "type": "response.output_item.done", "output_index": index, "item": item
+                })));
+            }
+            Part::NamespacedToolCall {
+                call_id,
+                namespace,
+                name,
+                arguments,
+            } => {
+                let item = json!({
+                    "type": "function_call", "id": format!("fc_{n}_{index}"),
+                    "call_id": call_id, "namespace": namespace, "name": name,
                     "arguments": arguments.to_string(), "status": "completed"
                 });
                 body.push(ev(json!({

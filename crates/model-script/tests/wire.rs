@@ -78,3 +78,42 @@ fn a_disconnecting_turn_sends_no_completion() {
     assert!(reply.contains("response.output_text.delta"), "{reply}");
     assert!(!reply.contains("response.completed"), "{reply}");
 }
+
+#[test]
+fn a_namespaced_call_carries_its_namespace_on_responses_and_a_flat_name_elsewhere() {
+    let call = || {
+        Turn::namespaced_tool_call(
+            "c1",
+            "mcp__envreg",
+            "env_resolve",
+            serde_json::json!({"serviceId": "a"}),
+        )
+    };
+    let server = ScriptedServer::start(Script::new(vec![call(), call(), call()]));
+    let responses = post(
+        &format!("{}/responses", server.base_url),
+        r#"{"model":"m"}"#,
+    );
+    assert!(
+        responses.contains(r#""namespace":"mcp__envreg""#),
+        "{responses}"
+    );
+    assert!(responses.contains(r#""name":"env_resolve""#), "{responses}");
+    let chat = post(
+        &format!("{}/chat/completions", server.base_url),
+        r#"{"model":"m"}"#,
+    );
+    assert!(
+        chat.contains(r#""name":"mcp__envreg__env_resolve""#),
+        "{chat}"
+    );
+    let messages = post(
+        &format!("{}/messages", server.base_url),
+        r#"{"model":"m","stream":true,"tools":[]}"#,
+    );
+    assert!(
+        messages.contains(r#""name":"mcp__envreg__env_resolve""#),
+        "{messages}"
+    );
+    assert!(!messages.contains("namespace"), "{messages}");
+}

@@ -1,0 +1,130 @@
+//! `envreg hook`: contract §1.3 as a host's PreToolUse command hook — the host's JSON
+//! event on stdin, its decision on stdout. The verdict is
+//! [`envreg_core::host_gate::judge`]'s; this module only reads the envelope, finds the
+//! registry and writes the answer in the host's dialect.
+//!
+//! - `claude-code` (default; also DeepSeek Harness's Claude Code hooks bridge): a call
+//!   that needs approval, or that cannot be judged, gets `permissionDecision: "ask"`
+//!   with the gate's sentence.
+//! - `codex`: Codex's hook parser rejects `ask`, so the same calls get `"deny"` with the
+//!   way forward.
+//! - No opinion: nothing on stdout, exit 0, so the host's own rules decide. `allow` is
+//!   never emitted: it would skip the host's own prompt.
+//!
+//! The answer is always exit 0 with the decision on stdout — never exit 2 (Claude Code
+//! would show stderr instead of the reason) and never a non-blocking error (the call
+//! would run unjudged). An event that cannot be read is answered like a call that
+//! cannot be judged: fail closed.
+//!
+//! Decision: the wire shapes are written here, not shared with facet's hook. envreg
+//! needs four envelope fields and one output object; facet's envelope module carries
+//! facet's own tables (file tools, path arguments, surrogates in paths). A foundation
+//! crate for ~20 lines of JSON would tie two products' releases together; the shapes
+//! are instead pinned by live tests of both against the same pinned hosts.
+//!
+//! Which registry: `--registry` / `$ENVREG_REGISTRY`, else the nearest `envreg.yaml`
+//! above the event's `cwd` (the session's folder, which is where `envreg serve`
+//! started by the same host looks), else above the hook's own directory.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use clap::{Args, ValueEnum};
+use envreg_core::host_gate::{self, GateVerdict};
+use envreg_core::{EnvError, Registry};
+use serde_json::{Value, json};
+
+/// The hosts whose hook answers differ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Dialect {
+    /// Claude Code, and DeepSeek Harness's Claude Code hooks bridge: asks.
+    #[value(name = "claude-code")]
+    ClaudeCode,
+    /// Codex: has no ask, so refuses with the way forward.
+    #[value(name = "codex")]
+    Codex,
+}
+
+#[derive(Debug, Args)]
+pub struct HookArgs {
+    /// Which host runs the hook.
+    #[arg(long, value_enum, default_value = "claude-code")]
+    pub dialect: Dialect,
+}
+
+/// Events larger than this are not read (a save's record is capped at 1 MiB by the
+/// server; 16 MiB leaves room for any envelope around it).
+const LIMIT: usize = 16 * 1024 * 1024;
+
+/// Reads the event from stdin, prints the answer. Never fails: every way it can go
+/// wrong is an answer.
+pub fn run(registry_flag: Option<&Path>, args: &HookArgs) {
+    let mut input = Vec::new();
+    let read = std::io::stdin()
+        .lock()
+        .take(LIMIT as u64 + 1)
+        .read_to_end(&mut input);
+    let verdict = match read {
+        Err(e) => host_gate::unreadable(format!("the hook event could not be read: {e}")),
+        Ok(_) if input.len() > LIMIT => {
+            host_gate::unreadable(format!("the hook event is over {LIMIT} bytes"))
+        }
+        Ok(_) => verdict(&input, registry_flag),
+    };
+    if let Some(answer) = answer(&verdict, args.dialect) {
+        let mut out = std::io::stdout().lock();
+        // A closed stdout means the host is gone; nothing useful is left to do.
+        let _ = writeln!(out, "{answer}").and_then(|()| out.flush());
+    }
+}
+
+/// The verdict on one event's bytes.
+pub fn verdict(input: &[u8], registry_flag: Option<&Path>) -> GateVerdict {
+    let event: Value = match serde_json::from_slice(input) {
+        Ok(event) => event,
+        Err(e) => return host_gate::unreadable(format!("the hook event is not JSON: {e}")),
+    };
+    // Registered for another event by mistake: not ours to judge.
+    match event.get("hook_event_name") {
+        None => {}
+        Some(Value::String(name)) if name == "PreToolUse" => {}
+        Some(Value::String(_)) => return GateVerdict::NoOpinion,
+        Some(_) => return host_gate::unreadable("hook_event_name is not a string"),
+    }
+    let Some(tool) = event.get("tool_name").and_then(Value::as_str) else {
+        return host_gate::unreadable("the hook event has no tool_name");
+    };
+    let tool_input = event.get("tool_input").cloned().unwrap_or(Value::Null);
+    let cwd = event
+        .get("cwd")
+        .and_then(Value::as_str)
+        .map(PathBuf::from)
+        .filter(|cwd| cwd.is_absolute());
+    host_gate::judge(tool, &tool_input, || open(registry_flag, cwd.as_deref()))
+}
+
+fn open(registry_flag: Option<&Path>, event_cwd: Option<&Path>) -> Result<Registry, EnvError> {
+    let base = match event_cwd {
+        Some(cwd) => cwd.to_path_buf(),
+        None => std::env::current_dir().map_err(|e| {
+            EnvError::invalid_argument(format!("cannot read the current directory: {e}"))
+        })?,
+    };
+    Registry::open(crate::locate::registry_root(registry_flag, &base)?)
+}
+
+/// The JSON the host reads, or `None` for no opinion.
+pub fn answer(verdict: &GateVerdict, dialect: Dialect) -> Option<String> {
+    let (decision, reason) = match dialect {
+        Dialect::ClaudeCode => ("ask", verdict.ask_reason()?),
+        Dialect::Codex => ("deny", verdict.refusal_reason()?),
+    };
+    Some(
+        json!({"hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": decision,
+            "permissionDecisionReason": reason,
+        }})
+        .to_string(),
+    )
+}
