@@ -35,7 +35,7 @@
 //! | [`load`] | file rules, safe YAML options, per-file parse into the model |
 //! | `watch` | inotify drained at call time; rescan fallback |
 //! | [`registry`], [`snapshot`] | the handle, its file table, immutable snapshots and their indexes |
-//! | [`validate`] | per-record and cross-record checks (data model §4) |
+//! | `record_checks`, [`validate`] | per-record checks (run by the loader) and cross-record checks of a snapshot (data model §4) |
 //! | [`read`], [`session`], [`write`](mod@write) | `env_list/get/find`, session defaults, `env_save/delete` |
 //! | [`schema`] | JSON Schema of each kind, derived from [`model`] |
 //! | [`synth`] | deterministic synthetic registries for benches and load tests |
@@ -75,6 +75,7 @@ pub mod kind;
 pub mod load;
 pub mod model;
 pub mod read;
+mod record_checks;
 pub mod registry;
 pub mod schema;
 pub mod session;

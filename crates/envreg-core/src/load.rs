@@ -39,6 +39,32 @@ pub fn parse_document(text: &str) -> Result<serde_json::Value, Diagnostic> {
     parse_typed::<serde_json::Value>(text)
 }
 
+/// Parsing is the loader's job, so the two parse entry points of the typed data live
+/// here rather than in `model` and `config`, which stay plain data: `load` depends on
+/// them, never the reverse (that was the circle model → load → model).
+impl crate::model::Record {
+    /// The parsed document with unknown fields, as `env_get` returns it.
+    pub fn document(&self) -> Result<serde_json::Value, crate::EnvError> {
+        parse_document(&self.text).map_err(|d| {
+            crate::EnvError::internal(format!("{} no longer parses: {}", self.file, d.message))
+        })
+    }
+}
+
+impl crate::config::Config {
+    /// Parse config text. An error is returned as a diagnostic by the loader.
+    pub fn parse(text: &str) -> Result<crate::config::Config, Diagnostic> {
+        if text.trim().is_empty() {
+            return Ok(crate::config::Config::default());
+        }
+        parse_typed::<crate::config::Config>(text).map_err(|mut d| {
+            d.code = codes::CONFIG_INVALID.to_owned();
+            d.file = Some(crate::config::CONFIG_FILE.to_owned());
+            d
+        })
+    }
+}
+
 /// Turn a parser error into a diagnostic: syntax problems are `YAML_INVALID`, shape
 /// problems (wrong type, missing field) `RECORD_INVALID`.
 pub(crate) fn parse_error(err: &serde_saphyr::Error) -> Diagnostic {
@@ -308,13 +334,13 @@ pub fn parse_record_text(
         Ok(body) => body,
         Err(d) => return (None, vec![d.in_file(rel)]),
     };
-    let mut diagnostics = crate::validate::check_record(&body, Some(stem));
+    let mut diagnostics = crate::record_checks::check_record(&body, Some(stem));
     for d in &mut diagnostics {
         d.file = Some(rel.to_owned());
     }
     let fatal = diagnostics
         .iter()
-        .any(|d| crate::validate::is_fatal_record_code(&d.code));
+        .any(|d| crate::record_checks::is_fatal_record_code(&d.code));
     if fatal {
         return (None, diagnostics);
     }

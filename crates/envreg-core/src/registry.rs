@@ -28,7 +28,16 @@ use crate::watch::{Changes, Watcher};
 pub struct Registry {
     root: PathBuf,
     state: Mutex<State>,
-    pub(crate) sessions: Mutex<HashMap<crate::session::SessionId, crate::session::SessionEntry>>,
+    pub(crate) sessions: Mutex<HashMap<crate::id::SessionId, SessionEntry>>,
+}
+
+/// What this process knows about one session's default (the cache `session` keeps in the
+/// handle; defined here so the handle does not depend on the module that extends it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SessionEntry {
+    pub default_environment_id: Option<String>,
+    /// Whether the file on disk says the same.
+    pub persisted: bool,
 }
 
 #[derive(Debug)]
@@ -145,6 +154,16 @@ impl Registry {
             .filter(|(_, outcome)| outcome.stem == id)
             .map(|(name, _)| name.clone())
             .collect()
+    }
+}
+
+/// `env_validate` on the handle. Here rather than in `validate`, which reads snapshots
+/// and knows no handle: the handle is above validation, never below it.
+impl crate::Registry {
+    /// `env_validate`: every diagnostic of the current snapshot. Always succeeds;
+    /// `ok: false` is a report. Writes nothing.
+    pub fn validate(&self) -> crate::validate::ValidateOutput {
+        crate::validate::ValidateOutput::of(&self.snapshot())
     }
 }
 
