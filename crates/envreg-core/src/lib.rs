@@ -32,6 +32,7 @@
 //! |---|---|
 //! | [`error`], [`diagnostic`], [`kind`], [`id`] | the vocabulary: error codes, findings, kinds, id rules |
 //! | [`model`], [`config`] | the typed records and `envreg.yaml` (one definition each) |
+//! | [`files`] | registry files opened only inside the registry (canonical targets, `containment`) |
 //! | [`load`] | file rules, safe YAML options, per-file parse into the model |
 //! | `watch` | inotify drained at call time; rescan fallback |
 //! | [`registry`], [`snapshot`] | the handle, its file table, immutable snapshots and their indexes |
@@ -52,6 +53,8 @@
 //! - A crash at any instant leaves each record file either old or new, never torn; temp
 //!   files are dot-files, which the loader ignores.
 //! - Reads never write (session reads included).
+//! - Nothing is read, written or unlinked through a symbolic link that leaves the
+//!   registry ([`files`]).
 //! - No `unsafe`, no panics on input: every parser of outside input is fuzzed.
 //!
 //! ## Deliberately not done
@@ -70,6 +73,7 @@ pub mod approval;
 pub mod config;
 pub mod diagnostic;
 pub mod error;
+pub mod files;
 pub mod id;
 pub mod kind;
 pub mod load;

@@ -68,21 +68,15 @@ impl crate::Registry {
         entry
     }
 
-    fn session_path(&self, session: &SessionId) -> std::path::PathBuf {
-        self.root()
-            .join(SESSIONS_DIR)
-            .join(format!("{}.json", session.as_str()))
-    }
-
     /// A missing, unreadable or malformed file means "no default": the session file is
     /// a convenience, and guessing an environment from a broken one would not be safe.
     fn read_session_file(&self, session: &SessionId) -> Option<String> {
-        let bytes = crate::load::read_capped(
-            &self.session_path(session),
-            MAX_SESSION_FILE_BYTES,
-            &mut None,
-        )
-        .ok()?;
+        // Opened only inside the registry, like every registry file: a session file that
+        // links out is "no default", not a read of someone's file.
+        let rel = format!("{SESSIONS_DIR}/{}.json", session.as_str());
+        let bytes =
+            crate::files::read_capped(self.inside(), &rel, MAX_SESSION_FILE_BYTES, &mut None)
+                .ok()?;
         let file: SessionFile = serde_json::from_slice(&bytes).ok()?;
         if file.session_id != session.as_str() {
             return None;
@@ -113,11 +107,11 @@ impl crate::Registry {
         let mut warnings = Vec::new();
         let persisted = match self.write_session_file(session, &file) {
             Ok(()) => true,
-            Err(kind) => {
+            Err(reason) => {
                 warnings.push(Diagnostic::warning(
                     crate::diagnostic::codes::SESSION_CONTEXT_UNPERSISTED,
                     format!(
-                        "session default could not be written to {SESSIONS_DIR}/{}.json ({kind}); it holds for this process only",
+                        "session default could not be written to {SESSIONS_DIR}/{}.json ({reason}); it holds for this process only",
                         session.as_str()
                     ),
                 ));
@@ -140,16 +134,16 @@ impl crate::Registry {
         })
     }
 
-    fn write_session_file(
-        &self,
-        session: &SessionId,
-        file: &SessionFile,
-    ) -> Result<(), std::io::ErrorKind> {
-        let dir = self.root().join(SESSIONS_DIR);
-        std::fs::create_dir_all(&dir).map_err(|e| e.kind())?;
-        let body = serde_json::to_vec_pretty(file).map_err(|_| std::io::ErrorKind::InvalidData)?;
+    fn write_session_file(&self, session: &SessionId, file: &SessionFile) -> Result<(), String> {
+        // The folder is written at its canonical target, only inside the registry; the
+        // file itself is a fresh temp file renamed into place, so a link at its name is
+        // replaced, never written through.
+        let dir = crate::files::folder(self.inside(), SESSIONS_DIR).map_err(|why| why.reason())?;
+        std::fs::create_dir_all(&dir).map_err(|e| e.kind().to_string())?;
+        let body = serde_json::to_vec_pretty(file)
+            .map_err(|_| std::io::ErrorKind::InvalidData.to_string())?;
         crate::write::write_atomically(&dir, &format!("{}.json", session.as_str()), &body)
-            .map_err(|e| e.kind())
+            .map_err(|e| e.kind().to_string())
     }
 
     /// The environment a session-scoped call works on (contract §1.4): the explicit
