@@ -238,3 +238,70 @@ pub(crate) fn open_root(registry_root: &Path) -> Result<Root, containment::Error
         })?;
     Root::new(absolute)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::os::unix::fs::symlink;
+
+    /// Where a record file may point: inside, outside, back in through a hop outside,
+    /// at another record file (chains, loops), or at nothing.
+    fn targets(registry: &Path, outside: &Path) -> Vec<PathBuf> {
+        vec![
+            PathBuf::from("../shared/a.yaml"),
+            registry.join("shared/a.yaml"),
+            PathBuf::from("../../outside/b.yaml"),
+            outside.join("b.yaml"),
+            outside.join("hop.yaml"),
+            PathBuf::from("x0.yaml"),
+            PathBuf::from("x1.yaml"),
+            PathBuf::from("missing.yaml"),
+            outside.join("missing.yaml"),
+            PathBuf::from("../shared"),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        /// A record file is read exactly when the kernel's own canonical path of it is a
+        /// regular file inside the registry, and then its bytes are the target's.
+        #[test]
+        fn reads_exactly_what_the_kernel_reaches_inside(choice in proptest::collection::vec(proptest::option::of(0usize..10), 3)) {
+            let tmp = tempfile::tempdir().unwrap();
+            let registry = tmp.path().join("registry");
+            let outside = tmp.path().join("outside");
+            std::fs::create_dir_all(registry.join("services")).unwrap();
+            std::fs::create_dir_all(registry.join("shared")).unwrap();
+            std::fs::create_dir_all(&outside).unwrap();
+            std::fs::write(registry.join("shared/a.yaml"), "CONTENT-inside").unwrap();
+            std::fs::write(outside.join("b.yaml"), "CONTENT-outside").unwrap();
+            symlink(registry.join("shared/a.yaml"), outside.join("hop.yaml")).unwrap();
+            let pool = targets(&registry, &outside);
+            for (i, c) in choice.iter().enumerate() {
+                let path = registry.join(format!("services/x{i}.yaml"));
+                match c {
+                    None => std::fs::write(&path, format!("plain {i}")).unwrap(),
+                    Some(t) => symlink(&pool[*t], &path).unwrap(),
+                }
+            }
+            let root = open_root(&registry).unwrap();
+            for i in 0..choice.len() {
+                let rel = format!("services/x{i}.yaml");
+                let got = read_capped(&root, &rel, 1 << 20, &mut None);
+                let kernel = std::fs::canonicalize(registry.join(&rel))
+                    .ok()
+                    .filter(|p| p.starts_with(root.path()) && p.is_file());
+                match (&got, &kernel) {
+                    (Ok(bytes), Some(p)) => prop_assert_eq!(bytes, &std::fs::read(p).unwrap()),
+                    (Err(_), None) => {}
+                    _ => prop_assert!(false, "{rel}: read {got:?}, kernel {kernel:?}"),
+                }
+                // A refusal names paths and links, never what a file holds.
+                if let Err(why) = got {
+                    prop_assert!(!why.diagnostic().message.contains("CONTENT"));
+                }
+            }
+        }
+    }
+}
