@@ -12,9 +12,11 @@
 //! Decisions:
 //! - One module owns the rule, so loading, refreshing (the watcher and the rescan both
 //!   load through [`read_capped`]), sessions and writes cannot disagree.
-//! - Files are read with [`containment::Root::open`] (`O_NOFOLLOW` on the canonical
-//!   target, then a re-check of what the kernel opened), after a `stat` of that target:
-//!   a FIFO or a folder is refused before `open`, which would block on a FIFO.
+//! - Files are read with [`containment::Root::open_regular`]: `O_NOFOLLOW` and
+//!   `O_NONBLOCK`, the verdict taken on what the kernel opened, then `fstat`; a FIFO or
+//!   a folder is refused without ever blocking. In the common case (no link as the last
+//!   component) that is one `open`, one `readlink` and one `fstat` per file, which keeps
+//!   the cold load of 10,000 records within its budget (`benches/registry.rs`).
 //! - A refusal reuses `FILE_UNREADABLE` (loading) and `STORAGE_UNWRITABLE` (writing)
 //!   rather than adding codes the data model does not have; the message says why.
 //!
@@ -23,7 +25,6 @@
 //! verdict and our open beyond what `Root::open`'s re-check catches. This is a scope
 //! rule, not an OS sandbox (see `docs/containment.md`).
 
-use std::fs::OpenOptions;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -108,37 +109,35 @@ pub(crate) fn read_capped(
     max_bytes: u64,
     fingerprint: &mut Option<Fingerprint>,
 ) -> Result<Vec<u8>, Unread> {
-    let target = match root.contains(rel, root.path()) {
-        Ok(Verdict::Inside(target)) => target,
-        Ok(Verdict::Outside(_)) => return Err(Unread::Outside(leaves(root, rel))),
+    let (file, meta) = match root.open_regular(rel, root.path()) {
+        Ok(opened) => opened,
+        Err(containment::Error::OutsideRoot { .. }) => {
+            return Err(Unread::Outside(leaves(root, rel)));
+        }
+        Err(containment::Error::NotARegularFile { path }) => {
+            let meta = std::fs::metadata(&path).ok();
+            *fingerprint = meta.as_ref().map(Fingerprint::of);
+            let what = if meta.is_some_and(|m| m.is_dir()) {
+                "a directory"
+            } else {
+                "not a regular file"
+            };
+            return Err(Unread::Unreadable(what.to_owned()));
+        }
+        Err(containment::Error::Open { source, .. })
+            if source.kind() == std::io::ErrorKind::NotFound =>
+        {
+            return Err(Unread::Missing);
+        }
         Err(e) => return Err(Unread::Unreadable(containment_reason(&e))),
     };
-    let meta = match std::fs::metadata(&target) {
-        Ok(meta) => meta,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Unread::Missing),
-        Err(e) => return Err(Unread::Unreadable(e.kind().to_string())),
-    };
     *fingerprint = Some(Fingerprint::of(&meta));
-    if !meta.is_file() {
-        let what = if meta.is_dir() {
-            "a directory"
-        } else {
-            "not a regular file"
-        };
-        return Err(Unread::Unreadable(what.to_owned()));
-    }
     if meta.len() > max_bytes {
         return Err(Unread::TooLarge {
             len: meta.len(),
             max: max_bytes,
         });
     }
-    let file = root
-        .open(&target, root.path(), OpenOptions::new().read(true))
-        .map_err(|e| match e {
-            containment::Error::OutsideRoot { .. } => Unread::Outside(leaves(root, rel)),
-            other => Unread::Unreadable(containment_reason(&other)),
-        })?;
     let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
     file.take(max_bytes.saturating_add(1))
         .read_to_end(&mut bytes)
