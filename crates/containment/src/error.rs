@@ -78,6 +78,14 @@ pub enum Error {
         root: PathBuf,
     },
 
+    /// [`crate::Root::open_regular`] found something other than a regular file (a
+    /// folder, a FIFO, a device, a socket) at the inside target.
+    #[error("{path} is not a regular file")]
+    NotARegularFile {
+        /// The canonical target.
+        path: PathBuf,
+    },
+
     /// Opening or reading the (inside) target failed.
     #[error("cannot open {path}: {source}")]
     Open {

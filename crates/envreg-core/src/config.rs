@@ -3,6 +3,9 @@
 //! A missing file means all defaults. A present but broken file also yields the
 //! defaults plus a `CONFIG_INVALID` error diagnostic: loading never fails, and the
 //! defaults are the fail-closed choice (approval required, conservative limits).
+//!
+//! Plain data: [`Config::parse`] is defined in [`crate::load`], next to the parser
+//! settings it uses, so this module depends on no parser.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -86,20 +89,6 @@ pub struct SkillsConfig {
 
 /// The config file name at the registry root.
 pub const CONFIG_FILE: &str = "envreg.yaml";
-
-impl Config {
-    /// Parse config text. An error is returned as a diagnostic by the loader.
-    pub fn parse(text: &str) -> Result<Config, crate::Diagnostic> {
-        if text.trim().is_empty() {
-            return Ok(Config::default());
-        }
-        crate::load::parse_typed::<Config>(text).map_err(|mut d| {
-            d.code = crate::diagnostic::codes::CONFIG_INVALID.to_owned();
-            d.file = Some(CONFIG_FILE.to_owned());
-            d
-        })
-    }
-}
 
 #[cfg(test)]
 mod tests {

@@ -14,8 +14,6 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::kind::RecordKind;
-
 /// The error codes of data model §11, in that order.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
@@ -131,12 +129,6 @@ impl EnvError {
         EnvError::new(ErrorCode::InvalidArgument, message)
     }
 
-    /// The kind-specific not-found error, e.g. `ENV_NOT_FOUND: environment test-z not found`.
-    pub fn not_found(kind: RecordKind, id: &str) -> EnvError {
-        EnvError::new(kind.not_found_code(), format!("{kind} {id} not found"))
-            .with_details(serde_json::json!({ "kind": kind, "id": id }))
-    }
-
     /// An unexpected failure, with a message we wrote ourselves (never a foreign string
     /// that could carry file contents).
     pub fn internal(message: impl Into<String>) -> EnvError {
@@ -157,6 +149,7 @@ impl EnvError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kind::RecordKind;
 
     #[test]
     fn codes_serialize_as_their_wire_spelling() {

@@ -103,6 +103,16 @@ impl std::str::FromStr for RecordKind {
     }
 }
 
+/// Here rather than in `error`, which knows no record kinds: the vocabulary of kinds
+/// builds on the vocabulary of errors, not the other way round.
+impl EnvError {
+    /// The kind-specific not-found error, e.g. `ENV_NOT_FOUND: environment test-z not found`.
+    pub fn not_found(kind: RecordKind, id: &str) -> EnvError {
+        EnvError::new(kind.not_found_code(), format!("{kind} {id} not found"))
+            .with_details(serde_json::json!({ "kind": kind, "id": id }))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

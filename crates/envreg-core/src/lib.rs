@@ -32,10 +32,11 @@
 //! |---|---|
 //! | [`error`], [`diagnostic`], [`kind`], [`id`] | the vocabulary: error codes, findings, kinds, id rules |
 //! | [`model`], [`config`] | the typed records and `envreg.yaml` (one definition each) |
+//! | [`files`] | registry files opened only inside the registry (canonical targets, `containment`) |
 //! | [`load`] | file rules, safe YAML options, per-file parse into the model |
 //! | `watch` | inotify drained at call time; rescan fallback |
 //! | [`registry`], [`snapshot`] | the handle, its file table, immutable snapshots and their indexes |
-//! | [`validate`] | per-record and cross-record checks (data model §4) |
+//! | `record_checks`, [`validate`] | per-record checks (run by the loader) and cross-record checks of a snapshot (data model §4) |
 //! | [`read`], [`session`], [`write`](mod@write) | `env_list/get/find`, session defaults, `env_save/delete` |
 //! | [`approval`], [`host_gate`] | contract §1.3's table, and the verdict a host's PreToolUse hook gives |
 //! | [`schema`] | JSON Schema of each kind, derived from [`model`] |
@@ -53,6 +54,8 @@
 //! - A crash at any instant leaves each record file either old or new, never torn; temp
 //!   files are dot-files, which the loader ignores.
 //! - Reads never write (session reads included).
+//! - Nothing is read, written or unlinked through a symbolic link that leaves the
+//!   registry ([`files`]).
 //! - No `unsafe`, no panics on input: every parser of outside input is fuzzed.
 //!
 //! ## Deliberately not done
@@ -71,12 +74,14 @@ pub mod approval;
 pub mod config;
 pub mod diagnostic;
 pub mod error;
+pub mod files;
 pub mod host_gate;
 pub mod id;
 pub mod kind;
 pub mod load;
 pub mod model;
 pub mod read;
+mod record_checks;
 pub mod registry;
 pub mod schema;
 pub mod session;

@@ -39,6 +39,32 @@ pub fn parse_document(text: &str) -> Result<serde_json::Value, Diagnostic> {
     parse_typed::<serde_json::Value>(text)
 }
 
+/// Parsing is the loader's job, so the two parse entry points of the typed data live
+/// here rather than in `model` and `config`, which stay plain data: `load` depends on
+/// them, never the reverse (that was the circle model → load → model).
+impl crate::model::Record {
+    /// The parsed document with unknown fields, as `env_get` returns it.
+    pub fn document(&self) -> Result<serde_json::Value, crate::EnvError> {
+        parse_document(&self.text).map_err(|d| {
+            crate::EnvError::internal(format!("{} no longer parses: {}", self.file, d.message))
+        })
+    }
+}
+
+impl crate::config::Config {
+    /// Parse config text. An error is returned as a diagnostic by the loader.
+    pub fn parse(text: &str) -> Result<crate::config::Config, Diagnostic> {
+        if text.trim().is_empty() {
+            return Ok(crate::config::Config::default());
+        }
+        parse_typed::<crate::config::Config>(text).map_err(|mut d| {
+            d.code = codes::CONFIG_INVALID.to_owned();
+            d.file = Some(crate::config::CONFIG_FILE.to_owned());
+            d
+        })
+    }
+}
+
 /// Turn a parser error into a diagnostic: syntax problems are `YAML_INVALID`, shape
 /// problems (wrong type, missing field) `RECORD_INVALID`.
 pub(crate) fn parse_error(err: &serde_saphyr::Error) -> Diagnostic {
@@ -134,57 +160,20 @@ pub(crate) struct FileOutcome {
     pub diagnostics: Vec<Diagnostic>,
     /// The stem (the id the file claims by its name).
     pub stem: String,
-    /// Identity of the file version that was read; `None` when it could not be stat-ed.
-    pub fingerprint: Option<Fingerprint>,
-}
-
-/// What identifies one version of a file cheaply: a rescan re-parses a file only when
-/// this changes. ctime is included because it moves on every write even when a tool
-/// restores mtime.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Fingerprint {
-    len: u64,
-    ino: u64,
-    mtime: (i64, i64),
-    ctime: (i64, i64),
-}
-
-impl Fingerprint {
-    #[cfg(unix)]
-    pub(crate) fn of(meta: &std::fs::Metadata) -> Fingerprint {
-        use std::os::unix::fs::MetadataExt;
-        Fingerprint {
-            len: meta.len(),
-            ino: meta.ino(),
-            mtime: (meta.mtime(), meta.mtime_nsec()),
-            ctime: (meta.ctime(), meta.ctime_nsec()),
-        }
-    }
-
-    #[cfg(not(unix))]
-    pub(crate) fn of(meta: &std::fs::Metadata) -> Fingerprint {
-        let nanos = meta
-            .modified()
-            .ok()
-            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-            .map(|d| (d.as_secs() as i64, i64::from(d.subsec_nanos())))
-            .unwrap_or_default();
-        Fingerprint {
-            len: meta.len(),
-            ino: 0,
-            mtime: nanos,
-            ctime: nanos,
-        }
-    }
+    /// Identity of the file version that was read; `None` when it could not be stat-ed
+    /// (or was refused: a refused file is looked at again on every rescan).
+    pub fingerprint: Option<crate::files::Fingerprint>,
 }
 
 /// Load one record file. Never fails: every problem is a diagnostic.
 ///
-/// Order matters for safety: the file type and size are checked from metadata before
-/// the file is opened (a FIFO would block `open`, a huge file would cost memory), and
-/// the read itself is capped at the limit + 1 byte in case the file grows meanwhile.
+/// Order matters for safety: the canonical target must be inside the registry
+/// (`files.rs`: a symbolic link out is refused, never opened), then the file type and
+/// size are checked from metadata before the file is opened (a FIFO would block
+/// `open`, a huge file would cost memory), and the read itself is capped at the limit
+/// + 1 byte in case the file grows meanwhile.
 pub(crate) fn load_record_file(
-    root: &std::path::Path,
+    root: &containment::Root,
     kind: crate::kind::RecordKind,
     file_name: &str,
     max_bytes: u64,
@@ -197,62 +186,15 @@ pub(crate) fn load_record_file(
         stem: stem.clone(),
         fingerprint: None,
     };
-    let path = root.join(kind.dir_name()).join(file_name);
-    match read_capped(&path, max_bytes, &mut outcome.fingerprint) {
+    match crate::files::read_capped(root, &rel, max_bytes, &mut outcome.fingerprint) {
         Ok(bytes) => {
             let (record, diagnostics) = parse_record_bytes(kind, &stem, &rel, bytes);
             outcome.record = record.map(std::sync::Arc::new);
             outcome.diagnostics = diagnostics;
         }
-        Err(d) => outcome.diagnostics.push(d.in_file(rel)),
+        Err(why) => outcome.diagnostics.push(why.diagnostic().in_file(rel)),
     }
     outcome
-}
-
-/// Read a file whose size must not exceed `max_bytes`, refusing non-regular files
-/// before opening them.
-pub(crate) fn read_capped(
-    path: &std::path::Path,
-    max_bytes: u64,
-    fingerprint: &mut Option<Fingerprint>,
-) -> Result<Vec<u8>, Diagnostic> {
-    use std::io::Read;
-    let meta = std::fs::metadata(path).map_err(|e| unreadable(&e.kind().to_string()))?;
-    *fingerprint = Some(Fingerprint::of(&meta));
-    if !meta.is_file() {
-        let what = if meta.is_dir() {
-            "a directory"
-        } else {
-            "not a regular file"
-        };
-        return Err(unreadable(what));
-    }
-    if meta.len() > max_bytes {
-        return Err(too_large(meta.len(), max_bytes));
-    }
-    let file = std::fs::File::open(path).map_err(|e| unreadable(&e.kind().to_string()))?;
-    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-    file.take(max_bytes.saturating_add(1))
-        .read_to_end(&mut bytes)
-        .map_err(|e| unreadable(&e.kind().to_string()))?;
-    if bytes.len() as u64 > max_bytes {
-        return Err(too_large(bytes.len() as u64, max_bytes));
-    }
-    Ok(bytes)
-}
-
-fn unreadable(why: &str) -> Diagnostic {
-    Diagnostic::error(
-        codes::FILE_UNREADABLE,
-        format!("file cannot be read: {why}"),
-    )
-}
-
-fn too_large(len: u64, max: u64) -> Diagnostic {
-    Diagnostic::error(
-        codes::RECORD_TOO_LARGE,
-        format!("file is {len} bytes, over limits.maxRecordBytes ({max}); not parsed"),
-    )
 }
 
 /// Parse the bytes of a record file claimed by `stem` into a record plus findings.
@@ -308,13 +250,13 @@ pub fn parse_record_text(
         Ok(body) => body,
         Err(d) => return (None, vec![d.in_file(rel)]),
     };
-    let mut diagnostics = crate::validate::check_record(&body, Some(stem));
+    let mut diagnostics = crate::record_checks::check_record(&body, Some(stem));
     for d in &mut diagnostics {
         d.file = Some(rel.to_owned());
     }
     let fatal = diagnostics
         .iter()
-        .any(|d| crate::validate::is_fatal_record_code(&d.code));
+        .any(|d| crate::record_checks::is_fatal_record_code(&d.code));
     if fatal {
         return (None, diagnostics);
     }
@@ -327,22 +269,24 @@ pub fn parse_record_text(
 }
 
 /// Scan one kind folder: the record file names in it, sorted. A missing folder is an
-/// empty kind; a folder that cannot be listed is a diagnostic.
+/// empty kind; a folder that cannot be listed, or whose canonical target is outside the
+/// registry (`services -> /etc`), is a diagnostic, and nothing in it is even named.
 pub(crate) fn list_record_files(
-    root: &std::path::Path,
+    root: &containment::Root,
     kind: crate::kind::RecordKind,
 ) -> Result<Vec<String>, Diagnostic> {
-    let dir = root.join(kind.dir_name());
+    let refused = |why: &str| {
+        Diagnostic::error(
+            codes::FILE_UNREADABLE,
+            format!("folder {} cannot be listed: {why}", kind.dir_name()),
+        )
+        .in_file(kind.dir_name())
+    };
+    let dir = crate::files::folder(root, kind.dir_name()).map_err(|why| refused(&why.reason()))?;
     let entries = match std::fs::read_dir(&dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => {
-            return Err(Diagnostic::error(
-                codes::FILE_UNREADABLE,
-                format!("folder {} cannot be listed: {}", kind.dir_name(), e.kind()),
-            )
-            .in_file(kind.dir_name()));
-        }
+        Err(e) => return Err(refused(&e.kind().to_string())),
     };
     let mut names = Vec::new();
     for entry in entries.flatten() {

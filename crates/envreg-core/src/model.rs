@@ -10,6 +10,9 @@
 //! text ([`Record::text`]) stays the source of truth for `env_get` and for what `env_save`
 //! writes, which is how unknown fields survive load → get → save.
 //!
+//! This module knows no parser: [`Record::document`], which re-parses the text, is
+//! defined in [`crate::load`], so the loader depends on the model and never the reverse.
+//!
 //! Variable and parameter values are templates (strings). YAML scalars that are numbers
 //! or booleans (`port: 8080`) are accepted and kept as their text, because an operator
 //! writing `replicas: 3` means the string `3` in a path or parameter.
@@ -517,12 +520,5 @@ impl Record {
             RecordBody::OperationBinding(r) => Some(r),
             _ => None,
         }
-    }
-
-    /// The parsed document with unknown fields, as `env_get` returns it.
-    pub fn document(&self) -> Result<serde_json::Value, crate::EnvError> {
-        crate::load::parse_document(&self.text).map_err(|d| {
-            crate::EnvError::internal(format!("{} no longer parses: {}", self.file, d.message))
-        })
     }
 }

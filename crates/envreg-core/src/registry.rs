@@ -18,8 +18,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use crate::config::{CONFIG_FILE, Config};
 use crate::diagnostic::{Diagnostic, codes};
 use crate::error::EnvError;
+use crate::files::Fingerprint;
 use crate::kind::RecordKind;
-use crate::load::{FileOutcome, Fingerprint};
+use crate::load::FileOutcome;
 use crate::snapshot::{RecordMap, Snapshot};
 use crate::watch::{Changes, Watcher};
 
@@ -27,8 +28,19 @@ use crate::watch::{Changes, Watcher};
 #[derive(Debug)]
 pub struct Registry {
     root: PathBuf,
+    /// The same folder, canonical: every file is opened only inside it (`files.rs`).
+    inside: containment::Root,
     state: Mutex<State>,
-    pub(crate) sessions: Mutex<HashMap<crate::session::SessionId, crate::session::SessionEntry>>,
+    pub(crate) sessions: Mutex<HashMap<crate::id::SessionId, SessionEntry>>,
+}
+
+/// What this process knows about one session's default (the cache `session` keeps in the
+/// handle; defined here so the handle does not depend on the module that extends it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SessionEntry {
+    pub default_environment_id: Option<String>,
+    /// Whether the file on disk says the same.
+    pub persisted: bool,
 }
 
 #[derive(Debug)]
@@ -70,8 +82,14 @@ impl Registry {
                 )));
             }
         }
+        let inside = crate::files::open_root(&root).map_err(|e| {
+            EnvError::invalid_argument(format!(
+                "registry folder {} cannot be opened: {e}",
+                root.display()
+            ))
+        })?;
         // Watch first, then scan: an edit during the scan shows up as an event.
-        let watcher = if watch { Watcher::new(&root) } else { None };
+        let watcher = if watch { Watcher::new(&inside) } else { None };
         let mut state = State {
             files: Default::default(),
             config: Arc::new(Config::default()),
@@ -81,13 +99,14 @@ impl Registry {
             snapshot: Arc::new(Snapshot::empty()),
             generation: 0,
         };
-        state.apply(&root, Changes::everything());
+        state.apply(&inside, Changes::everything());
         if state.generation == 0 {
             // An empty folder changes nothing, but the snapshot must carry its config.
             state.rebuild();
         }
         Ok(Registry {
             root,
+            inside,
             state: Mutex::new(state),
             sessions: Mutex::new(HashMap::new()),
         })
@@ -96,6 +115,11 @@ impl Registry {
     /// The registry folder.
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// The registry folder, canonical: what every open and write is confined to.
+    pub(crate) fn inside(&self) -> &containment::Root {
+        &self.inside
     }
 
     /// `envreg.yaml` with defaults applied (refreshed like every read).
@@ -107,11 +131,11 @@ impl Registry {
     pub fn snapshot(&self) -> Arc<Snapshot> {
         let mut state = self.lock_state();
         let changes = match &mut state.watcher {
-            Some(w) => w.drain(&self.root),
+            Some(w) => w.drain(&self.inside),
             None => Changes::everything(),
         };
         if !changes.is_empty() {
-            state.apply(&self.root, changes);
+            state.apply(&self.inside, changes);
         }
         state.snapshot.clone()
     }
@@ -128,11 +152,11 @@ impl Registry {
     pub(crate) fn reload_files(&self, files: &[(RecordKind, String)]) -> Arc<Snapshot> {
         let mut state = self.lock_state();
         let mut changes = match &mut state.watcher {
-            Some(w) => w.drain(&self.root),
+            Some(w) => w.drain(&self.inside),
             None => Changes::everything(),
         };
         changes.files.extend(files.iter().cloned());
-        state.apply(&self.root, changes);
+        state.apply(&self.inside, changes);
         state.snapshot.clone()
     }
 
@@ -148,9 +172,19 @@ impl Registry {
     }
 }
 
+/// `env_validate` on the handle. Here rather than in `validate`, which reads snapshots
+/// and knows no handle: the handle is above validation, never below it.
+impl crate::Registry {
+    /// `env_validate`: every diagnostic of the current snapshot. Always succeeds;
+    /// `ok: false` is a report. Writes nothing.
+    pub fn validate(&self) -> crate::validate::ValidateOutput {
+        crate::validate::ValidateOutput::of(&self.snapshot())
+    }
+}
+
 impl State {
     /// Bring the file table up to date with `changes` and rebuild the snapshot.
-    fn apply(&mut self, root: &Path, changes: Changes) {
+    fn apply(&mut self, root: &containment::Root, changes: Changes) {
         let mut rescan = changes.rescan;
         let mut changed = false;
         if changes.config {
@@ -167,7 +201,7 @@ impl State {
         for (kind, name) in changes.files {
             changed = true;
             let table = &mut self.files[kind.index()];
-            match std::fs::symlink_metadata(root.join(kind.dir_name()).join(&name)) {
+            match std::fs::symlink_metadata(root.path().join(kind.dir_name()).join(&name)) {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                     table.remove(&name);
                 }
@@ -185,9 +219,9 @@ impl State {
         }
     }
 
-    fn reload_config(&mut self, root: &Path) {
+    fn reload_config(&mut self, root: &containment::Root) {
         self.config_diagnostic = None;
-        let config = match crate::load::read_capped(&root.join(CONFIG_FILE), 1 << 20, &mut None) {
+        let config = match crate::files::read_capped(root, CONFIG_FILE, 1 << 20, &mut None) {
             Ok(bytes) => match String::from_utf8(bytes) {
                 Ok(text) => Config::parse(&text).unwrap_or_else(|d| {
                     self.config_diagnostic = Some(d);
@@ -204,8 +238,9 @@ impl State {
                     Config::default()
                 }
             },
-            Err(_) if !root.join(CONFIG_FILE).exists() => Config::default(),
-            Err(mut d) => {
+            Err(crate::files::Unread::Missing) => Config::default(),
+            Err(why) => {
+                let mut d = why.diagnostic();
                 d.code = codes::CONFIG_INVALID.to_owned();
                 d.message = format!("{}; defaults used", d.message);
                 self.config_diagnostic = Some(d.in_file(CONFIG_FILE));
@@ -217,7 +252,7 @@ impl State {
 
     /// Stat every record file; re-read the new and changed ones, drop the vanished.
     /// Returns whether anything differs from before.
-    fn rescan(&mut self, root: &Path, max_bytes: u64) -> bool {
+    fn rescan(&mut self, root: &containment::Root, max_bytes: u64) -> bool {
         let old_folder_diagnostics = std::mem::take(&mut self.folder_diagnostics);
         let mut changed = false;
         for kind in RecordKind::ALL {
@@ -232,7 +267,7 @@ impl State {
             let before = table.len();
             table.retain(|name, _| names.binary_search(name).is_ok());
             changed |= table.len() != before;
-            let dir = root.join(kind.dir_name());
+            let dir = root.path().join(kind.dir_name());
             for name in names {
                 let unchanged = table.get(&name).is_some_and(|old| {
                     old.fingerprint.is_some()
@@ -311,6 +346,36 @@ mod tests {
         let path = root.join(rel);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, text).unwrap();
+    }
+
+    /// Both freshness strategies refuse a record file that links out of the registry
+    /// when it appears after the registry was opened (issue 14 §1: the refresh path
+    /// keeps the loader's rule). Loaded the outside file on the old code.
+    #[test]
+    fn watcher_and_rescan_fallback_refuse_links_out_alike() {
+        for watch in [true, false] {
+            let dir = tempfile::tempdir().unwrap();
+            let root = dir.path().join("registry");
+            write(
+                &root,
+                "services/a.yaml",
+                "id: a\nschemaVersion: 1\nname: A\n",
+            );
+            let outside = dir.path().join("secret.yaml");
+            std::fs::write(&outside, "id: b\nschemaVersion: 1\nname: SECRET\n").unwrap();
+            let r = Registry::open_with(root.clone(), watch).unwrap();
+            assert!(r.snapshot().service("a").is_some());
+            std::os::unix::fs::symlink(&outside, root.join("services/b.yaml")).unwrap();
+            let s = r.snapshot();
+            assert!(s.service("b").is_none(), "watch={watch}");
+            let d = s
+                .diagnostics()
+                .iter()
+                .find(|d| d.file.as_deref() == Some("services/b.yaml"))
+                .unwrap_or_else(|| panic!("no diagnostic, watch={watch}"));
+            assert_eq!(d.code, codes::FILE_UNREADABLE, "watch={watch}");
+            assert!(!d.message.contains("SECRET"), "watch={watch}");
+        }
     }
 
     /// Both freshness strategies see the same edits and re-parse only what changed.

@@ -5,57 +5,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::diagnostic::Diagnostic;
 use crate::error::EnvError;
+use crate::registry::SessionEntry;
 
-/// The caller's session id. It becomes a file name (`sessions/<id>.json`), so it is
-/// checked like a record id, but with upper case allowed (MCP session ids are often
-/// mixed-case UUIDs or ULIDs): 1–128 of `[A-Za-z0-9._-]`, not starting with `.`.
-#[derive(
-    Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
-)]
-#[serde(try_from = "String", into = "String")]
-pub struct SessionId(String);
-
-impl SessionId {
-    pub fn new(id: impl Into<String>) -> Result<SessionId, EnvError> {
-        let id = id.into();
-        let ok = !id.is_empty()
-            && id.len() <= 128
-            && !id.starts_with('.')
-            && id
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
-        if ok {
-            Ok(SessionId(id))
-        } else {
-            Err(EnvError::invalid_argument(
-                "session id must be 1-128 characters of letters, digits, '.', '_' or '-', not starting with '.'",
-            ))
-        }
-    }
-
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl TryFrom<String> for SessionId {
-    type Error = EnvError;
-    fn try_from(s: String) -> Result<SessionId, EnvError> {
-        SessionId::new(s)
-    }
-}
-
-impl From<SessionId> for String {
-    fn from(s: SessionId) -> String {
-        s.0
-    }
-}
-
-impl std::fmt::Display for SessionId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
+// `SessionId` is an id like a record's (it becomes a file name), so it lives in `id`
+// with the other id rules; its public path here stays.
+pub use crate::id::SessionId;
 
 /// `env_get_context` / `env_set_context` result.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -73,14 +27,6 @@ pub struct ContextOutput {
 
 /// The folder of session files under the registry root.
 pub const SESSIONS_DIR: &str = "sessions";
-
-/// What this process knows about one session's default.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct SessionEntry {
-    pub default_environment_id: Option<String>,
-    /// Whether the file on disk says the same.
-    pub persisted: bool,
-}
 
 /// The on-disk shape of `sessions/<sessionId>.json`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -122,21 +68,15 @@ impl crate::Registry {
         entry
     }
 
-    fn session_path(&self, session: &SessionId) -> std::path::PathBuf {
-        self.root()
-            .join(SESSIONS_DIR)
-            .join(format!("{}.json", session.as_str()))
-    }
-
     /// A missing, unreadable or malformed file means "no default": the session file is
     /// a convenience, and guessing an environment from a broken one would not be safe.
     fn read_session_file(&self, session: &SessionId) -> Option<String> {
-        let bytes = crate::load::read_capped(
-            &self.session_path(session),
-            MAX_SESSION_FILE_BYTES,
-            &mut None,
-        )
-        .ok()?;
+        // Opened only inside the registry, like every registry file: a session file that
+        // links out is "no default", not a read of someone's file.
+        let rel = format!("{SESSIONS_DIR}/{}.json", session.as_str());
+        let bytes =
+            crate::files::read_capped(self.inside(), &rel, MAX_SESSION_FILE_BYTES, &mut None)
+                .ok()?;
         let file: SessionFile = serde_json::from_slice(&bytes).ok()?;
         if file.session_id != session.as_str() {
             return None;
@@ -167,11 +107,11 @@ impl crate::Registry {
         let mut warnings = Vec::new();
         let persisted = match self.write_session_file(session, &file) {
             Ok(()) => true,
-            Err(kind) => {
+            Err(reason) => {
                 warnings.push(Diagnostic::warning(
                     crate::diagnostic::codes::SESSION_CONTEXT_UNPERSISTED,
                     format!(
-                        "session default could not be written to {SESSIONS_DIR}/{}.json ({kind}); it holds for this process only",
+                        "session default could not be written to {SESSIONS_DIR}/{}.json ({reason}); it holds for this process only",
                         session.as_str()
                     ),
                 ));
@@ -194,16 +134,16 @@ impl crate::Registry {
         })
     }
 
-    fn write_session_file(
-        &self,
-        session: &SessionId,
-        file: &SessionFile,
-    ) -> Result<(), std::io::ErrorKind> {
-        let dir = self.root().join(SESSIONS_DIR);
-        std::fs::create_dir_all(&dir).map_err(|e| e.kind())?;
-        let body = serde_json::to_vec_pretty(file).map_err(|_| std::io::ErrorKind::InvalidData)?;
+    fn write_session_file(&self, session: &SessionId, file: &SessionFile) -> Result<(), String> {
+        // The folder is written at its canonical target, only inside the registry; the
+        // file itself is a fresh temp file renamed into place, so a link at its name is
+        // replaced, never written through.
+        let dir = crate::files::folder(self.inside(), SESSIONS_DIR).map_err(|why| why.reason())?;
+        std::fs::create_dir_all(&dir).map_err(|e| e.kind().to_string())?;
+        let body = serde_json::to_vec_pretty(file)
+            .map_err(|_| std::io::ErrorKind::InvalidData.to_string())?;
         crate::write::write_atomically(&dir, &format!("{}.json", session.as_str()), &body)
-            .map_err(|e| e.kind())
+            .map_err(|e| e.kind().to_string())
     }
 
     /// The environment a session-scoped call works on (contract §1.4): the explicit

@@ -45,6 +45,15 @@
 //!   and list folders only when the probe fails, so the common case stays cheap and
 //!   nothing is cached that could go stale.
 //! - Only the first [`MAX_SKILL_FILE_BYTES`] bytes of a skill file are read.
+//! - Skill folders found in the registry's own tree are read only inside it (issue 14
+//!   §1, through [`containment`]): the three project locations only inside the project,
+//!   a `skills.dirs` entry that lies inside the registry only inside the registry. A
+//!   skill file or folder there that is a symbolic link out is not read; it is reported
+//!   as a problem, which makes the catalog incomplete (`unknown`, fail closed). A
+//!   `skills.dirs` entry the user configured outside the registry (absolute, or climbing
+//!   out with `..`), and the user-level locations, are the user's choice and stay
+//!   unconfined. Decision: the project (the git repository) is the boundary for the
+//!   project locations, because that is what the registry's contributors push to.
 
 use std::fs;
 use std::io::{self, Read};
@@ -104,6 +113,8 @@ pub struct SkillRoots {
     pub dsh_home: Option<PathBuf>,
     /// The user's home folder.
     pub home: Option<PathBuf>,
+    /// The registry folder: `custom` entries inside it are confined to it.
+    pub registry: Option<PathBuf>,
 }
 
 impl SkillRoots {
@@ -124,6 +135,7 @@ impl SkillRoots {
                 .collect(),
             dsh_home,
             home,
+            registry: Some(registry_root.to_path_buf()),
         }
     }
 
@@ -211,6 +223,86 @@ pub enum SkillLookup {
 #[derive(Debug, Clone)]
 pub struct SkillCatalog {
     locations: Vec<SkillLocation>,
+    /// Per location, the folder its files must stay inside.
+    confines: Vec<Confine>,
+}
+
+/// Where one location's files may lead.
+#[derive(Debug, Clone)]
+enum Confine {
+    /// Anywhere: a user-level location, or one the user configured outside the registry.
+    Free,
+    /// Only inside this folder (the project, or the registry).
+    Within(containment::Root),
+    /// Should be confined, but the folder could not be made a root: nothing is read.
+    Broken(String),
+}
+
+impl Confine {
+    fn within(folder: &Path) -> Confine {
+        match crate::files::open_root(folder) {
+            Ok(root) => Confine::Within(root),
+            // Nothing there, so nothing below it to read (the catalog is built per call).
+            Err(_)
+                if fs::symlink_metadata(folder)
+                    .is_err_and(|e| e.kind() == io::ErrorKind::NotFound) =>
+            {
+                Confine::Free
+            }
+            Err(_) => Confine::Broken(format!(
+                "{} cannot be examined, so no skill below it is read",
+                folder.display()
+            )),
+        }
+    }
+}
+
+/// `path` with `.` and `..` applied lexically, made absolute first.
+fn lexical(path: &Path) -> PathBuf {
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut out = PathBuf::new();
+    for part in absolute.components() {
+        match part {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+fn confines_of(roots: &SkillRoots, locations: &[SkillLocation]) -> Vec<Confine> {
+    let registry = roots.registry.as_deref().map(lexical);
+    locations
+        .iter()
+        .map(|location| match location.source {
+            SkillSource::ProjectDsh | SkillSource::ProjectAgents | SkillSource::ProjectClaude => {
+                match &roots.project {
+                    Some(project) => Confine::within(project),
+                    None => Confine::Free,
+                }
+            }
+            SkillSource::Custom => match &registry {
+                Some(registry) if lexical(&location.dir).starts_with(registry) => {
+                    Confine::within(registry)
+                }
+                _ => Confine::Free,
+            },
+            SkillSource::UserDsh | SkillSource::UserAgents | SkillSource::UserClaude => {
+                Confine::Free
+            }
+        })
+        .collect()
+}
+
+/// The error a confined read reports: names the file or folder, never its content.
+fn leads_out(path: &Path) -> io::Error {
+    io::Error::other(format!(
+        "{} is or passes through a symbolic link that leads out of the folder it was found in; not read",
+        path.display()
+    ))
 }
 
 /// A full listing: every valid skill (first location wins per name) and the reasons
@@ -232,13 +324,21 @@ impl SkillListing {
 
 impl SkillCatalog {
     pub fn new(roots: &SkillRoots) -> SkillCatalog {
+        let locations = roots.locations();
+        let confines = confines_of(roots, &locations);
         SkillCatalog {
-            locations: roots.locations(),
+            locations,
+            confines,
         }
     }
 
+    /// A catalog over explicit locations, none of them confined.
     pub fn from_locations(locations: Vec<SkillLocation>) -> SkillCatalog {
-        SkillCatalog { locations }
+        let confines = vec![Confine::Free; locations.len()];
+        SkillCatalog {
+            locations,
+            confines,
+        }
     }
 
     pub fn locations(&self) -> &[SkillLocation] {
@@ -249,12 +349,12 @@ impl SkillCatalog {
     pub fn lookup(&self, name: &str) -> SkillLookup {
         if is_safe_skill_name(name) {
             // Fast path: the skill lives under its own name, as it nearly always does.
-            for location in &self.locations {
+            for (location, confine) in self.locations.iter().zip(&self.confines) {
                 for file in [
                     location.dir.join(name).join("SKILL.md"),
                     location.dir.join(format!("{name}.md")),
                 ] {
-                    if let Ok(Some(entry)) = read_skill(&file, location.source, name)
+                    if let Ok(Some(entry)) = read_skill(&file, location.source, name, confine)
                         && entry.name == name
                     {
                         return SkillLookup::Found(entry);
@@ -291,8 +391,27 @@ impl SkillCatalog {
     /// Lists every skill in every location.
     pub fn list(&self) -> SkillListing {
         let mut listing = SkillListing::default();
-        for location in &self.locations {
+        for (location, confine) in self.locations.iter().zip(&self.confines) {
             let dir = &location.dir;
+            let outside = match confine {
+                Confine::Free => None,
+                Confine::Within(root) => match root.contains(dir, root.path()) {
+                    Ok(containment::Verdict::Inside(_)) => None,
+                    Ok(containment::Verdict::Outside(_)) => Some(leads_out(dir)),
+                    Err(e) => Some(io::Error::other(format!("{}: {e}", dir.display()))),
+                },
+                Confine::Broken(why) => Some(io::Error::other(why.clone())),
+            };
+            if let Some(e) = outside {
+                // The folder exists (as a link) but is not ours to list.
+                listing.any_location = true;
+                listing.problems.push(format!(
+                    "skills folder {} is not listed: {}",
+                    dir.display(),
+                    io_reason(&e)
+                ));
+                continue;
+            }
             let entries = match fs::read_dir(dir) {
                 Ok(entries) => entries,
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {
@@ -345,7 +464,7 @@ impl SkillCatalog {
             // Deterministic order regardless of the file system's.
             names.sort();
             for (stem, file) in names {
-                match read_skill(&file, location.source, &stem) {
+                match read_skill(&file, location.source, &stem, confine) {
                     Ok(Some(entry)) => {
                         if !listing.skills.iter().any(|s| s.name == entry.name) {
                             listing.skills.push(entry);
@@ -376,6 +495,10 @@ pub fn is_safe_skill_name(name: &str) -> bool {
 }
 
 fn io_reason(e: &io::Error) -> String {
+    if e.get_ref().is_some() {
+        // One of our own sentences (a confined read refused), not an OS error.
+        return e.to_string();
+    }
     match e.kind() {
         io::ErrorKind::PermissionDenied => "permission denied".to_owned(),
         io::ErrorKind::NotADirectory => "not a folder".to_owned(),
@@ -391,8 +514,18 @@ struct FrontMatter {
 
 /// Reads one candidate skill file. `Ok(None)`: absent, or not a skill (no front matter,
 /// no description, front matter that does not parse). `Err`: present but unreadable.
-fn read_skill(file: &Path, source: SkillSource, stem: &str) -> io::Result<Option<SkillEntry>> {
-    let handle = match fs::File::open(file) {
+fn read_skill(
+    file: &Path,
+    source: SkillSource,
+    stem: &str,
+    confine: &Confine,
+) -> io::Result<Option<SkillEntry>> {
+    let opened = match confine {
+        Confine::Free => fs::File::open(file),
+        Confine::Within(root) => open_confined(root, file),
+        Confine::Broken(why) => Err(io::Error::other(why.clone())),
+    };
+    let handle = match opened {
         Ok(handle) => handle,
         Err(e)
             if matches!(
@@ -430,6 +563,20 @@ fn read_skill(file: &Path, source: SkillSource, stem: &str) -> io::Result<Option
         source,
         file: file.to_path_buf(),
     }))
+}
+
+/// Open `file` only if its canonical target is inside `root` (`O_NOFOLLOW`, re-checked).
+fn open_confined(root: &containment::Root, file: &Path) -> io::Result<fs::File> {
+    root.open(file, root.path(), fs::OpenOptions::new().read(true))
+        .map_err(|e| match e {
+            containment::Error::OutsideRoot { .. } => leads_out(file),
+            containment::Error::Open { source, .. }
+            | containment::Error::Unreadable { source, .. } => source,
+            containment::Error::NotADirectory { .. } => {
+                io::Error::from(io::ErrorKind::NotADirectory)
+            }
+            other => io::Error::other(format!("{}: {other}", file.display())),
+        })
 }
 
 /// The YAML between a leading `---` line and the next `---` line.
@@ -474,6 +621,7 @@ mod tests {
             custom: vec![base.join("project/registry/ops/skills")],
             dsh_home: Some(base.join("home/.dsh")),
             home: Some(base.join("home")),
+            registry: Some(base.join("project/registry")),
         };
         fs::create_dir_all(base.join("project/registry/ops/skills")).unwrap();
         Layout { _tmp: tmp, roots }
@@ -486,6 +634,7 @@ mod tests {
             custom: vec!["/p/reg/ops".into()],
             dsh_home: Some("/h/.dsh".into()),
             home: Some("/h".into()),
+            registry: Some("/p/reg".into()),
         };
         let got: Vec<(&str, PathBuf)> = roots
             .locations()
@@ -637,6 +786,7 @@ mod tests {
             custom: vec![],
             dsh_home: None,
             home: Some(tmp.path().join("h")),
+            registry: None,
         };
         match SkillCatalog::new(&roots).lookup("x") {
             SkillLookup::Unknown { reasons } => {

@@ -41,8 +41,10 @@ pub struct Snapshot {
     deployments_by_placement: HashMap<(String, String), Vec<String>>,
     /// Binding ids per operation, in id order.
     bindings_by_operation: HashMap<String, Vec<String>>,
-    /// Load + cross-record diagnostics, computed on first use.
-    all_diagnostics: OnceLock<Vec<Diagnostic>>,
+    /// Load + cross-record diagnostics, computed on first use by
+    /// [`Snapshot::diagnostics`] (in `validate`, which reads the snapshot; the snapshot
+    /// never calls the validator).
+    pub(crate) all_diagnostics: OnceLock<Vec<Diagnostic>>,
     /// Lower-cased search fields for `find` / `list --query`, built on first use.
     search_index: OnceLock<Vec<SearchEntry>>,
     /// Increases with every rebuild; lets callers cache per-snapshot results.
@@ -237,13 +239,6 @@ impl Snapshot {
             }
             out
         })
-    }
-
-    /// Every diagnostic: load findings plus cross-record validation, sorted by file,
-    /// then path. Computed once per snapshot.
-    pub fn diagnostics(&self) -> &[Diagnostic] {
-        self.all_diagnostics
-            .get_or_init(|| crate::validate::validate_snapshot(self))
     }
 }
 

@@ -12,6 +12,11 @@
 //! those whose size, mtime, ctime or inode changed. Where inotify is unavailable (other
 //! systems, or the per-user watch limit reached) every call rescans that way: correct,
 //! just slower.
+//!
+//! A kind folder is watched at its canonical target, and only when that is inside the
+//! registry (`files.rs`): `services -> /etc` gets no watch, so nothing outside is
+//! followed even for its events; replacing the link is an event on the root, which
+//! re-decides the watch and rescans.
 
 use crate::kind::RecordKind;
 
@@ -43,7 +48,6 @@ impl Changes {
 #[cfg(target_os = "linux")]
 mod imp {
     use std::collections::HashMap;
-    use std::path::Path;
 
     use nix::errno::Errno;
     use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify, WatchDescriptor};
@@ -74,9 +78,9 @@ mod imp {
 
     impl Watcher {
         /// `None` when inotify cannot be used (the caller falls back to rescans).
-        pub(crate) fn new(root: &Path) -> Option<Watcher> {
+        pub(crate) fn new(root: &containment::Root) -> Option<Watcher> {
             let inotify = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC).ok()?;
-            let root_wd = inotify.add_watch(root, dir_mask()).ok()?;
+            let root_wd = inotify.add_watch(root.path(), dir_mask()).ok()?;
             let mut watcher = Watcher {
                 inotify,
                 root_wd,
@@ -88,18 +92,18 @@ mod imp {
             Some(watcher)
         }
 
-        fn watch_kind(&mut self, root: &Path, kind: RecordKind) {
+        fn watch_kind(&mut self, root: &containment::Root, kind: RecordKind) {
             self.kind_wds.retain(|_, k| *k != kind);
-            if let Ok(wd) = self
-                .inotify
-                .add_watch(&root.join(kind.dir_name()), dir_mask())
-            {
+            let Ok(dir) = crate::files::folder(root, kind.dir_name()) else {
+                return;
+            };
+            if let Ok(wd) = self.inotify.add_watch(&dir, dir_mask()) {
                 self.kind_wds.insert(wd, kind);
             }
         }
 
         /// Everything that happened since the last drain.
-        pub(crate) fn drain(&mut self, root: &Path) -> Changes {
+        pub(crate) fn drain(&mut self, root: &containment::Root) -> Changes {
             let mut changes = Changes::default();
             loop {
                 let events = match self.inotify.read_events() {
@@ -156,8 +160,6 @@ mod imp {
 
 #[cfg(not(target_os = "linux"))]
 mod imp {
-    use std::path::Path;
-
     use super::Changes;
 
     /// No event source: every call rescans.
@@ -165,11 +167,11 @@ mod imp {
     pub(crate) struct Watcher;
 
     impl Watcher {
-        pub(crate) fn new(_root: &Path) -> Option<Watcher> {
+        pub(crate) fn new(_root: &containment::Root) -> Option<Watcher> {
             None
         }
 
-        pub(crate) fn drain(&mut self, _root: &Path) -> Changes {
+        pub(crate) fn drain(&mut self, _root: &containment::Root) -> Changes {
             Changes::everything()
         }
     }

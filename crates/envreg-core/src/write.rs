@@ -167,9 +167,15 @@ fn publish_unlocked(dir: &Path, name: &str, bytes: &[u8], how: Publish) -> std::
 }
 
 /// [`write_atomically`] for writers holding the registry's [`WriteLock`]: the temp name
-/// is fixed per target (`.<name>.tmp`) and truncated on open, so a writer killed
-/// mid-save leaves at most one leftover per record, which the next save reuses. Only
-/// one writer holds the lock, so no two writers ever share that temp file.
+/// is fixed per target (`.<name>.tmp`), so a writer killed mid-save leaves at most one
+/// leftover per record, which the next save replaces. Only one writer holds the lock,
+/// so no two writers ever share that temp file.
+///
+/// The leftover is unlinked and the temp file created anew (`O_EXCL`), never opened
+/// where it stands: a leftover that is a symbolic link (git stores them) would
+/// otherwise be written through, truncating whatever it points at, and then renamed
+/// over the record. `O_EXCL` also refuses a link planted between the unlink and the
+/// create.
 pub fn write_atomically_locked(
     _held: &WriteLock,
     dir: &Path,
@@ -177,10 +183,14 @@ pub fn write_atomically_locked(
     bytes: &[u8],
 ) -> std::io::Result<()> {
     let temp = dir.join(format!(".{name}.tmp"));
+    match std::fs::remove_file(&temp) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
     let open = std::fs::OpenOptions::new()
         .write(true)
-        .create(true)
-        .truncate(true)
+        .create_new(true)
         .clone();
     publish_via(&temp, &open, dir, name, bytes, Publish::Replace)
 }
@@ -229,7 +239,8 @@ pub fn sync_dir(dir: &Path) -> std::io::Result<()> {
 }
 
 /// The cross-process write lock: an exclusive `flock` on `<root>/.envreg.lock`, held
-/// until dropped. Readers never take it (they see whole files thanks to rename).
+/// until dropped. Readers never take it (they see whole files thanks to rename). The
+/// lock file is opened only inside the registry (a link out is refused, not created).
 #[derive(Debug)]
 pub struct WriteLock {
     _file: std::fs::File,
@@ -237,13 +248,40 @@ pub struct WriteLock {
 
 impl WriteLock {
     pub fn acquire(root: &Path) -> Result<WriteLock, EnvError> {
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(root.join(LOCK_FILE))
-            .map_err(|e| EnvError::storage("open the write lock", LOCK_FILE, &e))?;
+        let inside = crate::files::open_root(root).map_err(|_| {
+            EnvError::storage(
+                "open the write lock",
+                LOCK_FILE,
+                &std::io::Error::from(std::io::ErrorKind::NotFound),
+            )
+        })?;
+        let file = inside
+            .open(
+                LOCK_FILE,
+                inside.path(),
+                std::fs::OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .create(true)
+                    .truncate(false),
+            )
+            .map_err(|e| match e {
+                containment::Error::OutsideRoot { .. } => crate::files::refused_write(
+                    LOCK_FILE,
+                    &crate::files::Unread::Outside(
+                        "it is a symbolic link that leads out of the registry".to_owned(),
+                    ),
+                ),
+                containment::Error::Open { source, .. }
+                | containment::Error::Unreadable { source, .. } => {
+                    EnvError::storage("open the write lock", LOCK_FILE, &source)
+                }
+                _ => EnvError::storage(
+                    "open the write lock",
+                    LOCK_FILE,
+                    &std::io::Error::from(std::io::ErrorKind::InvalidInput),
+                ),
+            })?;
         file.lock()
             .map_err(|e| EnvError::storage("take the write lock", LOCK_FILE, &e))?;
         Ok(WriteLock { _file: file })
@@ -405,10 +443,13 @@ impl crate::Registry {
         }
         let kind = plan.kind;
         let id = plan.id.as_str();
-        let lock = WriteLock::acquire(self.root())?;
+        let lock = WriteLock::acquire(self.inside().path())?;
         let snapshot = self.snapshot();
         let config = snapshot.config().clone();
-        let dir = self.root().join(kind.dir_name());
+        // The folder at its canonical target, only inside the registry; below it every
+        // name is one of ours, so no further link is followed (rename and unlink act on
+        // the name itself, temp files are created with O_EXCL).
+        let dir = crate::files::folder_to_write(self.inside(), kind.dir_name())?;
         let final_name = format!("{id}.yaml");
         let rel = format!("{}/{final_name}", kind.dir_name());
         std::fs::create_dir_all(&dir)
@@ -422,7 +463,7 @@ impl crate::Registry {
         let now = now_utc();
         let created_at = existing
             .iter()
-            .find_map(|name| old_created_at(&dir.join(name)))
+            .find_map(|name| old_created_at(self.inside(), &format!("{}/{name}", kind.dir_name())))
             .unwrap_or_else(|| rfc3339(now));
         let (yaml, doc) = render_yaml(&plan.document.map, &created_at, &rfc3339(now))?;
         check_size(&yaml, &config)?;
@@ -470,11 +511,13 @@ impl crate::Registry {
         name: &str,
         now: time::OffsetDateTime,
     ) -> Result<(), EnvError> {
-        let src = self.root().join(kind.dir_name()).join(name);
         let rel_src = format!("{}/{name}", kind.dir_name());
-        let bytes = std::fs::read(&src).map_err(|e| EnvError::storage("back up", &rel_src, &e))?;
-        let backup_dir = self.root().join(BACKUP_DIR).join(kind.dir_name());
+        // The old file is read only inside the registry: a record file that links out is
+        // neither copied into .backups nor replaced; a human removes the link.
+        let bytes = crate::files::read_capped(self.inside(), &rel_src, u64::MAX, &mut None)
+            .map_err(|why| crate::files::refused_write(&rel_src, &why))?;
         let rel_dir = format!("{BACKUP_DIR}/{}", kind.dir_name());
+        let backup_dir = crate::files::folder_to_write(self.inside(), &rel_dir)?;
         std::fs::create_dir_all(&backup_dir)
             .map_err(|e| EnvError::storage("create", &rel_dir, &e))?;
         let stamp = compact_stamp(now);
@@ -527,7 +570,7 @@ impl crate::Registry {
                 blockers: plan.blockers,
             });
         }
-        let lock = WriteLock::acquire(self.root())?;
+        let lock = WriteLock::acquire(self.inside().path())?;
         let snapshot = self.snapshot();
         let blockers = blockers_of(&snapshot, kind, id);
         if !blockers.is_empty() {
@@ -544,7 +587,7 @@ impl crate::Registry {
             )
             .with_details(serde_json::json!({ "blockers": blockers })));
         }
-        let dir = self.root().join(kind.dir_name());
+        let dir = crate::files::folder_to_write(self.inside(), kind.dir_name())?;
         let names: Vec<String> = [format!("{id}.yaml"), format!("{id}.yml")]
             .into_iter()
             .filter(|name| std::fs::symlink_metadata(dir.join(name)).is_ok())
@@ -604,8 +647,8 @@ fn check_size(yaml: &str, config: &Config) -> Result<(), EnvError> {
     Ok(())
 }
 
-fn old_created_at(path: &Path) -> Option<String> {
-    let bytes = crate::load::read_capped(path, 16 << 20, &mut None).ok()?;
+fn old_created_at(root: &containment::Root, rel: &str) -> Option<String> {
+    let bytes = crate::files::read_capped(root, rel, 16 << 20, &mut None).ok()?;
     let text = String::from_utf8(bytes).ok()?;
     let doc = crate::load::parse_document(&text).ok()?;
     let at = doc.get("createdAt")?.as_str()?;

@@ -118,7 +118,8 @@ const MAX_SNIPPET_FILE_BYTES: u64 = 4 * 1024 * 1024;
 /// of sane size. The diagnostic's `file` comes from our own core, but a path that climbs
 /// out is still not opened, and neither is a FIFO or a device: opening a FIFO blocks
 /// until a writer comes, which would hang `envreg validate` on the very file it reports
-/// as unreadable.
+/// as unreadable. The file is read by the core's registry reader, so a file that is (or
+/// passes through) a symbolic link out of the registry is never quoted (issue 14 §1).
 fn read_inside(root: &Path, file: &str) -> Option<String> {
     let rel = Path::new(file);
     if !rel
@@ -127,13 +128,7 @@ fn read_inside(root: &Path, file: &str) -> Option<String> {
     {
         return None;
     }
-    let path = root.join(rel);
-    let meta = std::fs::metadata(&path).ok()?;
-    if !meta.is_file() || meta.len() > MAX_SNIPPET_FILE_BYTES {
-        return None;
-    }
-    let bytes = std::fs::read(path).ok()?;
-    String::from_utf8(bytes).ok()
+    envreg_core::files::read_registry_text(root, file, MAX_SNIPPET_FILE_BYTES)
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -500,6 +495,28 @@ logSources:
         let tmp = tempfile::tempdir().unwrap();
         assert_eq!(read_inside(tmp.path(), "../etc/passwd"), None);
         assert_eq!(read_inside(tmp.path(), "/etc/passwd"), None);
+    }
+
+    /// A plain relative name that is a symbolic link out of the registry is not quoted
+    /// (issue 14 §1). Quoted the outside line on the old code.
+    #[test]
+    fn never_quotes_a_file_behind_a_link_out() {
+        let tmp = tempfile::tempdir().unwrap();
+        let registry = tmp.path().join("registry");
+        std::fs::create_dir_all(registry.join("services")).unwrap();
+        std::fs::write(tmp.path().join("secret.txt"), "CANARY-line-one\n").unwrap();
+        std::os::unix::fs::symlink(
+            tmp.path().join("secret.txt"),
+            registry.join("services/x.yaml"),
+        )
+        .unwrap();
+        assert_eq!(read_inside(&registry, "services/x.yaml"), None);
+        let diag = serde_json::json!({
+            "severity": "error", "code": "YAML_INVALID", "message": "bad",
+            "file": "services/x.yaml", "line": 1, "column": 1
+        });
+        let shown = render_diagnostic(&diag, &registry, &Palette { color: false });
+        assert!(!shown.contains("CANARY"), "{shown}");
     }
 
     #[test]
