@@ -113,6 +113,8 @@ impl Dsh {
 }
 
 /// A scratch dsh home: `DSH_HOME`, `HOME` and a folder for patch files, removed on drop.
+/// `Sync`: the tests of one binary may share one home (in a `OnceLock`) and run sessions
+/// on it at once; each run has its own patch file and working directory.
 pub struct DshHome {
     dsh: Dsh,
     root: tempfile::TempDir,
@@ -120,7 +122,7 @@ pub struct DshHome {
     pub dsh_home: PathBuf,
     /// `$HOME` for dsh (so nothing of the machine's own home is read or written).
     pub home: PathBuf,
-    runs: std::cell::Cell<usize>,
+    runs: std::sync::atomic::AtomicUsize,
 }
 
 impl DshHome {
@@ -140,7 +142,7 @@ impl DshHome {
             root,
             dsh_home,
             home,
-            runs: std::cell::Cell::new(0),
+            runs: std::sync::atomic::AtomicUsize::new(0),
         };
         let out = me
             .command(&me.dsh.bin, &[])
@@ -214,8 +216,7 @@ impl DshHome {
     /// A headless run against `server` (its Chat Completions endpoint is dsh's
     /// DeepSeek base URL), in a fresh working directory unless [`Session::cwd`] says.
     pub fn session<'a>(&'a self, server: &'a ScriptedServer) -> Session<'a> {
-        let n = self.runs.get() + 1;
-        self.runs.set(n);
+        let n = self.runs.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
         Session {
             home: self,
             server,

@@ -190,6 +190,19 @@ fn execute(cli: Cli) -> Result<Done, Failure> {
                 .map_err(|e| Failure::from(EnvError::internal(format!("serve: {e:#}"))))?;
             return Ok(Done::Success);
         }
+        Command::DshBridge => {
+            // The registry must be named: the plugin always passes its `registry` key, and
+            // a bridge that wandered up to some other envreg.yaml would answer for it.
+            let root = match registry_flag {
+                Some(dir) => locate::registry_root(Some(dir), &cwd()?),
+                None => Err(EnvError::invalid_argument(
+                    "dsh-bridge needs --registry DIR (the plugin's `registry` config key)",
+                )),
+            };
+            crate::dsh_bridge::run(root)
+                .map_err(|e| Failure::from(EnvError::internal(format!("dsh-bridge: {e:#}"))))?;
+            return Ok(Done::Success);
+        }
         Command::Synth { dir, divisor } => {
             synth(&dir, divisor, json_mode)?;
             return Ok(Done::Success);

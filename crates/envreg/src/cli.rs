@@ -120,6 +120,10 @@ pub enum Command {
     },
     /// Serve the ten env_* tools over MCP (stdio by default).
     Serve(crate::serve::ServeArgs),
+    /// Serve the ten env_* tools to the DeepSeek Harness plugin dsh-envreg: JSON lines
+    /// on stdin/stdout (started by the plugin; needs --registry).
+    #[command(name = "dsh-bridge")]
+    DshBridge,
     /// Write a synthetic registry (for benchmarks): 10,000 records by default.
     #[command(hide = true)]
     Synth {

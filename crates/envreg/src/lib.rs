@@ -17,6 +17,7 @@
 //! - [`init`]: `envreg init DIR`.
 //! - [`record_file`]: the YAML/JSON file given to `save`.
 //! - `serve`: the MCP server (owned by the MCP engineers).
+//! - [`dsh_bridge`]: `envreg dsh-bridge`, the process behind the dsh plugin `dsh-envreg`.
 //!
 //! [`snippet::locate`] is public for its fuzz target (`fuzz/fuzz_targets/envreg_cli_locate.rs`):
 //! it reads registry files, which are outside input.
@@ -37,6 +38,7 @@ mod stdout;
 mod app;
 mod approve;
 mod cli;
+pub mod dsh_bridge;
 mod human;
 mod init;
 mod locate;
