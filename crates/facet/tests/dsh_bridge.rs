@@ -455,7 +455,14 @@ fn where_nobody_is_asked_an_add_records_nothing() {
 fn the_loop_skips_an_overlong_line_and_ends_at_eof() {
     let tree = Tree::new();
     let mut input = vec![b'x'; facet::dsh_bridge::wire::MAX_LINE_BYTES + 10];
-    input.extend_from_slice(b"\n\n{\"id\":1,\"method\":\"hello\",\"protocol\":1}\n");
+    input.extend_from_slice(b"\n");
+    // An overlong request keeps its id, so the plugin's call is answered.
+    input.extend_from_slice(br#"{"id":7,"method":"judge","params":{"arguments":""#);
+    input.extend(std::iter::repeat_n(
+        b'a',
+        facet::dsh_bridge::wire::MAX_LINE_BYTES,
+    ));
+    input.extend_from_slice(b"\"}}\n\n{\"id\":1,\"method\":\"hello\",\"protocol\":1}\n");
     let mut output = Vec::new();
     serve(
         input.as_slice(),
@@ -468,9 +475,12 @@ fn the_loop_skips_an_overlong_line_and_ends_at_eof() {
         .filter(|l| !l.is_empty())
         .map(|l| serde_json::from_slice(l).unwrap())
         .collect();
-    assert_eq!(lines.len(), 2, "{lines:?}");
-    assert_eq!(lines[0]["error"]["code"], "BAD_REQUEST");
-    assert_eq!(lines[1]["result"]["name"], "facet");
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    assert_eq!(lines[0]["error"]["code"], "TOO_LARGE");
+    assert_eq!(lines[0]["id"], Value::Null);
+    assert_eq!(lines[1]["error"]["code"], "TOO_LARGE");
+    assert_eq!(lines[1]["id"], 7);
+    assert_eq!(lines[2]["result"]["name"], "facet");
 }
 
 #[test]

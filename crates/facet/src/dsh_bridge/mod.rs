@@ -44,6 +44,9 @@
 //! - The row's `mode` is the mode a session starts in (the configuration file's
 //!   `default_mode` otherwise); `facet mode` changes a running session.
 //!
+//! - A request longer than [`wire::MAX_LINE_BYTES`] is answered `TOO_LARGE` under
+//!   the id it starts with, so the plugin refuses that call instead of waiting.
+//!
 //! ## Not done
 //! - The configuration file is read once, at `configure`; a change takes effect
 //!   when dsh re-applies the plugin.
@@ -298,10 +301,12 @@ pub fn serve(
         }
         let answers = if line.len() > wire::MAX_LINE_BYTES && !line.ends_with(b"\n") {
             skip_rest_of_line(&mut input)?;
+            // The plugin writes `id` first, so the call can still be answered (and
+            // the plugin refuses it) rather than left waiting forever.
             vec![wire::error(
-                None,
-                "BAD_REQUEST",
-                &format!("a line is longer than {} bytes", wire::MAX_LINE_BYTES),
+                wire::leading_id(&line),
+                "TOO_LARGE",
+                &format!("a request is longer than {} bytes", wire::MAX_LINE_BYTES),
                 None,
             )]
         } else {

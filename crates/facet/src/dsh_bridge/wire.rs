@@ -77,6 +77,14 @@ pub fn parse_line(line: &[u8]) -> Result<Request, BadLine> {
     })
 }
 
+/// The id of a line too long to parse, when it starts `{"id":N` (as the plugin's
+/// `JSON.stringify` of `{id, method, params}` does).
+pub fn leading_id(line: &[u8]) -> Option<u64> {
+    let rest = line.strip_prefix(br#"{"id":"#)?;
+    let digits = rest.iter().take_while(|byte| byte.is_ascii_digit()).count();
+    std::str::from_utf8(rest.get(..digits)?).ok()?.parse().ok()
+}
+
 /// A success answer.
 pub fn result(id: u64, value: Value) -> String {
     json!({"id": id, "result": value}).to_string()
@@ -121,6 +129,17 @@ mod tests {
             parse_line(br#"{"id":-1,"method":"x"}"#).unwrap_err().id,
             None
         );
+    }
+
+    #[test]
+    fn a_leading_id_is_read_from_a_cut_line() {
+        assert_eq!(
+            leading_id(br#"{"id":42,"method":"judge","params":{"argu"#),
+            Some(42)
+        );
+        assert_eq!(leading_id(br#"{"method":"judge","id":42"#), None);
+        assert_eq!(leading_id(br#"{"id":"x""#), None);
+        assert_eq!(leading_id(b"{\"id\":99999999999999999999999"), None);
     }
 
     #[test]
