@@ -54,6 +54,11 @@ impl Schema {
         let value: Value = serde_json::from_str(text).map_err(|e| {
             format!("the final text is not JSON ({e}), and output_schema asks for JSON")
         })?;
+        // The common case (a match) on the fast path; errors are collected only for a
+        // mismatch, to name it.
+        if self.0.is_valid(&value) {
+            return Ok(());
+        }
         let mut errors = self.0.iter_errors(&value);
         let Some(first) = errors.next() else {
             return Ok(());
