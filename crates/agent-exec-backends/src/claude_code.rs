@@ -59,6 +59,12 @@
 //! * profile `workspace` → Claude Code's default tool set;
 //! * any other profile → refused (`tool_rejected`) before anything starts.
 //!
+//! Structured output: a request's `output_schema` goes to `--json-schema=<schema>`;
+//! Claude Code answers through its own `StructuredOutput` tool and puts the answer in
+//! the `result` line's `structured_output`, which (as JSON) is the run's text. That
+//! tool call is not reported as a tool run: it is the answer channel, with no effect
+//! outside the process. The runtime validates the answer against the schema.
+//!
 //! Decisions not taken: no `--include-partial-messages` by default (token-level
 //! deltas cost a line per few tokens; whole messages are what the spec names; users
 //! may add it in `args` and the parser handles it); no environment defaults — the
@@ -159,6 +165,8 @@ pub enum Line {
     Init {
         session_id: String,
         model: String,
+        /// The tools the session has (`StructuredOutput` when run with `--json-schema`).
+        tools: Vec<String>,
     },
     /// An `assistant` message.
     Assistant {
@@ -200,6 +208,9 @@ struct RawLine {
     api_error_status: Option<Value>,
     terminal_reason: Option<Value>,
     is_api_error_message: Option<Value>,
+    tools: Option<Value>,
+    /// With `--json-schema`: the answer, as the `StructuredOutput` tool received it.
+    structured_output: Option<Value>,
 }
 
 /// Parses one line (without its newline). Pure; never panics.
@@ -221,6 +232,19 @@ pub fn parse_line(line: &[u8]) -> Line {
         "system" if str_of(raw.subtype.as_ref()) == "init" => Line::Init {
             session_id: str_of(raw.session_id.as_ref()).to_owned(),
             model: str_of(raw.model.as_ref()).to_owned(),
+            tools: raw
+                .tools
+                .as_ref()
+                .and_then(Value::as_array)
+                .map(|tools| {
+                    tools
+                        .iter()
+                        .filter_map(Value::as_str)
+                        .take(MAX_OPEN_TOOLS)
+                        .map(str::to_owned)
+                        .collect()
+                })
+                .unwrap_or_default(),
         },
         _ => Line::Other,
     }
@@ -410,7 +434,12 @@ fn final_line(raw: &RawLine) -> Final {
         .unwrap_or(false);
     let text = str_of(raw.result.as_ref());
     let verdict = if subtype == "success" && !is_error {
-        Verdict::Completed(text.to_owned())
+        // With `--json-schema` the answer is `structured_output` (the `result` text is
+        // whatever the model said around it); the runtime checks it against the schema.
+        match raw.structured_output.as_ref().filter(|v| !v.is_null()) {
+            Some(answer) => Verdict::Completed(answer.to_string()),
+            None => Verdict::Completed(text.to_owned()),
+        }
     } else {
         let code = failure_code(subtype, raw);
         let detail = if !text.is_empty() {
@@ -511,6 +540,9 @@ pub struct ClaudeCodeStream {
     /// From the init line, for logs and tests.
     pub session_id: String,
     pub model: String,
+    pub tools: Vec<String>,
+    /// Ids of `StructuredOutput` calls, whose results are not tool ends either.
+    answer_calls: std::collections::HashSet<String>,
 }
 
 impl ClaudeCodeStream {
@@ -531,9 +563,14 @@ impl ClaudeCodeStream {
 impl StreamParser for ClaudeCodeStream {
     fn line(&mut self, line: &[u8], events: &mut Vec<Event>) {
         match parse_line(line) {
-            Line::Init { session_id, model } => {
+            Line::Init {
+                session_id,
+                model,
+                tools,
+            } => {
                 self.session_id = session_id;
                 self.model = model;
+                self.tools = tools;
             }
             Line::Partial(Partial::MessageStart(id)) => {
                 self.streamed_message = Some(id);
@@ -593,6 +630,12 @@ impl StreamParser for ClaudeCodeStream {
                             });
                         }
                         Block::Text(_) | Block::Thinking(_) => {}
+                        // Claude Code's own answer channel under `--json-schema`:
+                        // no effect outside the process, so not a tool run (which
+                        // would make every failure `side_effects: possible`).
+                        Block::ToolUse(tool) if tool.name == STRUCTURED_OUTPUT_TOOL => {
+                            self.answer_calls.insert(tool.id);
+                        }
                         Block::ToolUse(tool) => {
                             events.push(Self::tool_event(
                                 EventKind::ToolExecStart,
@@ -609,6 +652,9 @@ impl StreamParser for ClaudeCodeStream {
             }
             Line::ToolResults(results) => {
                 for result in results {
+                    if self.answer_calls.remove(&result.tool_use_id) {
+                        continue;
+                    }
                     let (name, detail) = self
                         .open_tools
                         .remove(&result.tool_use_id)
@@ -636,6 +682,12 @@ impl StreamParser for ClaudeCodeStream {
         self.usage
     }
 }
+
+/// The tool Claude Code adds under `--json-schema`, through which the model answers.
+pub const STRUCTURED_OUTPUT_TOOL: &str = "StructuredOutput";
+
+/// The longest `--json-schema` value: the kernel caps one argument at 128 KiB.
+const MAX_SCHEMA_ARG: usize = 120 * 1024;
 
 /// The `--tools` flags for a tool policy, or why it is refused.
 pub fn tool_flags(policy: &ToolPolicy) -> Result<Vec<String>, String> {
@@ -684,7 +736,9 @@ impl ClaudeCodeBackend {
     }
 
     fn declared() -> Vec<Capability> {
-        crate::agent_program::AGENT_CLI_CAPABILITIES.to_vec()
+        let mut declared = crate::agent_program::AGENT_CLI_CAPABILITIES.to_vec();
+        declared.push(Capability::StructuredOutput);
+        declared
     }
 
     /// How `request` is run: program, argv, stdin, working directory. Refuses a tool
@@ -717,6 +771,22 @@ impl ClaudeCodeBackend {
         if !request.instructions.is_empty() {
             args.push(format!("--append-system-prompt={}", request.instructions));
         }
+        if let Some(schema) = &request.output_schema {
+            // In argv (Claude Code takes the schema only as a value): schemas are not
+            // secrets, but they are bounded by the kernel's per-argument cap.
+            let schema = schema.to_string();
+            if schema.len() > MAX_SCHEMA_ARG {
+                return Err(Error::new(
+                    ErrorCode::Internal,
+                    format!(
+                        "the output schema is {} bytes; claude-code takes at most {MAX_SCHEMA_ARG} in --json-schema",
+                        schema.len()
+                    ),
+                    SideEffects::None,
+                ));
+            }
+            args.push(format!("--json-schema={schema}"));
+        }
         // The same rendering as codex: prior `context` as a transcript above the
         // prompt, the deliverables to write below it.
         let prompt = crate::agent_program::render_prompt(request);
@@ -738,9 +808,20 @@ impl ClaudeCodeBackend {
     /// line and a final `result` (Claude Code's own "connection refused"), which takes
     /// about half a second. The model request never leaves the machine, and the user's
     /// key is replaced by a dummy for the probe.
-    async fn probe_format(&self, with_tools: bool) -> Result<(), String> {
+    ///
+    /// `with_schema`: with `--json-schema` too; proven only when the init line lists
+    /// the `StructuredOutput` tool Claude Code adds for it (a program that accepted the
+    /// flag and ignored it would not).
+    async fn probe_format(&self, with_tools: bool, with_schema: bool) -> Result<(), String> {
         let folder = agent_program::ProbeFolder::new()?;
-        let request = folder.request(with_tools);
+        let mut request = folder.request(with_tools);
+        if with_schema {
+            request.output_schema = Some(serde_json::json!({
+                "type": "object",
+                "properties": {"ok": {"type": "boolean"}},
+                "required": ["ok"]
+            }));
+        }
         let run = self.agent_run(&request).map_err(|e| e.reason)?;
         let port = agent_program::refused_loopback_port()?;
         let mut env = run.env.clone();
@@ -777,7 +858,14 @@ impl ClaudeCodeBackend {
                 run.program,
                 run.args.join(" ")
             )
-        })
+        })?;
+        if with_schema && !stream.tools.iter().any(|t| t == STRUCTURED_OUTPUT_TOOL) {
+            return Err(format!(
+                "`{}` accepted --json-schema but its session has no {STRUCTURED_OUTPUT_TOOL} tool (tools: {:?})",
+                run.program, stream.tools
+            ));
+        }
+        Ok(())
     }
 
     /// `text` with every credential-looking value (configured or inherited: Claude
@@ -846,9 +934,27 @@ impl Backend for ClaudeCodeBackend {
         // The run's own flags, the default tool policy's (`--tools=` and
         // `--strict-mcp-config`) included; without them, to tell a program that
         // speaks stream-json but cannot hold a tool policy from one that does not.
-        match self.probe_format(true).await {
+        // With `--json-schema` first (one probe when everything holds), then without
+        // it, then without the tool flags: each fallback says what it could not prove.
+        let with_tools = match self.probe_format(true, true).await {
+            Ok(()) => {
+                verified.push(Capability::StructuredOutput);
+                Ok(())
+            }
+            Err(with_schema) => match self.probe_format(true, false).await {
+                Ok(()) => {
+                    problems.push(format!(
+                        "structured-output: {}; upgrade @anthropic-ai/claude-code",
+                        self.redact(&with_schema)
+                    ));
+                    Ok(())
+                }
+                Err(e) => Err(e),
+            },
+        };
+        match with_tools {
             Ok(()) => verified.push(Capability::Tools),
-            Err(with_tools) => match self.probe_format(false).await {
+            Err(with_tools) => match self.probe_format(false, false).await {
                 Ok(()) => problems.push(format!(
                     "tools: `{program}` does not run with `--tools`/`--strict-mcp-config`, so a tool policy cannot be enforced ({}); upgrade @anthropic-ai/claude-code",
                     self.redact(&with_tools)
@@ -947,6 +1053,27 @@ mod tests {
             (parser.session_id.as_str(), parser.model.as_str()),
             ("s1", "m1")
         );
+    }
+
+    #[test]
+    fn structured_output_is_the_text_and_its_tool_call_is_no_tool_run() {
+        let (events, parser) = events_of(&[
+            r#"{"type":"system","subtype":"init","session_id":"s1","model":"m1","tools":["StructuredOutput"]}"#,
+            r#"{"type":"assistant","message":{"id":"m1","content":[{"type":"tool_use","id":"t1","name":"StructuredOutput","input":{"n":7}}]}}"#,
+            r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"}]}}"#,
+            r#"{"type":"result","subtype":"success","is_error":false,"result":"Here you go","structured_output":{"n":7}}"#,
+        ]);
+        assert_eq!(parser.tools, ["StructuredOutput"]);
+        assert!(
+            events.iter().all(|e| e.tool != STRUCTURED_OUTPUT_TOOL),
+            "{events:?}"
+        );
+        assert_eq!(parser.verdict(), Verdict::Completed(r#"{"n":7}"#.into()));
+        // Without `structured_output` (or null) the text is the `result`, as before.
+        let (_, parser) = events_of(&[
+            r#"{"type":"result","subtype":"success","is_error":false,"result":"prose","structured_output":null}"#,
+        ]);
+        assert_eq!(parser.verdict(), Verdict::Completed("prose".into()));
     }
 
     #[test]

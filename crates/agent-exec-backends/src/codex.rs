@@ -43,6 +43,11 @@
 //!   (configured or inherited) that look like credentials (`*KEY*`, `*TOKEN*`,
 //!   `*SECRET*`, `*PASSWORD*`): providers do echo keys back in errors.
 //!
+//! * Structured output: a request's `output_schema` is written to a temporary file
+//!   outside the workspace and passed as `--output-schema=FILE`; the last
+//!   `agent_message` is then the JSON, which the runtime validates (codex's promise is
+//!   not a proof). Verified by the format probe run with the flag.
+//!
 //! Deliberately not done: MCP servers declared in the user's own codex config are not
 //! switched off by the policy (give agent-exec a `CODEX_HOME` without them); no
 //! `codex exec resume` (each execution is a fresh codex thread); `--ephemeral` is not
@@ -337,11 +342,32 @@ impl CodexBackend {
     }
 
     fn declared() -> Vec<Capability> {
-        crate::agent_program::AGENT_CLI_CAPABILITIES.to_vec()
+        let mut declared = crate::agent_program::AGENT_CLI_CAPABILITIES.to_vec();
+        declared.push(Capability::StructuredOutput);
+        declared
     }
 
     fn adapter_version(program_version: &str) -> String {
         crate::agent_program::adapter_version(KIND, program_version)
+    }
+
+    /// `--output-schema=FILE` for `schema`, written to a temporary file *outside* the
+    /// workspace (a file in it would be a workspace change, a side effect we caused),
+    /// kept until the returned guard is dropped — after the run. codex reads the file
+    /// when it starts and sends it as the Responses API's `text.format` json_schema.
+    fn schema_arg(schema: &Value) -> Result<(String, tempfile::NamedTempFile), String> {
+        use std::io::Write as _;
+        let mut file = tempfile::Builder::new()
+            .prefix("agent-exec-output-schema-")
+            .suffix(".json")
+            .tempfile()
+            .map_err(|e| format!("cannot write the output schema for codex: {e}"))?;
+        let text = serde_json::to_vec(schema)
+            .map_err(|e| format!("cannot encode the output schema: {e}"))?;
+        file.write_all(&text)
+            .and_then(|()| file.flush())
+            .map_err(|e| format!("cannot write the output schema for codex: {e}"))?;
+        Ok((format!("--output-schema={}", file.path().display()), file))
     }
 
     /// The kind's own arguments: [`EXEC_FLAGS`], the model, the tool policy
@@ -368,11 +394,28 @@ impl CodexBackend {
     /// loopback port and a throw-away `CODEX_HOME`. Proven by `thread.started` then
     /// `turn.started` on stdout; codex would then retry the provider for minutes, so
     /// the probe stops it there (about 0.3 s in all). The model request never leaves the machine.
-    async fn probe_format(&self, with_tools: bool) -> Result<(), String> {
+    ///
+    /// `with_schema`: with `--output-schema` too — codex reads and parses the file
+    /// before it starts the thread (a missing or malformed one ends it there), so a
+    /// started thread proves the flag is understood, not merely accepted.
+    async fn probe_format(&self, with_tools: bool, with_schema: bool) -> Result<(), String> {
         let folder = agent_program::ProbeFolder::new()?;
         let request = folder.request(with_tools);
         let port = agent_program::refused_loopback_port()?;
         let mut args = self.kind_args(&request)?;
+        let _schema_file = if with_schema {
+            let schema = serde_json::json!({
+                "type": "object",
+                "properties": {"ok": {"type": "boolean"}},
+                "required": ["ok"],
+                "additionalProperties": false
+            });
+            let (arg, file) = Self::schema_arg(&schema)?;
+            args.push(arg);
+            Some(file)
+        } else {
+            None
+        };
         args.extend(self.config.args.iter().cloned());
         args.extend([
             "-c".to_owned(),
@@ -594,13 +637,25 @@ impl Backend for CodexBackend {
         };
         let adapter_version = Self::adapter_version(&format!("codex-cli {number}"));
         let with_tools = verified.contains(&Capability::Tools);
-        if let Err(problem) = self.probe_format(with_tools).await {
-            return agent_program::format_unproven(
-                name,
-                adapter_version,
-                &self.redact(&problem),
-                INSTALL_HINT,
-            );
+        // With `--output-schema` first (one probe when it holds); without it, to tell
+        // a codex that speaks the stream but not structured output from one that
+        // speaks neither.
+        match self.probe_format(with_tools, true).await {
+            Ok(()) => verified.push(Capability::StructuredOutput),
+            Err(with_schema) => {
+                if let Err(problem) = self.probe_format(with_tools, false).await {
+                    return agent_program::format_unproven(
+                        name,
+                        adapter_version,
+                        &self.redact(&problem),
+                        INSTALL_HINT,
+                    );
+                }
+                problems.push(format!(
+                    "structured-output: `{program} exec --output-schema` did not start a run ({}); upgrade @openai/codex",
+                    self.redact(&with_schema)
+                ));
+            }
         }
         crate::agent_program::verify_cancel(&mut verified, &mut problems);
         Verification {
@@ -618,11 +673,26 @@ impl Backend for CodexBackend {
                 agent_exec_contract::SideEffects::None,
             ));
         }
-        let kind_args = match self.kind_args(request) {
+        let mut kind_args = match self.kind_args(request) {
             Ok(args) => args,
             Err(problem) => {
                 return ContractResult::failed(agent_exec_contract::Error::new(
                     ErrorCode::ToolRejected,
+                    format!("backend `{}`: {problem}", self.config.name),
+                    agent_exec_contract::SideEffects::None,
+                ));
+            }
+        };
+        // Held until the run is over: codex reads the file at start.
+        let _schema_file = match request.output_schema.as_ref().map(Self::schema_arg) {
+            None => None,
+            Some(Ok((arg, file))) => {
+                kind_args.push(arg);
+                Some(file)
+            }
+            Some(Err(problem)) => {
+                return ContractResult::failed(agent_exec_contract::Error::new(
+                    ErrorCode::Internal,
                     format!("backend `{}`: {problem}", self.config.name),
                     agent_exec_contract::SideEffects::None,
                 ));

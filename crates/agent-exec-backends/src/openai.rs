@@ -155,6 +155,7 @@ impl OpenAiBackend {
             Capability::Stream,
             Capability::Usage,
             Capability::Cancel,
+            Capability::StructuredOutput,
         ]
     }
 
@@ -220,7 +221,67 @@ impl OpenAiBackend {
         if let Some(t) = self.config.temperature {
             body["temperature"] = serde_json::json!(t);
         }
+        if let Some(schema) = &request.output_schema {
+            // OpenAI's structured outputs. Decision: no `"strict": true` — strict mode
+            // refuses schemas that leave `additionalProperties` open or fields optional,
+            // which are valid JSON Schema; the runtime validates the answer either way.
+            body["response_format"] = serde_json::json!({
+                "type": "json_schema",
+                "json_schema": {"name": "agent_exec_output", "schema": schema},
+            });
+        }
         body
+    }
+
+    /// The structured-output probe: a completion with a `json_schema` `response_format`
+    /// asking for `{"ok": true}` (about ten tokens). Verified only when the server
+    /// accepted it *and* the answer is JSON of that schema — a server that ignores
+    /// `response_format` answers in prose and verifies nothing.
+    async fn probe_structured(
+        &self,
+        client: &reqwest::Client,
+        key: Option<&str>,
+    ) -> Result<(), String> {
+        let schema = serde_json::json!({
+            "type": "object",
+            "properties": {"ok": {"type": "boolean"}},
+            "required": ["ok"],
+            "additionalProperties": false
+        });
+        let probe = ContractRequest {
+            prompt: r#"Reply with the JSON object {"ok": true} and nothing else."#.into(),
+            budget: agent_exec_contract::ContractBudget {
+                max_completion_tokens: 20,
+                ..Default::default()
+            },
+            output_schema: Some(schema.clone()),
+            ..Default::default()
+        };
+        let ctx = ExecutionContext::new(agent_exec_contract::EventSink::discard());
+        let mut log = Vec::new();
+        let exchange = tokio::time::timeout(
+            Duration::from_secs(60),
+            self.exchange(client, key, &probe, &ctx, &mut log),
+        )
+        .await;
+        let result = match exchange {
+            Err(_) => return Err("the probe timed out after 60 s".into()),
+            Ok(Exchange::Transient { reason, .. }) => return Err(reason),
+            Ok(Exchange::Done(result)) => result,
+        };
+        if result.outcome != Outcome::Succeeded {
+            return Err(format!(
+                "the server did not complete a request with response_format: {}",
+                result.err.map(|e| e.reason).unwrap_or_default()
+            ));
+        }
+        let checker = agent_exec_runtime::structured::check_schema(&schema)?;
+        checker.check_text(&result.text).map_err(|why| {
+            format!(
+                "the server accepted response_format but did not honour it ({why}; it answered {:?})",
+                truncate(&result.text, 80)
+            )
+        })
     }
 
     fn backoff(&self, retry: u32) -> Duration {
@@ -498,11 +559,15 @@ impl Backend for OpenAiBackend {
         };
         let ctx = ExecutionContext::new(agent_exec_contract::EventSink::discard());
         let mut log = Vec::new();
-        let probe_result = tokio::time::timeout(
-            Duration::from_secs(60),
-            self.exchange(client, key.as_deref(), &probe, &ctx, &mut log),
-        )
-        .await;
+        // Both probes at once: `verify` runs before every run (it is not cached for
+        // this backend), so the second must not add its latency.
+        let (probe_result, structured) = tokio::join!(
+            tokio::time::timeout(
+                Duration::from_secs(60),
+                self.exchange(client, key.as_deref(), &probe, &ctx, &mut log),
+            ),
+            self.probe_structured(client, key.as_deref()),
+        );
         let result = match probe_result {
             Err(_) => {
                 return Verification::failed(format!(
@@ -532,6 +597,10 @@ impl Backend for OpenAiBackend {
                     " (include_usage is off)"
                 }
             ));
+        }
+        match structured {
+            Ok(()) => verified.push(Capability::StructuredOutput),
+            Err(why) => problems.push(format!("structured-output: {}", self.redact(&why))),
         }
         Verification {
             verified,

@@ -817,3 +817,72 @@ async fn a_program_that_hangs_after_its_result_is_unknown_not_success() {
         assert!(gone(pid), "the hanging child {pid} was left running");
     }
 }
+
+/// `--json-schema`: the scripted model answers through Claude Code's own
+/// `StructuredOutput` tool; the answer (`structured_output`) is the run's text, and the
+/// runtime checks it against the schema itself. A scripted answer Claude Code lets
+/// through that does not match (plain prose, no tool call: Claude Code 2.1.332 returns
+/// it as a success) is failed by the runtime with the validator's reason.
+#[tokio::test]
+async fn structured_output_goes_through_json_schema_and_is_checked_by_the_runtime() {
+    let schema = json!({
+        "type": "object",
+        "properties": {"n": {"type": "integer"}},
+        "required": ["n"]
+    });
+    let s = setup(|_| {
+        vec![
+            Turn::tool_call("toolu_so1", "StructuredOutput", json!({"n": 7})),
+            Turn::text("done"),
+        ]
+    });
+    let mut registry = Registry::new();
+    registry.register(s.backend.clone()).unwrap();
+    let resolved = registry
+        .resolve("claude-test", &[Capability::StructuredOutput])
+        .await
+        .unwrap_or_else(|e| panic!("structured-output not verified: {e}"));
+    let mut request = s.request("give me n", "reasoning");
+    request.output_schema = Some(schema.clone());
+    let result = Runtime::new()
+        .run(request, &resolved, RunOptions::default())
+        .await;
+    assert_eq!(result.outcome, Outcome::Succeeded, "{result:#?}");
+    let answer: serde_json::Value = serde_json::from_str(&result.text).unwrap();
+    assert_eq!(answer, json!({"n": 7}), "the JSON is the text");
+    let first = s.server.requests().into_iter().next().unwrap();
+    let tools = first.body["tools"].to_string();
+    assert!(
+        tools.contains("StructuredOutput"),
+        "the schema reached the model: {tools}"
+    );
+
+    // The model answers in prose; whatever Claude Code makes of it, the runtime does
+    // not take it for the structured answer.
+    let s = setup(|_| {
+        vec![
+            Turn::text("n is seven"),
+            Turn::text("n is seven"),
+            Turn::text("n is seven"),
+        ]
+    });
+    let mut registry = Registry::new();
+    registry.register(s.backend.clone()).unwrap();
+    let resolved = registry
+        .resolve("claude-test", &[Capability::StructuredOutput])
+        .await
+        .unwrap();
+    let mut request = s.request("give me n", "reasoning");
+    request.output_schema = Some(schema);
+    let result = Runtime::new()
+        .run(request, &resolved, RunOptions::default())
+        .await;
+    // Claude Code 2.1.332 lets the prose through as a `success` without
+    // `structured_output`: only the runtime's own check stops it.
+    assert_eq!(result.outcome, Outcome::Failed, "{result:#?}");
+    let err = result.err.as_ref().unwrap();
+    assert_eq!(err.code, ErrorCode::MissingDeliverable, "{result:#?}");
+    assert!(err.reason.contains("not JSON"), "{}", err.reason);
+    assert_eq!(err.side_effects, SideEffects::None, "no tool ran");
+    assert!(result.text.is_empty(), "{result:#?}");
+}

@@ -512,6 +512,7 @@ async fn verify_reports_the_real_version_and_a_missing_program_says_what_to_inst
         Capability::Stream,
         Capability::Tools,
         Capability::Cancel,
+        Capability::StructuredOutput,
     ] {
         assert!(
             verification.verified.contains(&capability),
@@ -610,4 +611,55 @@ echo "unknown command exec" >&2; exit 2"#,
         problem.contains("other 1.0") && problem.contains("@openai/codex"),
         "{problem}"
     );
+}
+
+/// `--output-schema`: codex sends the schema to the model as the Responses API's
+/// `text.format` (json_schema), the last agent message is the JSON, and the runtime
+/// checks it itself: a scripted answer that matches succeeds with the JSON as text;
+/// one that does not is failed with the validator's reason.
+#[tokio::test]
+async fn structured_output_goes_through_output_schema_and_is_checked_by_the_runtime() {
+    let schema = serde_json::json!({
+        "type": "object",
+        "properties": {"n": {"type": "integer"}},
+        "required": ["n"],
+        "additionalProperties": false
+    });
+    let mut verified = AGENT_CLI_CAPABILITIES.to_vec();
+    verified.push(Capability::StructuredOutput);
+
+    let rig = Rig::new(vec![Turn::text(r#"{"n":7}"#)]);
+    let mut request = rig.request("so-ok", "give me n");
+    request.output_schema = Some(schema.clone());
+    let resolved = agents::resolved(rig.backend.clone(), KIND, &verified);
+    let result = Runtime::new()
+        .run(request, &resolved, RunOptions::default())
+        .await;
+    assert_eq!(result.outcome, Outcome::Succeeded, "{result:#?}");
+    assert_eq!(result.text, r#"{"n":7}"#, "the JSON is the text");
+    let sent = rig.server.requests().into_iter().next().unwrap();
+    let format = &sent.body["text"]["format"];
+    assert_eq!(format["type"], "json_schema", "{}", sent.body["text"]);
+    assert_eq!(format["schema"]["required"][0], "n", "{format}");
+    assert!(
+        !rig.workspace.path().read_dir().unwrap().any(|_| true),
+        "the schema file is not written into the workspace"
+    );
+
+    let rig = Rig::new(vec![Turn::text(r#"{"n":"seven"}"#)]);
+    let mut request = rig.request("so-bad", "give me n");
+    request.output_schema = Some(schema);
+    let resolved = agents::resolved(rig.backend.clone(), KIND, &verified);
+    let result = Runtime::new()
+        .run(request, &resolved, RunOptions::default())
+        .await;
+    assert_eq!(result.outcome, Outcome::Failed, "{result:#?}");
+    let err = result.err.as_ref().unwrap();
+    assert_eq!(err.code, ErrorCode::MissingDeliverable);
+    assert!(
+        err.reason.contains("/n") && err.reason.contains("integer"),
+        "{}",
+        err.reason
+    );
+    assert!(result.text.is_empty());
 }

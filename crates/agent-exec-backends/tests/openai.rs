@@ -212,9 +212,18 @@ async fn capabilities_are_verified_by_a_real_probe() {
         .await
         .unwrap();
     assert_eq!(resolved.name, "llm");
-    let probe = &server.requests()[0];
-    assert_eq!(probe.execution_id, None, "the probe is not an execution");
-    assert_eq!(probe.body["max_tokens"], 1);
+    // Two probes, sent at once: the one-token completion and the structured-output one.
+    let probes = server.requests();
+    assert_eq!(probes.len(), 2, "{probes:?}");
+    assert!(
+        probes.iter().all(|p| p.execution_id.is_none()),
+        "the probes are not executions"
+    );
+    let plain = probes
+        .iter()
+        .find(|p| p.body.get("response_format").is_none())
+        .unwrap();
+    assert_eq!(plain.body["max_tokens"], 1);
 
     let down = ScriptedServer::start();
     let mut registry = Registry::new();
@@ -228,4 +237,104 @@ async fn capabilities_are_verified_by_a_real_probe() {
     };
     assert!(problems[0].contains("503"), "{problems:?}");
     assert!(registry.resolve("llm", &[Capability::Files]).await.is_err());
+}
+
+async fn resolve_llm(
+    server: &ScriptedServer,
+    model: &str,
+    required: &[Capability],
+) -> Result<agent_exec_contract::Resolved, ResolveError> {
+    let mut registry = Registry::new();
+    registry.register(Arc::new(backend(server, model))).unwrap();
+    registry.resolve("llm", required).await
+}
+
+fn schema() -> serde_json::Value {
+    serde_json::json!({
+        "type": "object",
+        "properties": {"n": {"type": "integer"}},
+        "required": ["n"],
+        "additionalProperties": false
+    })
+}
+
+#[tokio::test]
+async fn structured_output_is_asked_with_response_format_and_checked_by_the_runtime() {
+    use agent_exec_runtime::{RunOptions, Runtime};
+    let server = ScriptedServer::start();
+    let resolved = resolve_llm(&server, "verbatim", &[Capability::StructuredOutput])
+        .await
+        .unwrap();
+    // The probe that verified it asked for a schema and was answered in it.
+    let probe = server
+        .requests()
+        .into_iter()
+        .find(|p| p.body.get("response_format").is_some())
+        .unwrap();
+    assert_eq!(probe.body["response_format"]["type"], "json_schema");
+
+    let mut matching = request("so-1", r#"{"n": 3}"#);
+    matching.output_schema = Some(schema());
+    let result = Runtime::new()
+        .run(matching, &resolved, RunOptions::default())
+        .await;
+    assert_eq!(result.outcome, Outcome::Succeeded, "{result:?}");
+    assert_eq!(result.text, r#"{"n": 3}"#, "the JSON is the text");
+    let sent = server
+        .requests()
+        .into_iter()
+        .find(|r| r.execution_id.as_deref() == Some("so-1"))
+        .unwrap();
+    assert_eq!(
+        sent.body["response_format"],
+        serde_json::json!({"type": "json_schema", "json_schema": {"name": "agent_exec_output", "schema": schema()}})
+    );
+
+    // The server's promise is not a proof: an answer of the wrong shape is failed.
+    let mut mismatching = request("so-2", r#"{"n": "three"}"#);
+    mismatching.output_schema = Some(schema());
+    let result = Runtime::new()
+        .run(mismatching, &resolved, RunOptions::default())
+        .await;
+    assert_eq!(result.outcome, Outcome::Failed, "{result:?}");
+    let err = result.err.unwrap();
+    assert_eq!(err.code, ErrorCode::MissingDeliverable);
+    assert_eq!(
+        err.side_effects,
+        SideEffects::None,
+        "a chat API touches nothing"
+    );
+    assert!(
+        err.reason.contains("at /n") && err.reason.contains("integer"),
+        "{}",
+        err.reason
+    );
+    assert!(result.text.is_empty());
+}
+
+#[tokio::test]
+async fn a_server_that_ignores_response_format_does_not_verify_structured_output() {
+    let server = ScriptedServer::start();
+    let verification = backend(&server, "no-json").verify().await;
+    assert!(verification.verified.contains(&Capability::Text));
+    assert!(
+        !verification
+            .verified
+            .contains(&Capability::StructuredOutput),
+        "{verification:?}"
+    );
+    assert!(
+        verification
+            .problems
+            .iter()
+            .any(|p| p.starts_with("structured-output:") && p.contains("did not honour")),
+        "{:?}",
+        verification.problems
+    );
+    let refused = resolve_llm(&server, "no-json", &[Capability::StructuredOutput]).await;
+    assert!(
+        matches!(refused, Err(ResolveError::MissingCapability { .. })),
+        "{:?}",
+        refused.err()
+    );
 }

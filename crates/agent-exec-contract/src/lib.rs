@@ -20,6 +20,8 @@
 //!   deprecation warning), and required capabilities checked against what a backend's
 //!   probe *verified*, not what it declares.
 //! * [`JournalHook`]: the port a durable journal implements.
+//! * [`request_json`]: a request handed over as Go's JSON from outside (`--request`),
+//!   refused with the field at fault.
 //!
 //! ## Invariants (the Go file's seven, which every implementation keeps)
 //!
@@ -52,6 +54,7 @@ pub mod backend;
 pub mod error;
 pub mod journal;
 pub mod redact;
+pub mod request_json;
 pub mod resolver;
 pub mod types;
 pub mod wire;
@@ -59,6 +62,7 @@ pub mod wire;
 pub use backend::{Backend, CancelCause, Cancellation, EventSink, ExecutionContext, Verification};
 pub use error::{CANCEL_REQUESTED, Error, ErrorCode, SideEffects};
 pub use journal::{AttemptState, JournalError, JournalHook, PriorAttempts, may_continue};
+pub use request_json::{MAX_REQUEST_BYTES, RequestJsonError, decode_request};
 pub use resolver::{
     AGENT_NATIVE, Alias, CacheMode, PI_NATIVE_ALIAS, Registry, ResolveError, Resolved,
     VerificationCache,

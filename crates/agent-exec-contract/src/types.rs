@@ -175,6 +175,13 @@ pub struct ContractRequest {
         deserialize_with = "null_as_default"
     )]
     pub required: Vec<Capability>,
+    /// Extension (not in the Go file): a JSON Schema object the final text must match
+    /// (`structured-output`). A Go caller declares it as
+    /// `OutputSchema json.RawMessage \`json:"output_schema,omitempty"\``; Go consumers
+    /// that do not know the field ignore it, so the wire stays compatible. `null` or
+    /// absent is no schema.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<serde_json::Value>,
 }
 
 /// A process event frame (Go `Event`).

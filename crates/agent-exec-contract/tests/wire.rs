@@ -46,6 +46,7 @@ fn full_request_matches_go_tags() {
             deadline: Some(datetime!(2026-11-30 23:30:00.5 UTC)),
         },
         required: vec![Capability::Text, Capability::StructuredOutput],
+        output_schema: None,
     };
     assert_round_trip(
         &request,

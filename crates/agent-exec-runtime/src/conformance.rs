@@ -679,6 +679,86 @@ pub async fn invariant_7_workspace_paths_and_refusals(h: &dyn Harness) {
     }
 }
 
+/// Structured output (the `output_schema` extension) is validated by the runtime, not
+/// trusted: even a backend whose probe verified `structured-output` has its answer
+/// checked, and a text that does not match is `failed` (`agent.missing_deliverable`,
+/// the validator's reason, no text); a backend without the verified capability, or a
+/// schema that is itself invalid, is refused before anything is dispatched.
+pub async fn structured_output_is_validated_by_the_runtime(h: &dyn Harness) {
+    let ws = Workspace::new();
+    let runtime = Runtime::new();
+    let mut echo = resolve(h, "conf-echo", Scenario::Echo).await;
+    let prompt = "conformance-structured-5e2a";
+    let schema = serde_json::json!({
+        "type": "object",
+        "properties": {"answer": {"type": "integer"}},
+        "required": ["answer"]
+    });
+
+    // Without the verified capability: refused, nothing dispatched.
+    echo.verification
+        .verified
+        .retain(|c| *c != Capability::StructuredOutput);
+    let id = unique_id("so-a");
+    let mut request = ws.request(&id, prompt);
+    request.output_schema = Some(schema.clone());
+    let refused = runtime
+        .run(request.clone(), &echo, RunOptions::default())
+        .await;
+    assert_eq!(
+        refused
+            .err
+            .as_ref()
+            .map(|e| (e.code.clone(), e.side_effects)),
+        Some((ErrorCode::MissingCapability, SideEffects::None)),
+        "structured output: {refused:?}"
+    );
+    if let Some(n) = count_of(h, &id) {
+        assert_eq!(n, 0, "structured output: refused, yet dispatched");
+    }
+
+    // A backend that claims it (whatever its probe says): its echo, which is not a
+    // JSON object with an integer `answer`, is rejected by the runtime.
+    echo.verification
+        .verified
+        .push(Capability::StructuredOutput);
+    let id = unique_id("so-b");
+    request.execution_id = id.clone();
+    let rejected = runtime
+        .run(request.clone(), &echo, RunOptions::default())
+        .await;
+    assert_eq!(
+        rejected.outcome,
+        Outcome::Failed,
+        "structured output: an answer that does not match is failed: {rejected:?}"
+    );
+    let err = rejected.err.as_ref().expect("structured output: an error");
+    assert_eq!(err.code, ErrorCode::MissingDeliverable, "{rejected:?}");
+    assert!(
+        err.reason.contains("output_schema"),
+        "structured output: the validator's reason: {rejected:?}"
+    );
+    assert!(
+        rejected.text.is_empty(),
+        "structured output: the rejected text is not the answer"
+    );
+
+    // A schema that is no schema: refused before anything runs.
+    let id = unique_id("so-c");
+    request.execution_id = id.clone();
+    request.output_schema = Some(serde_json::json!({"type": "no-such-type"}));
+    let invalid = runtime.run(request, &echo, RunOptions::default()).await;
+    assert_eq!(invalid.outcome, Outcome::Failed, "{invalid:?}");
+    assert_eq!(
+        invalid.err.as_ref().map(|e| e.side_effects),
+        Some(SideEffects::None),
+        "{invalid:?}"
+    );
+    if let Some(n) = count_of(h, &id) {
+        assert_eq!(n, 0, "structured output: invalid schema, yet dispatched");
+    }
+}
+
 /// Generates one `#[tokio::test]` per invariant for the harness built by `$make`.
 #[macro_export]
 macro_rules! conformance_tests {
@@ -715,6 +795,10 @@ macro_rules! conformance_tests {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn invariant_7_workspace_paths_and_refusals() {
                 c::invariant_7_workspace_paths_and_refusals(&$make).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn structured_output_is_validated_by_the_runtime() {
+                c::structured_output_is_validated_by_the_runtime(&$make).await
             }
         }
     };

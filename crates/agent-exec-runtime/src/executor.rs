@@ -13,6 +13,7 @@ use futures::StreamExt as _;
 use time::OffsetDateTime;
 
 use crate::deliverables;
+use crate::structured;
 use crate::workspace::{Changes, Snapshot};
 
 /// How long the runtime waits for a backend to return after a cancel before it stops
@@ -95,6 +96,19 @@ impl Runtime {
                 SideEffects::None,
             ));
         }
+        // Structured output: the schema is compiled once, before anything is journaled
+        // or dispatched; a schema that is itself invalid is the caller's mistake.
+        let schema = match request.output_schema.as_ref().map(structured::check_schema) {
+            None => None,
+            Some(Ok(schema)) => Some(schema),
+            Some(Err(why)) => {
+                return ContractResult::failed(Error::new(
+                    ErrorCode::Internal,
+                    format!("not started: {why}"),
+                    SideEffects::None,
+                ));
+            }
+        };
         let prior = match &self.journal {
             None => Default::default(),
             Some(journal) => {
@@ -137,11 +151,17 @@ impl Runtime {
         let mut fell_back = false;
         let result = loop {
             attempt = attempt.saturating_add(1);
-            let result = match self.preflight(&request, usage, &options.cancellation) {
+            let result = match self.preflight(&request, backend, usage, &options.cancellation) {
                 Err(refusal) => *refusal,
                 Ok(attempt_request) => {
-                    self.attempt(&attempt_request, backend, attempt, &options)
-                        .await
+                    self.attempt(
+                        &attempt_request,
+                        backend,
+                        attempt,
+                        &options,
+                        schema.as_ref(),
+                    )
+                    .await
                 }
             };
             usage = usage.plus(result.usage);
@@ -180,9 +200,28 @@ impl Runtime {
     fn preflight(
         &self,
         request: &ContractRequest,
+        backend: &Resolved,
         spent: Usage,
         cancellation: &Cancellation,
     ) -> Result<ContractRequest, Box<ContractResult>> {
+        // A schema asks the backend for structured output; one that has not verified it
+        // would be handed a request it cannot honour (the runtime would still catch
+        // the answer, but the program was never asked).
+        if request.output_schema.is_some()
+            && !backend
+                .verification
+                .verified
+                .contains(&Capability::StructuredOutput)
+        {
+            return Err(Box::new(ContractResult::failed(Error::new(
+                ErrorCode::MissingCapability,
+                format!(
+                    "backend `{}` has not verified `structured-output`, and the request has an output_schema",
+                    backend.name
+                ),
+                SideEffects::None,
+            ))));
+        }
         // The watchdog task may not have run yet: a deadline already past is checked
         // here, so nothing is dispatched after it.
         if request.budget.deadline.is_some_and(|d| d <= now()) {
@@ -235,6 +274,7 @@ impl Runtime {
         backend: &Resolved,
         attempt: u32,
         options: &RunOptions,
+        schema: Option<&structured::Schema>,
     ) -> ContractResult {
         let id = &request.execution_id;
         if let Some(journal) = &self.journal {
@@ -355,6 +395,7 @@ impl Runtime {
             cause,
             changes.as_ref(),
             &tools,
+            schema,
         );
         if let Some(journal) = &self.journal
             && let Err(e) = journal.attempt_finished(id, attempt, &result, now()).await
@@ -394,6 +435,7 @@ fn settle(
     cause: Option<CancelCause>,
     changes: Option<&Changes>,
     tools: &[String],
+    schema: Option<&structured::Schema>,
 ) {
     let mut observed = Vec::new();
     if let Some(changes) = changes {
@@ -447,6 +489,21 @@ fn settle(
                     "the backend returned no text, and text is required".into(),
                     effects,
                 );
+                return;
+            }
+            if let Some(schema) = schema
+                && let Err(why) = schema.check_text(&result.text)
+            {
+                // Not returned: a failed run's text is not its answer (see `structured`).
+                let size = result.text.len();
+                result.text.clear();
+                append_log(
+                    result,
+                    &format!(
+                        "structured output rejected: the final text ({size} bytes) is not returned"
+                    ),
+                );
+                fail(result, ErrorCode::MissingDeliverable, why, effects);
                 return;
             }
             if !request.targets.is_empty() {

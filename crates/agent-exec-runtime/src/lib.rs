@@ -57,6 +57,7 @@ pub mod deliverables;
 pub mod executor;
 pub mod process;
 pub mod procfs;
+pub mod structured;
 pub mod workspace;
 
 pub use agent_exec_contract::JournalHook;

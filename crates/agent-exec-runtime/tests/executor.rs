@@ -467,3 +467,100 @@ async fn each_attempt_sees_the_budget_left_by_the_previous_ones() {
     assert_eq!(result.err.unwrap().code, ErrorCode::BudgetExceeded);
     assert_eq!(result.usage.prompt_tokens, 120);
 }
+
+fn with_schema(ws: &tempfile::TempDir) -> ContractRequest {
+    let mut request = request(ws);
+    request.output_schema = Some(serde_json::json!({
+        "type": "object",
+        "properties": {"n": {"type": "integer"}},
+        "required": ["n"]
+    }));
+    request
+}
+
+#[tokio::test]
+async fn structured_output_that_matches_succeeds_with_the_json_as_text() {
+    let ws = tempfile::tempdir().unwrap();
+    let fake = Arc::new(Fake::new(vec![Capability::StructuredOutput], |_| {
+        Some(ContractResult::succeeded(r#"{"n": 4}"#))
+    }));
+    let result = Runtime::new()
+        .run(
+            with_schema(&ws),
+            &resolved(fake).await,
+            RunOptions::default(),
+        )
+        .await;
+    assert_eq!(result.outcome, Outcome::Succeeded, "{result:?}");
+    assert_eq!(result.text, r#"{"n": 4}"#);
+}
+
+#[tokio::test]
+async fn structured_output_that_does_not_match_is_failed_with_observed_effects() {
+    let ws = tempfile::tempdir().unwrap();
+    let root = ws.path().to_owned();
+    // The backend "succeeds", after writing a file, with an answer of the wrong shape.
+    let fake = Arc::new(Fake::new(vec![Capability::StructuredOutput], move |_| {
+        std::fs::write(root.join("touched"), "x").unwrap();
+        Some(ContractResult::succeeded(r#"{"n": "four"}"#))
+    }));
+    let result = Runtime::new()
+        .run(
+            with_schema(&ws),
+            &resolved(fake).await,
+            RunOptions::default(),
+        )
+        .await;
+    assert_eq!(result.outcome, Outcome::Failed, "{result:?}");
+    let err = result.err.as_ref().unwrap();
+    assert_eq!(err.code, ErrorCode::MissingDeliverable);
+    assert_eq!(
+        err.side_effects,
+        SideEffects::Possible,
+        "the file write was observed"
+    );
+    assert!(
+        err.reason.contains("/n") && err.reason.contains("integer"),
+        "{}",
+        err.reason
+    );
+    assert!(result.text.is_empty());
+    assert!(result.logs.contains("not returned"), "{}", result.logs);
+}
+
+#[tokio::test]
+async fn structured_output_needs_the_verified_capability_and_a_valid_schema() {
+    let ws = tempfile::tempdir().unwrap();
+    let fake = Arc::new(Fake::new(vec![Capability::Text], |_| {
+        Some(ContractResult::succeeded(r#"{"n": 4}"#))
+    }));
+    let backend = resolved(fake.clone()).await;
+    let result = Runtime::new()
+        .run(with_schema(&ws), &backend, RunOptions::default())
+        .await;
+    assert_eq!(
+        result.err.as_ref().map(|e| e.code.clone()),
+        Some(ErrorCode::MissingCapability),
+        "{result:?}"
+    );
+    let mut bad = with_schema(&ws);
+    bad.output_schema = Some(serde_json::json!({"required": "n"}));
+    let result = Runtime::new()
+        .run(bad, &backend, RunOptions::default())
+        .await;
+    assert_eq!(result.outcome, Outcome::Failed, "{result:?}");
+    assert!(
+        result
+            .err
+            .as_ref()
+            .unwrap()
+            .reason
+            .contains("not a valid JSON Schema"),
+        "{result:?}"
+    );
+    assert_eq!(
+        fake.calls.load(Ordering::SeqCst),
+        0,
+        "nothing was dispatched"
+    );
+}

@@ -47,20 +47,31 @@ pub struct RunArgs {
     /// Backend name (or alias).
     #[arg(long, value_name = "NAME")]
     pub backend: String,
+    /// The whole request as Go's `encoding/json` writes a `ContractRequest` (a file, or
+    /// `-` for stdin). Excludes the flags that would say the same thing twice.
+    #[arg(
+        long,
+        value_name = "FILE|-",
+        conflicts_with_all = [
+            "prompt", "prompt_file", "workspace", "targets", "deadline", "require",
+            "execution_id", "tool_profile", "allow_tools", "output_schema",
+        ]
+    )]
+    pub request: Option<String>,
     /// The prompt.
     #[arg(
         long,
         value_name = "TEXT",
         conflicts_with = "prompt_file",
-        required_unless_present = "prompt_file"
+        required_unless_present_any = ["prompt_file", "request"]
     )]
     pub prompt: Option<String>,
     /// Read the prompt from a file.
     #[arg(long, value_name = "F")]
     pub prompt_file: Option<PathBuf>,
     /// The workspace root (the backend's working directory; deliverables are read back only from inside it).
-    #[arg(long, value_name = "DIR")]
-    pub workspace: PathBuf,
+    #[arg(long, value_name = "DIR", required_unless_present = "request")]
+    pub workspace: Option<PathBuf>,
     /// A deliverable, relative to the workspace; repeatable.
     #[arg(long = "target", value_name = "PATH")]
     pub targets: Vec<String>,
@@ -79,6 +90,11 @@ pub struct RunArgs {
     /// or repeated; names are the agent's own (e.g. codex `exec_command`, Claude Code `Write`, pi `bash`).
     #[arg(long = "allow-tool", value_name = "NAME", value_delimiter = ',')]
     pub allow_tools: Vec<String>,
+    /// A JSON Schema (a file holding one object) the final text must match: the
+    /// backend is asked for structured output its own way, and agent-exec validates the
+    /// answer itself. Implies `--require structured-output`.
+    #[arg(long, value_name = "FILE")]
+    pub output_schema: Option<PathBuf>,
     /// Execution id (reuse one to retry a step under the same id, deadline and budget). Default: a new UUIDv7.
     #[arg(long, value_name = "ID")]
     pub execution_id: Option<String>,

@@ -96,62 +96,10 @@ pub async fn run(args: &Args, run: &RunArgs) -> anyhow::Result<u8> {
     let mut registry = config.registry()?;
     crate::verified::attach(&mut registry, agent_exec_contract::CacheMode::Use);
 
-    let prompt = match (&run.prompt, &run.prompt_file) {
-        (Some(text), _) => text.clone(),
-        (None, Some(file)) => std::fs::read_to_string(file)
-            .with_context(|| format!("cannot read --prompt-file {}", file.display()))?,
-        (None, None) => bail!("give --prompt TEXT or --prompt-file F"),
-    };
-    let root = std::fs::canonicalize(&run.workspace)
-        .with_context(|| format!("--workspace {}", run.workspace.display()))?;
-    if !root.is_dir() {
-        bail!("--workspace {} is not a directory", root.display());
-    }
-    let root = root
-        .to_str()
-        .ok_or_else(|| anyhow!("--workspace {} is not valid UTF-8", root.display()))?
-        .to_owned();
-    let deadline = match &run.deadline {
-        None => None,
-        Some(text) => {
-            let d = duration::parse(text).map_err(|e| anyhow!("--deadline: {e}"))?;
-            // Checked: a huge value is a usage error, never an overflow panic.
-            let too_long = || anyhow!("--deadline {text}: too long (the date would overflow)");
-            let d = time::Duration::try_from(d).map_err(|_| too_long())?;
-            Some(
-                time::OffsetDateTime::now_utc()
-                    .checked_add(d)
-                    .ok_or_else(too_long)?,
-            )
-        }
-    };
-    let required = parse_required(&run.require)?;
-    let execution_id = match &run.execution_id {
-        Some(id) => {
-            check_execution_id(id)?;
-            id.clone()
-        }
-        None => uuid::Uuid::now_v7().to_string(),
-    };
-    let request = ContractRequest {
-        execution_id: execution_id.clone(),
-        prompt,
-        targets: run.targets.clone(),
-        workspace: WorkspaceHandle {
-            root,
-            writable: Vec::new(),
-        },
-        budget: ContractBudget {
-            deadline,
-            ..Default::default()
-        },
-        required: required.clone(),
-        tool_policy: ToolPolicy {
-            profile: run.tool_profile.clone().unwrap_or_default(),
-            allowlist: run.allow_tools.clone(),
-        },
-        ..Default::default()
-    };
+    let request = build_request(run)?;
+    let execution_id = request.execution_id.clone();
+    let required = request.required.clone();
+    let deadline = request.budget.deadline;
 
     // Cancellation is armed before the backend is resolved: resolving runs the
     // backend's capability probe (processes, a network request; up to a minute when
@@ -242,6 +190,159 @@ pub async fn run(args: &Args, run: &RunArgs) -> anyhow::Result<u8> {
     }
     print_result(run, &execution_id, &result)?;
     Ok(exit_code(&result.outcome))
+}
+
+/// The request to run: `--request` (Go's JSON, checked field by field), else the
+/// flags. Every problem is a usage error before anything runs.
+fn build_request(run: &RunArgs) -> anyhow::Result<ContractRequest> {
+    let mut request = match &run.request {
+        Some(source) => request_from_json(source)?,
+        None => request_from_flags(run)?,
+    };
+    if let Some(schema) = &request.output_schema {
+        // A schema that is itself invalid is refused here, before anything runs (the
+        // runtime compiles it again for the check of the answer).
+        agent_exec_runtime::structured::check_schema(schema).map_err(|e| anyhow!("{e}"))?;
+        // A schema is a requirement: only a backend that verified structured output
+        // is asked.
+        if !request.required.contains(&Capability::StructuredOutput) {
+            request.required.push(Capability::StructuredOutput);
+        }
+    }
+    Ok(request)
+}
+
+fn request_from_flags(run: &RunArgs) -> anyhow::Result<ContractRequest> {
+    let prompt = match (&run.prompt, &run.prompt_file) {
+        (Some(text), _) => text.clone(),
+        (None, Some(file)) => std::fs::read_to_string(file)
+            .with_context(|| format!("cannot read --prompt-file {}", file.display()))?,
+        (None, None) => bail!("give --prompt TEXT or --prompt-file F"),
+    };
+    let workspace = run
+        .workspace
+        .as_ref()
+        .ok_or_else(|| anyhow!("give --workspace DIR (or --request)"))?;
+    let root = canonical_workspace(workspace, "--workspace")?;
+    let deadline = match &run.deadline {
+        None => None,
+        Some(text) => {
+            let d = duration::parse(text).map_err(|e| anyhow!("--deadline: {e}"))?;
+            // Checked: a huge value is a usage error, never an overflow panic.
+            let too_long = || anyhow!("--deadline {text}: too long (the date would overflow)");
+            let d = time::Duration::try_from(d).map_err(|_| too_long())?;
+            Some(
+                time::OffsetDateTime::now_utc()
+                    .checked_add(d)
+                    .ok_or_else(too_long)?,
+            )
+        }
+    };
+    let required = parse_required(&run.require)?;
+    let execution_id = match &run.execution_id {
+        Some(id) => {
+            check_execution_id(id)?;
+            id.clone()
+        }
+        None => uuid::Uuid::now_v7().to_string(),
+    };
+    let output_schema = match &run.output_schema {
+        None => None,
+        Some(file) => {
+            let text = std::fs::read(file)
+                .with_context(|| format!("cannot read --output-schema {}", file.display()))?;
+            let schema: serde_json::Value = serde_json::from_slice(&text)
+                .map_err(|e| anyhow!("--output-schema {}: not JSON: {e}", file.display()))?;
+            Some(schema)
+        }
+    };
+    Ok(ContractRequest {
+        execution_id,
+        prompt,
+        targets: run.targets.clone(),
+        workspace: WorkspaceHandle {
+            root,
+            writable: Vec::new(),
+        },
+        budget: ContractBudget {
+            deadline,
+            ..Default::default()
+        },
+        required,
+        tool_policy: ToolPolicy {
+            profile: run.tool_profile.clone().unwrap_or_default(),
+            allowlist: run.allow_tools.clone(),
+        },
+        output_schema,
+        ..Default::default()
+    })
+}
+
+/// `DIR` made canonical; it must be an existing directory named in UTF-8.
+fn canonical_workspace(dir: &std::path::Path, what: &str) -> anyhow::Result<String> {
+    let root = std::fs::canonicalize(dir).with_context(|| format!("{what} {}", dir.display()))?;
+    if !root.is_dir() {
+        bail!("{what} {} is not a directory", root.display());
+    }
+    Ok(root
+        .to_str()
+        .ok_or_else(|| anyhow!("{what} {} is not valid UTF-8", root.display()))?
+        .to_owned())
+}
+
+/// `--request FILE|-`: Go's `ContractRequest` JSON. A malformed request is a usage
+/// error naming the field (`budget.deadline: …`), and so is a field this machine
+/// cannot honour (a relative or missing `workspace.root`, an unknown capability).
+fn request_from_json(source: &str) -> anyhow::Result<ContractRequest> {
+    use std::io::Read as _;
+    let limit = agent_exec_contract::MAX_REQUEST_BYTES as u64 + 1;
+    let mut bytes = Vec::new();
+    let (name, read) = if source == "-" {
+        (
+            "stdin".to_owned(),
+            std::io::stdin().lock().take(limit).read_to_end(&mut bytes),
+        )
+    } else {
+        let file = std::fs::File::open(source)
+            .with_context(|| format!("cannot read --request {source}"))?;
+        (source.to_owned(), file.take(limit).read_to_end(&mut bytes))
+    };
+    read.with_context(|| format!("cannot read --request {name}"))?;
+    let bad = |field: &str, message: String| anyhow!("--request {name}: {field}: {message}");
+    let mut request = agent_exec_contract::decode_request(&bytes)
+        .map_err(|e| anyhow!("--request {name}: {e}"))?;
+    if request.execution_id.is_empty() {
+        return Err(bad(
+            "execution_id",
+            "empty; the caller chooses the id (and reuses it for a step retry)".into(),
+        ));
+    }
+    check_execution_id(&request.execution_id).map_err(|e| bad("execution_id", e.to_string()))?;
+    if request.prompt.is_empty() {
+        return Err(bad("prompt", "empty".into()));
+    }
+    let root = std::path::Path::new(&request.workspace.root);
+    if !root.is_absolute() {
+        return Err(bad(
+            "workspace.root",
+            format!("{:?} is not an absolute path", request.workspace.root),
+        ));
+    }
+    request.workspace.root = canonical_workspace(root, "workspace.root")
+        .map_err(|e| anyhow!("--request {name}: {e:#}"))?;
+    for (i, capability) in request.required.iter().enumerate() {
+        if let Capability::Other(unknown) = capability {
+            let known: Vec<_> = Capability::KNOWN.iter().map(Capability::as_str).collect();
+            return Err(bad(
+                &format!("required[{i}]"),
+                format!(
+                    "unknown capability {unknown:?}; one of: {}",
+                    known.join(", ")
+                ),
+            ));
+        }
+    }
+    Ok(request)
 }
 
 /// Cancels on the first Ctrl-C or SIGTERM.

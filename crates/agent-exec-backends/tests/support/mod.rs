@@ -14,8 +14,12 @@
 //! | `leaky` | HTTP 401 whose message echoes the `Authorization` header (a careless server) |
 //! | `early-cut` | the connection is aborted before any token (first request per id), then `echo` |
 //! | `echo-key` | streams `key: <Authorization header>`, the header split across three chunks (a careless server) |
+//! | `verbatim` | streams the last user message as it is (a scripted JSON answer), like `echo` otherwise |
+//! | `no-json` | like `echo`, and its probe ignores `response_format` (a server without structured output) |
 //!
-//! Probe requests (no execution id header) succeed for every model but `reject`/`down`.
+//! Probe requests (no execution id header) succeed for every model but `reject`/`down`;
+//! a probe with a `json_schema` `response_format` is answered `{"ok":true}` (but by
+//! `no-json`).
 #![allow(clippy::unwrap_used, dead_code)]
 
 use std::collections::HashMap;
@@ -146,7 +150,12 @@ fn error(status: StatusCode, message: &str) -> Response {
 }
 
 fn echo(prompt: &str) -> Response {
-    let text = format!("echo: {prompt}");
+    say(&format!("echo: {prompt}"), prompt)
+}
+
+/// Streams `text` in two pieces, a finish reason, usage (from `prompt`'s words) and `[DONE]`.
+fn say(text: &str, prompt: &str) -> Response {
+    let text = text.to_owned();
     let mid = text
         .char_indices()
         .nth(text.chars().count() / 2)
@@ -199,6 +208,8 @@ async fn completions(
         return match model.as_str() {
             "reject" => error(StatusCode::BAD_REQUEST, "model refuses"),
             "down" => error(StatusCode::SERVICE_UNAVAILABLE, "overloaded"),
+            "no-json" => echo(&prompt),
+            _ if body["response_format"]["type"] == "json_schema" => say(r#"{"ok":true}"#, &prompt),
             _ => echo(&prompt),
         };
     };
@@ -209,7 +220,8 @@ async fn completions(
         *n
     };
     match model.as_str() {
-        "echo" => echo(&prompt),
+        "echo" | "no-json" => echo(&prompt),
+        "verbatim" => say(&prompt, &prompt),
         "silent" => stream_response(futures::stream::iter(vec![
             Ok(finish()),
             Ok(usage(3, 0)),
