@@ -330,6 +330,7 @@ pub async fn drive(
         ctx.events.emit(Event::of_kind(EventKind::MessageEnd));
     }
     result.logs = logs;
+    termination.report_leftovers(&run.program, &mut result, &ctx.events);
     result
 }
 
@@ -419,9 +420,12 @@ async fn read_until_end(
                     return Ending::Exited(status);
                 }
                 // Let what is already in the pipe be read, but do not wait for a
-                // straggler that inherited stdout.
+                // straggler that inherited stdout: the program is done, so what it left
+                // running is terminated now (what it wrote stays readable), and the
+                // pipe closes. `terminate` is idempotent: `drive` gets this answer.
                 exited = Some(status);
                 drain_deadline = Some(tokio::time::Instant::now() + DRAIN_AFTER_EXIT);
+                let _ = tree.terminate(run.grace).await;
             }
             _ = tick.tick() => scan_due = true,
             _ = drain => {

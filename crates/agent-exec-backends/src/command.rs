@@ -287,8 +287,8 @@ impl Backend for CommandBackend {
                 Error::new(
                     ErrorCode::UnknownOutcome,
                     format!(
-                        "`{program}` exited with status 0, but a process it started escaped \
-                         the process tree (new session, cleared environment) and still holds \
+                        "`{program}` exited with status 0, but a process outside its process \
+                         tree (one that escaped it, or one it handed its stdout to) still holds \
                          its stdout open; it may still be running"
                     ),
                     SideEffects::Possible,
@@ -305,6 +305,7 @@ impl Backend for CommandBackend {
             );
         }
         result.logs = logs;
+        termination.report_leftovers(program, &mut result, &ctx.events);
         // The program may print a credential it was given (its env, or ours).
         redact_result(&self.config.env, &mut result);
         result

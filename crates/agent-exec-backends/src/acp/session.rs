@@ -250,6 +250,7 @@ pub(super) async fn run(
         ctx.events.emit(Event::of_kind(EventKind::MessageEnd));
     }
     result.logs = logs;
+    termination.report_leftovers(&launch.program, &mut result, &ctx.events);
     result
 }
 
