@@ -34,7 +34,6 @@
 use std::collections::BTreeMap;
 use std::os::unix::process::ExitStatusExt as _;
 use std::process::{ExitStatus, Stdio};
-use std::sync::Arc;
 use std::time::Duration;
 
 use agent_exec_contract::{
@@ -43,14 +42,13 @@ use agent_exec_contract::{
 };
 use agent_exec_runtime::cause_code;
 use agent_exec_runtime::process::{ProcessTree, Termination};
+
+use crate::output::{Reader, join_bounded, push_line};
 use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _};
 
 /// The longest stdout line handed to a parser (agents put whole file bodies in tool
 /// results; 16 MiB is far above any real line and still bounded).
 pub const MAX_LINE: usize = 16 * 1024 * 1024;
-
-/// How much of stderr is kept for `logs` (the tail).
-pub(crate) const STDERR_TAIL: usize = 16 * 1024;
 
 /// How often the process tree is scanned while the program runs.
 const WATCH_EVERY: Duration = Duration::from_millis(250);
@@ -332,6 +330,7 @@ pub async fn drive(
         ctx.events.emit(Event::of_kind(EventKind::MessageEnd));
     }
     result.logs = logs;
+    termination.report_leftovers(&run.program, &mut result, &ctx.events);
     result
 }
 
@@ -421,9 +420,12 @@ async fn read_until_end(
                     return Ending::Exited(status);
                 }
                 // Let what is already in the pipe be read, but do not wait for a
-                // straggler that inherited stdout.
+                // straggler that inherited stdout: the program is done, so what it left
+                // running is terminated now (what it wrote stays readable), and the
+                // pipe closes. `terminate` is idempotent: `drive` gets this answer.
                 exited = Some(status);
                 drain_deadline = Some(tokio::time::Instant::now() + DRAIN_AFTER_EXIT);
+                let _ = tree.terminate(run.grace).await;
             }
             _ = tick.tick() => scan_due = true,
             _ = drain => {
@@ -624,119 +626,6 @@ fn describe(status: ExitStatus) -> String {
     }
 }
 
-/// Bytes a reader task has read so far, shared with the task: a reader given up on
-/// (a survivor holds its pipe open) still hands over what it read. The lock is held
-/// for one chunk at a time; a poisoned lock still holds good bytes and is used.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Collected(Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl Collected {
-    pub(crate) fn with<R>(&self, f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
-        let mut bytes = self
-            .0
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        f(&mut bytes)
-    }
-
-    fn take(&self) -> Vec<u8> {
-        self.with(std::mem::take)
-    }
-}
-
-/// A reader task and what it has collected.
-pub(crate) struct Reader {
-    task: tokio::task::JoinHandle<()>,
-    collected: Collected,
-}
-
-impl Reader {
-    /// Spawns `read`, which appends what it reads to the [`Collected`] it is given.
-    pub(crate) fn spawn<F>(read: impl FnOnce(Collected) -> F) -> Reader
-    where
-        F: std::future::Future<Output = ()> + Send + 'static,
-    {
-        let collected = Collected::default();
-        let task = tokio::spawn(read(collected.clone()));
-        Reader { task, collected }
-    }
-
-    /// A reader of `stream` keeping its last [`STDERR_TAIL`] bytes.
-    pub(crate) fn tail(stream: Option<tokio::process::ChildStderr>) -> Reader {
-        Reader::spawn(|into| read_tail(stream, into))
-    }
-}
-
-/// Reads a stream to the end into `into`, keeping its last [`STDERR_TAIL`] bytes.
-async fn read_tail(stream: Option<tokio::process::ChildStderr>, into: Collected) {
-    let Some(mut stream) = stream else {
-        return;
-    };
-    let mut buf = vec![0u8; 8 * 1024];
-    loop {
-        match stream.read(&mut buf).await {
-            Ok(0) | Err(_) => break,
-            Ok(n) => into.with(|tail| {
-                tail.extend_from_slice(buf.get(..n).unwrap_or_default());
-                if tail.len() > 2 * STDERR_TAIL {
-                    tail.drain(..tail.len() - STDERR_TAIL);
-                }
-            }),
-        }
-    }
-}
-
-/// Why a reader did not reach the end of its stream.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Unfinished {
-    /// Still open a second after the tree was terminated: some process outside the
-    /// tree we could see (one that escaped it: a new session, a cleared
-    /// environment) holds the pipe, so the program's work may go on.
-    HeldOpen,
-    /// The reader task failed.
-    Failed,
-}
-
-impl Unfinished {
-    /// What `logs` says about it.
-    pub(crate) fn note(self) -> &'static str {
-        match self {
-            Unfinished::HeldOpen => {
-                "output still held open by a surviving process; kept what came before"
-            }
-            Unfinished::Failed => "output reader failed; kept what came before",
-        }
-    }
-}
-
-/// Joins a reader, giving up after a second: a surviving process may hold the pipe
-/// open. Either way the bytes read so far are returned (a stderr tail is cut to its
-/// last [`STDERR_TAIL`] bytes by the caller's reader; at most twice that here).
-pub(crate) async fn join_bounded(reader: Reader) -> (Vec<u8>, Option<Unfinished>) {
-    let Reader { task, collected } = reader;
-    let abort = task.abort_handle();
-    let unfinished = match tokio::time::timeout(Duration::from_secs(1), task).await {
-        Ok(Ok(())) => None,
-        Ok(Err(_)) => Some(Unfinished::Failed),
-        Err(_) => {
-            abort.abort();
-            Some(Unfinished::HeldOpen)
-        }
-    };
-    (collected.take(), unfinished)
-}
-
-pub(crate) fn push_line(logs: &mut String, line: &str) {
-    if !logs.is_empty() && !logs.ends_with('\n') {
-        logs.push('\n');
-    }
-    logs.push_str(line);
-}
-
-/// Values shorter than this are not credentials (`1`, `yes`), and replacing them would
-/// mangle text.
-pub const MIN_SECRET_LEN: usize = 8;
-
 /// The [`agent_exec_contract::Backend::verification_key`] of an agent-program
 /// backend of `kind` running `program` with `config`: `None` when the program cannot
 /// be found or stat'ed (then the probe runs, and reports the problem).
@@ -754,7 +643,7 @@ pub const MIN_SECRET_LEN: usize = 8;
 pub fn verification_key(kind: &str, program: &str, config: &ProgramConfig) -> Option<String> {
     use sha2::{Digest as _, Sha256};
     use std::os::unix::fs::MetadataExt as _;
-    let found = crate::command::find_program(program).ok()?;
+    let found = crate::locate::find_program(program).ok()?;
     let resolved = std::fs::canonicalize(found).ok()?;
     let meta = std::fs::metadata(&resolved).ok()?;
     let mut hasher = Sha256::new();
@@ -791,130 +680,6 @@ pub fn verification_key(kind: &str, program: &str, config: &ProgramConfig) -> Op
     ))
 }
 
-/// `text` with the value of every environment variable that looks like a credential
-/// ([`agent_exec_contract::redact::is_credential_name`]) replaced by `[redacted]`:
-/// the `configured` ones and the inherited ones, since agent programs read their keys
-/// from variables we cannot always name, and providers echo keys back in errors.
-/// Longest values first, so a secret containing another is not half-replaced.
-/// Inherited variables that are not UTF-8 are skipped (never a panic).
-pub fn redact_credentials(configured: &BTreeMap<String, String>, text: &str) -> String {
-    redact_values(&credential_values(configured), text)
-}
-
-/// The credential values [`redact_credentials`] removes, longest first: configured and
-/// inherited variables whose name is a credential's
-/// ([`agent_exec_contract::redact::is_credential_name`]), at least
-/// [`MIN_SECRET_LEN`] long.
-pub fn credential_values(configured: &BTreeMap<String, String>) -> Vec<String> {
-    let inherited = std::env::vars_os()
-        .filter_map(|(name, value)| Some((name.into_string().ok()?, value.into_string().ok()?)));
-    let mut secrets: Vec<String> = configured
-        .clone()
-        .into_iter()
-        .chain(inherited)
-        .filter(|(name, value)| {
-            agent_exec_contract::redact::is_credential_name(name) && value.len() >= MIN_SECRET_LEN
-        })
-        .map(|(_, value)| value)
-        .collect();
-    secrets.sort_by_key(|value| std::cmp::Reverse(value.len()));
-    secrets.dedup();
-    secrets
-}
-
-/// `text` with each of `secrets` (longest first) replaced by `[redacted]`.
-pub fn redact_values(secrets: &[String], text: &str) -> String {
-    let mut out = text.to_owned();
-    for secret in secrets {
-        if out.contains(secret.as_str()) {
-            out = out.replace(secret.as_str(), agent_exec_contract::redact::REDACTED);
-        }
-    }
-    out
-}
-
-/// Redacts everything of `result` a user reads — `text`, `logs`, the error's reason —
-/// with [`redact_credentials`]; the one place backends call before returning.
-pub fn redact_result(configured: &BTreeMap<String, String>, result: &mut ContractResult) {
-    let secrets = credential_values(configured);
-    if secrets.is_empty() {
-        return;
-    }
-    result.text = redact_values(&secrets, &result.text);
-    result.logs = redact_values(&secrets, &result.logs);
-    if let Some(err) = result.err.as_mut() {
-        err.reason = redact_values(&secrets, &err.reason);
-    }
-}
-
-/// Redacts a stream of text pieces (`text_delta` events) without letting a credential
-/// split across two pieces through: the end of what is pushed that could begin a
-/// credential is held back until the next piece (or [`StreamRedactor::finish`]).
-#[derive(Debug, Default)]
-pub struct StreamRedactor {
-    secrets: Vec<String>,
-    held: String,
-}
-
-impl StreamRedactor {
-    /// A redactor of the credentials [`credential_values`] finds.
-    pub fn new(configured: &BTreeMap<String, String>) -> Self {
-        StreamRedactor {
-            secrets: credential_values(configured),
-            held: String::new(),
-        }
-    }
-
-    /// A redactor of exactly these values (longest first, so a credential containing
-    /// another is replaced whole); values shorter than the minimum secret length are
-    /// ignored, as [`credential_values`] ignores them.
-    pub fn of_values(mut secrets: Vec<String>) -> Self {
-        secrets.retain(|value| value.len() >= MIN_SECRET_LEN);
-        // Longest first; equal values end up adjacent, so `dedup` removes them all.
-        secrets.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
-        secrets.dedup();
-        StreamRedactor {
-            secrets,
-            held: String::new(),
-        }
-    }
-
-    /// The same values redacted in one whole text (no holding back).
-    pub fn redact_whole(&self, text: &str) -> String {
-        redact_values(&self.secrets, text)
-    }
-
-    /// Takes the next piece; returns what may be emitted now (redacted).
-    pub fn push(&mut self, piece: &str) -> String {
-        self.held.push_str(piece);
-        if self.secrets.is_empty() {
-            return std::mem::take(&mut self.held);
-        }
-        let redacted = redact_values(&self.secrets, &self.held);
-        // The earliest char boundary from which the rest is a proper prefix of a
-        // credential: held back, since the next piece may complete it.
-        let hold_from = redacted
-            .char_indices()
-            .map(|(i, _)| i)
-            .find(|&i| {
-                let tail = redacted.get(i..).unwrap_or_default();
-                self.secrets
-                    .iter()
-                    .any(|s| s.len() > tail.len() && s.starts_with(tail))
-            })
-            .unwrap_or(redacted.len());
-        let (now, later) = redacted.split_at(hold_from);
-        let now = now.to_owned();
-        self.held = later.to_owned();
-        now
-    }
-
-    /// What is still held back, at the end of the stream.
-    pub fn finish(&mut self) -> String {
-        redact_values(&self.secrets, &std::mem::take(&mut self.held))
-    }
-}
-
 /// Runs `program args…` (a `--version`-style probe) with stdin closed and a timeout,
 /// returning its trimmed stdout. The error says what to install.
 pub async fn probe_output(
@@ -924,7 +689,7 @@ pub async fn probe_output(
     timeout: Duration,
     install_hint: &str,
 ) -> Result<String, String> {
-    let path = crate::command::find_program(program)
+    let path = crate::locate::find_program(program)
         .map_err(|problem| format!("{problem}; {install_hint}"))?;
     let mut command = tokio::process::Command::new(path);
     command.args(args).envs(env);
@@ -1157,7 +922,7 @@ pub async fn probe_stream(
         timeout,
         install_hint,
     } = *probe;
-    let path = crate::command::find_program(program)
+    let path = crate::locate::find_program(program)
         .map_err(|problem| format!("{problem}; {install_hint}"))?;
     let mut command = tokio::process::Command::new(path);
     command
@@ -1304,43 +1069,6 @@ mod tests {
 
     fn code(result: &ContractResult) -> Option<ErrorCode> {
         result.err.as_ref().map(|e| e.code.clone())
-    }
-
-    #[test]
-    fn credentials_are_redacted_longest_first_and_short_values_kept() {
-        let configured: BTreeMap<String, String> = [
-            ("PROVIDER_KEY".to_owned(), "sk-abcdef12".to_owned()),
-            ("LONGER_TOKEN".to_owned(), "sk-abcdef12-and-more".to_owned()),
-            ("SHORT_SECRET".to_owned(), "1".to_owned()),
-            ("CODEX_HOME".to_owned(), "/home/me/.codex".to_owned()),
-        ]
-        .into();
-        assert_eq!(
-            redact_credentials(
-                &configured,
-                "a sk-abcdef12-and-more b sk-abcdef12 c 1 /home/me/.codex"
-            ),
-            "a [redacted] b [redacted] c 1 /home/me/.codex"
-        );
-    }
-
-    #[test]
-    fn a_credential_split_across_stream_pieces_is_still_redacted() {
-        let mut configured = BTreeMap::new();
-        configured.insert("MY_API_KEY".to_owned(), "sk-supersecret-12345".to_owned());
-        let mut redactor = StreamRedactor::new(&configured);
-        let mut out = String::new();
-        for piece in ["key: sk-super", "secret-1", "2345 done; sk-", "x ok"] {
-            out.push_str(&redactor.push(piece));
-        }
-        out.push_str(&redactor.finish());
-        assert_eq!(out, "key: [redacted] done; sk-x ok");
-        // A prefix left at the end of the stream is flushed as it is.
-        let mut redactor = StreamRedactor::new(&configured);
-        let mut out = redactor.push("tail sk-sup");
-        assert_eq!(out, "tail ");
-        out.push_str(&redactor.finish());
-        assert_eq!(out, "tail sk-sup");
     }
 
     #[tokio::test]

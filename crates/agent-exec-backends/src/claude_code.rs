@@ -870,9 +870,9 @@ impl ClaudeCodeBackend {
 
     /// `text` with every credential-looking value (configured or inherited: Claude
     /// Code reads `ANTHROPIC_API_KEY` / `ANTHROPIC_AUTH_TOKEN` from either) replaced by
-    /// `[redacted]` ([`agent_program::redact_credentials`]).
+    /// `[redacted]` ([`crate::redact::redact_credentials`]).
     pub fn redact(&self, text: &str) -> String {
-        agent_program::redact_credentials(&self.config.env, text)
+        crate::redact::redact_credentials(&self.config.env, text)
     }
 }
 

@@ -459,10 +459,10 @@ impl CodexBackend {
     }
 
     /// `text` with every credential value replaced by `[redacted]`
-    /// ([`agent_program::redact_credentials`]: configured or inherited, since codex reads
+    /// ([`crate::redact::redact_credentials`]: configured or inherited, since codex reads
     /// its key from whatever variable its provider's `env_key` names).
     pub fn redact(&self, text: &str) -> String {
-        agent_program::redact_credentials(&self.config.env, text)
+        crate::redact::redact_credentials(&self.config.env, text)
     }
 }
 
@@ -723,7 +723,7 @@ impl Backend for CodexBackend {
         {
             // E.g. "Reconnecting... waiting for network": codex's last word on why a
             // run that was canceled or timed out was not progressing.
-            agent_program::push_line(&mut result.logs, &format!("codex said: {error}"));
+            crate::output::push_line(&mut result.logs, &format!("codex said: {error}"));
         }
         if let Some(err) = result.err.as_mut() {
             err.reason = self.redact(&err.reason);

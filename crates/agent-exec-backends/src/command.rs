@@ -35,9 +35,9 @@ use agent_exec_contract::{
 use agent_exec_runtime::cause_code;
 use agent_exec_runtime::process::{DEFAULT_GRACE, ProcessTree, Termination};
 
-use crate::agent_program::{
-    Collected, Reader, StreamRedactor, Unfinished, join_bounded, push_line, redact_result,
-};
+use crate::locate::find_program;
+use crate::output::{Collected, Reader, Unfinished, join_bounded, push_line};
+use crate::redact::{StreamRedactor, redact_result};
 use serde::Deserialize;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
@@ -287,8 +287,8 @@ impl Backend for CommandBackend {
                 Error::new(
                     ErrorCode::UnknownOutcome,
                     format!(
-                        "`{program}` exited with status 0, but a process it started escaped \
-                         the process tree (new session, cleared environment) and still holds \
+                        "`{program}` exited with status 0, but a process outside its process \
+                         tree (one that escaped it, or one it handed its stdout to) still holds \
                          its stdout open; it may still be running"
                     ),
                     SideEffects::Possible,
@@ -305,6 +305,7 @@ impl Backend for CommandBackend {
             );
         }
         result.logs = logs;
+        termination.report_leftovers(program, &mut result, &ctx.events);
         // The program may print a credential it was given (its env, or ours).
         redact_result(&self.config.env, &mut result);
         result
@@ -429,31 +430,4 @@ async fn read_stdout(
     if !rest.is_empty() {
         events.emit(Event::text_delta(rest));
     }
-}
-
-/// Finds `program` as the kernel's exec would: a path if it has a `/`, else on PATH.
-pub(crate) fn find_program(program: &str) -> Result<std::path::PathBuf, String> {
-    use std::os::unix::fs::PermissionsExt as _;
-    let executable = |path: &std::path::Path| {
-        std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    };
-    if program.contains('/') {
-        let path = std::path::PathBuf::from(program);
-        return if executable(&path) {
-            Ok(path)
-        } else {
-            Err(format!(
-                "program `{program}` does not exist or is not executable"
-            ))
-        };
-    }
-    let path_var = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path_var)
-        .map(|dir| dir.join(program))
-        .find(|candidate| executable(candidate))
-        .ok_or_else(|| {
-            format!(
-                "program `{program}` not found on PATH; install it or give its full path in argv"
-            )
-        })
 }

@@ -34,7 +34,7 @@ use agent_exec_contract::{
 use agent_exec_runtime::cause_code;
 use serde::Deserialize;
 
-use crate::agent_program::StreamRedactor;
+use crate::redact::StreamRedactor;
 use crate::sse::{self, StreamError, truncate};
 
 /// The kind name in config (`kind = "openai"`).
@@ -180,7 +180,7 @@ impl OpenAiBackend {
     /// The values no output may show: the API key, and every credential-named variable
     /// of this process (the rule the agent backends use).
     fn secret_values(&self) -> Vec<String> {
-        let mut values = crate::agent_program::credential_values(&BTreeMap::new());
+        let mut values = crate::redact::credential_values(&BTreeMap::new());
         if let Ok(Some(key)) = self.api_key() {
             values.push(key);
         }

@@ -879,9 +879,9 @@ impl PiBackend {
     }
 
     /// `text` with every credential-looking value (configured or inherited) replaced
-    /// ([`agent_program::redact_credentials`]).
+    /// ([`crate::redact::redact_credentials`]).
     fn redact(&self, text: &str) -> String {
-        crate::agent_program::redact_credentials(&self.config.env, text)
+        crate::redact::redact_credentials(&self.config.env, text)
     }
 
     /// The environment: quiet defaults, then the config's `env`, then the execution's
@@ -919,7 +919,7 @@ async fn run_probe(
     args: &[&str],
     env: &BTreeMap<String, String>,
 ) -> Result<std::process::Output, String> {
-    let path = crate::command::find_program(program)
+    let path = crate::locate::find_program(program)
         .map_err(|problem| format!("{problem}; {INSTALL_HINT}"))?;
     let mut command = tokio::process::Command::new(path);
     command.args(args).envs(env);
@@ -958,7 +958,7 @@ pub fn package_version(program: &std::path::Path) -> Option<String> {
 /// `pi --version`, which pi prints on stderr when stdout is not a terminal (its
 /// non-interactive modes keep stdout for the protocol), so both are read.
 async fn probe_version(program: &str, env: &BTreeMap<String, String>) -> Result<String, String> {
-    if let Some(version) = crate::command::find_program(program)
+    if let Some(version) = crate::locate::find_program(program)
         .ok()
         .and_then(|path| package_version(&path))
     {

@@ -286,23 +286,41 @@ async fn deliverable_through_a_symlink_out_is_refused_even_when_written() {
 }
 
 #[tokio::test]
-async fn an_escaped_child_holding_stdout_open_is_unknown_never_succeeded() {
-    // The child leaves the tree (cleared environment: no marker; a new session: not
-    // in the group) and keeps the stdout pipe; the program itself exits 0 at once.
+async fn a_process_outside_the_tree_holding_stdout_open_is_unknown_never_succeeded() {
+    // A process that is not part of the run (with a cgroup or the subreaper nothing
+    // the program starts can be outside it) gets the program's stdout — here by
+    // opening `/proc/<pid>/fd/1` — and keeps it; the program itself exits 0 at once.
     let ws = tempfile::tempdir().unwrap();
-    let b =
-        backend("echo the-result; (exec env -i /usr/bin/setsid /bin/sleep 3 &); sleep 0.3; exit 0");
+    let pidfile = ws.path().join("pid");
+    let ready = ws.path().join("ready");
+    let mut holder = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "while [ ! -s {p} ]; do sleep 0.01; done; exec 3>/proc/$(cat {p})/fd/1; \
+             echo > {r}; sleep 3",
+            p = pidfile.display(),
+            r = ready.display()
+        ))
+        .spawn()
+        .unwrap();
+    let b = backend(&format!(
+        "echo the-result; echo $$ > {p}; while [ ! -e {r} ]; do sleep 0.01; done; exit 0",
+        p = pidfile.display(),
+        r = ready.display()
+    ));
     let result = b
         .execute(
             &request(&ws, ""),
             ExecutionContext::new(EventSink::discard()),
         )
         .await;
+    let _ = holder.kill();
+    let _ = holder.wait();
     assert_eq!(result.outcome, Outcome::Unknown, "{result:?}");
     let err = result.err.as_ref().unwrap();
     assert_eq!(err.code, ErrorCode::UnknownOutcome);
     assert_eq!(err.side_effects, SideEffects::Possible);
-    assert!(err.reason.contains("escaped"), "{}", err.reason);
+    assert!(err.reason.contains("still holds"), "{}", err.reason);
     // What was read before is kept, not thrown away: the logs account for it.
     assert!(
         result.logs.contains("kept what came before"),

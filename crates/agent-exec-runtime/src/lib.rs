@@ -37,6 +37,9 @@
 //!   `/proc` (group, descendants, environment marker) is gone, or says which are not.
 //!   After a clean exit, probing only the pids allocated since the spawn stands in for
 //!   the scan of all of `/proc` when it proves the same thing (the pid-range proof).
+//!   Where the system allows it each run has its own cgroup v2 ([`cgroup`]), which
+//!   holds every process of the run; else orphans re-parented to the subreaper are
+//!   attributed to their run (`orphans`).
 //!
 //! ## Invariants
 //!
@@ -48,13 +51,16 @@
 //!
 //! * No OS sandbox (invariant 7): path checks govern what we *read back*, not what
 //!   a program can touch.
-//! * No cgroup per run: a `setsid` + cleared-environment orphan escapes
-//!   (see [`process`]).
+//! * No cgroup controllers: a run's cgroup ([`cgroup`]) only lists and kills. Without
+//!   a cgroup or a subreaper, a `setsid` + cleared-environment orphan escapes (see
+//!   [`process`], "Which guarantee holds where").
 //! * Workspace tracking compares metadata, not contents.
 
+pub mod cgroup;
 pub mod conformance;
 pub mod deliverables;
 pub mod executor;
+pub(crate) mod orphans;
 pub mod process;
 pub mod procfs;
 pub mod structured;
@@ -62,4 +68,4 @@ pub mod workspace;
 
 pub use agent_exec_contract::JournalHook;
 pub use executor::{DEFAULT_CANCEL_TIMEOUT, RunOptions, Runtime, cause_code, replay_allowed};
-pub use process::{ProcessTree, Sweep, Termination, become_subreaper};
+pub use process::{Confinement, ProcessTree, Sweep, Termination, become_subreaper};

@@ -17,15 +17,26 @@
 //! tracked. The start time also guards against pid reuse: a pid is only signalled if
 //! it is still the process we saw.
 //!
-//! ## Deliberately not done, and the limit that follows
+//! ## Which guarantee holds where ([`Confinement`])
 //!
-//! A process that leaves the group (`setsid`), clears its environment, *and* whose
-//! parent exited before any scan saw it has no link left to the tree that `/proc`
-//! can show, and escapes. [`ProcessTree::wait_leader_watching`] (used by the
-//! `command` backend, every 250 ms) narrows this to escapes completed between two
-//! scans: one seen once stays a member. The hard guarantee is a cgroup v2 per run (kill
-//! the cgroup), which needs a delegated cgroup this runtime does not assume. The
-//! test `setsid_env_clearing_orphan_escapes_documented_limit` shows the limit.
+//! * **cgroup** — a cgroup v2 per run ([`crate::cgroup`]) where this process may create
+//!   one (root, or a delegated subtree): the program enters it in `pre_exec`, so the
+//!   cgroup lists every process of the run, whatever it did; SIGKILL goes through
+//!   `cgroup.kill`. Membership is then the cgroup's list alone.
+//! * **subreaper** — no cgroup, but this process is the child subreaper: each leader
+//!   is made a subreaper too (in `pre_exec`), so a run's orphans stay the leader's
+//!   descendants while it lives and reach us only when it exits; [`crate::orphans`]
+//!   attributes them to their run, also with several runs in one process.
+//! * **process-group** — neither: the rules above. A process that leaves the group
+//!   (`setsid`), clears its environment, *and* whose parent exited before any scan saw
+//!   it has no link left to the tree that `/proc` can show, and escapes.
+//!   [`ProcessTree::wait_leader_watching`] narrows this to escapes completed between
+//!   two scans. The test `setsid_env_clearing_orphan_escapes_documented_limit` shows it.
+//!
+//! Leftovers: when [`ProcessTree::terminate`] finds members alive after the leader
+//! exited on its own, it terminates them and counts them in
+//! [`Termination::leftovers`]; [`Termination::report_leftovers`] is the one place the
+//! backends turn that into a `logs` line, an event and side effects `possible`.
 //!
 //! We do not use `process-wrap`: tokio's `Command::process_group(0)` gives the group,
 //! and what process-wrap adds (kill on drop of the group) is a subset of what the
@@ -75,6 +86,7 @@
 //! zombie counts as gone either way: it runs nothing and holds nothing but a pid.
 
 use std::collections::{HashMap, HashSet};
+use std::os::fd::{AsRawFd as _, BorrowedFd, RawFd};
 use std::process::ExitStatus;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -84,6 +96,8 @@ use nix::sys::signal::{Signal, kill, killpg};
 use nix::sys::wait::{WaitPidFlag, waitpid};
 use nix::unistd::Pid;
 
+use crate::cgroup::RunCgroup;
+use crate::orphans;
 use crate::procfs::{self, ProcStat};
 
 /// Name of the environment variable that marks every member of a tree.
@@ -120,6 +134,66 @@ pub fn is_subreaper() -> bool {
     nix::sys::prctl::get_child_subreaper().unwrap_or(false)
 }
 
+/// How a run's processes are kept from outliving it: the strongest this process and
+/// machine allow (module doc, "Which guarantee holds where").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Confinement {
+    /// Group, descendants and the environment marker only: a `setsid` +
+    /// cleared-environment orphan whose parent is gone escapes.
+    ProcessGroup,
+    /// This process is the child subreaper, and so is each run's leader: orphans come
+    /// back to us and are attributed to their run ([`crate::orphans`]).
+    Subreaper,
+    /// A cgroup v2 per run: every process of the run, whatever it did.
+    Cgroup,
+}
+
+impl Confinement {
+    /// The name `backends --verify` prints: `cgroup`, `subreaper`, `process-group`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Confinement::Cgroup => "cgroup",
+            Confinement::Subreaper => "subreaper",
+            Confinement::ProcessGroup => "process-group",
+        }
+    }
+
+    /// The strongest confinement a run spawned now would get.
+    pub fn available() -> Confinement {
+        if crate::cgroup::availability().base.is_some() {
+            Confinement::Cgroup
+        } else if is_subreaper() {
+            Confinement::Subreaper
+        } else {
+            Confinement::ProcessGroup
+        }
+    }
+
+    /// One sentence on what [`Confinement::available`] gives and why not more.
+    pub fn describe_available() -> String {
+        let cgroups = crate::cgroup::availability();
+        match Confinement::available() {
+            Confinement::Cgroup => cgroups.detail.clone(),
+            Confinement::Subreaper => format!(
+                "orphans re-parented to this process (child subreaper) and attributed to \
+                 their run; no cgroup: {}",
+                cgroups.detail
+            ),
+            Confinement::ProcessGroup => format!(
+                "process group, descendants and the environment marker only (not a child \
+                 subreaper); no cgroup: {}",
+                cgroups.detail
+            ),
+        }
+    }
+}
+
+impl std::fmt::Display for Confinement {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// What [`ProcessTree::terminate`] established.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Termination {
@@ -133,6 +207,12 @@ pub struct Termination {
     pub killed: bool,
     /// How the members left at the start were found.
     pub sweep: Sweep,
+    /// Processes still alive after the leader had exited on its own, which had to be
+    /// terminated (0 after a cancel that found the leader running: then everything
+    /// was terminated on purpose).
+    pub leftovers: usize,
+    /// What kept the tree together.
+    pub confinement: Confinement,
 }
 
 /// How [`ProcessTree::terminate`] looked for the members left when it was called.
@@ -143,12 +223,73 @@ pub enum Sweep {
     PidRange,
     /// Every process in `/proc` was looked at.
     FullScan,
+    /// The run's cgroup was read: the kernel's own list.
+    Cgroup,
 }
+
+/// Kind of the event a backend emits when a run had to terminate leftovers
+/// ([`Termination::leftovers_event`]). Not one of the Go contract's kinds: an addition
+/// beside them, which a Go consumer reads as an unknown kind string.
+pub const LEFTOVERS_EVENT: &str = "process_leftovers";
 
 impl Termination {
     /// Whether every member of the tree is gone.
     pub fn all_gone(&self) -> bool {
         self.survivors.is_empty() && self.leader_status.is_some()
+    }
+
+    /// The `logs` line for a run whose program exited leaving processes behind, which
+    /// were terminated; `None` when there were none.
+    pub fn leftovers_note(&self, program: &str) -> Option<String> {
+        (self.leftovers > 0).then(|| {
+            format!(
+                "`{program}` exited leaving {} process(es) running; terminated them{} \
+                 (confinement: {})",
+                self.leftovers,
+                if self.killed {
+                    " (SIGKILL after the grace period)"
+                } else {
+                    ""
+                },
+                self.confinement
+            )
+        })
+    }
+
+    /// The [`LEFTOVERS_EVENT`] event for the same, its `detail` the note.
+    pub fn leftovers_event(&self, program: &str) -> Option<agent_exec_contract::Event> {
+        let note = self.leftovers_note(program)?;
+        let mut event = agent_exec_contract::Event::of_kind(agent_exec_contract::EventKind::Other(
+            LEFTOVERS_EVENT.to_owned(),
+        ));
+        event.detail = note;
+        Some(event)
+    }
+
+    /// Applies the rule for a run that left processes behind to its `result`: the
+    /// note goes to `logs`, the event to `events`, and any outcome but success says
+    /// side effects `possible` (the leftovers may have acted before they were stopped).
+    pub fn report_leftovers(
+        &self,
+        program: &str,
+        result: &mut agent_exec_contract::ContractResult,
+        events: &agent_exec_contract::EventSink,
+    ) {
+        let Some(note) = self.leftovers_note(program) else {
+            return;
+        };
+        if !result.logs.is_empty() && !result.logs.ends_with('\n') {
+            result.logs.push('\n');
+        }
+        result.logs.push_str(&note);
+        if let Some(event) = self.leftovers_event(program) {
+            events.emit(event);
+        }
+        if result.outcome != agent_exec_contract::Outcome::Succeeded
+            && let Some(err) = result.err.as_mut()
+        {
+            err.side_effects = agent_exec_contract::SideEffects::Possible;
+        }
     }
 }
 
@@ -170,18 +311,37 @@ pub struct ProcessTree {
     finished: bool,
     /// Taken before the spawn: the pid-range proof's window starts no later.
     spawned_at: Instant,
+    /// The run's cgroup, when it has one (then it alone says who is a member).
+    cgroup: Option<RunCgroup>,
+    confinement: Confinement,
+    /// This tree's key in the orphan registry.
+    id: u64,
+    /// What the first [`ProcessTree::terminate`] established.
+    terminated: Option<Termination>,
 }
 
 static TREE_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 impl ProcessTree {
     /// Spawns `command` as the leader of a new process group, with the tree marker
-    /// in its environment.
-    pub fn spawn(mut command: tokio::process::Command) -> std::io::Result<ProcessTree> {
+    /// in its environment, confined as strongly as this machine allows
+    /// ([`Confinement::available`]).
+    pub fn spawn(command: tokio::process::Command) -> std::io::Result<ProcessTree> {
+        ProcessTree::spawn_confined(command, Confinement::Cgroup)
+    }
+
+    /// [`ProcessTree::spawn`] with at most `limit` (tests of the weaker mechanisms; a
+    /// host that must not create cgroups). What the tree got is
+    /// [`ProcessTree::confinement`].
+    pub fn spawn_confined(
+        mut command: tokio::process::Command,
+        limit: Confinement,
+    ) -> std::io::Result<ProcessTree> {
+        let id = TREE_COUNTER.fetch_add(1, Ordering::Relaxed);
         let marker_value = format!(
             "{}-{}-{}",
             std::process::id(),
-            TREE_COUNTER.fetch_add(1, Ordering::Relaxed),
+            id,
             std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map(|d| d.as_nanos())
@@ -192,14 +352,47 @@ impl ProcessTree {
         // Last resort if this struct is dropped without `terminate`: the leader at
         // least is killed; `Drop` below sweeps the group.
         command.kill_on_drop(true);
+        let wanted = limit.min(Confinement::available());
+        let cgroup = if wanted == Confinement::Cgroup {
+            RunCgroup::create()
+                .map_err(|e| tracing::debug!(%e, "no cgroup for this run"))
+                .ok()
+        } else {
+            None
+        };
+        let subreaper_leader = wanted >= Confinement::Subreaper && is_subreaper();
+        enter_at_exec(
+            &mut command,
+            cgroup.as_ref().map(|c| c.procs_fd().as_raw_fd()),
+            subreaper_leader,
+        );
         let spawned_at = Instant::now();
-        let child = command.spawn()?;
-        let leader = child
-            .id()
-            .and_then(|id| i32::try_from(id).ok())
-            .ok_or_else(|| std::io::Error::other("spawned child has no pid"))?;
+        let (child, leader, leader_start) = orphans::spawn_registered(id, || {
+            let child = command.spawn()?;
+            let leader = child
+                .id()
+                .and_then(|id| i32::try_from(id).ok())
+                .ok_or_else(|| std::io::Error::other("spawned child has no pid"))?;
+            let leader_start = procfs::stat(leader).map(|s| s.start_time).unwrap_or(0);
+            Ok((child, leader, leader_start))
+        })?;
+        // The leader is in the cgroup unless its `pre_exec` write failed (then it made
+        // itself a subreaper instead, and the tree falls back to that).
+        let cgroup = cgroup.filter(|c| {
+            let held = c.holds(leader);
+            if !held {
+                tracing::debug!(leader, "the program did not enter its cgroup");
+            }
+            held
+        });
+        let confinement = if cgroup.is_some() {
+            Confinement::Cgroup
+        } else if subreaper_leader {
+            Confinement::Subreaper
+        } else {
+            Confinement::ProcessGroup
+        };
         let mut members = HashMap::new();
-        let leader_start = procfs::stat(leader).map(|s| s.start_time).unwrap_or(0);
         members.insert(leader, leader_start);
         Ok(ProcessTree {
             child,
@@ -211,7 +404,21 @@ impl ProcessTree {
             leader_status: None,
             finished: false,
             spawned_at,
+            cgroup,
+            confinement,
+            id,
+            terminated: None,
         })
+    }
+
+    /// What keeps this tree's processes from outliving it.
+    pub fn confinement(&self) -> Confinement {
+        self.confinement
+    }
+
+    /// The run's cgroup directory while it exists.
+    pub fn cgroup_dir(&self) -> Option<&std::path::Path> {
+        self.cgroup.as_ref().map(RunCgroup::dir)
     }
 
     /// The leader's pid (also the process group id).
@@ -236,7 +443,7 @@ impl ProcessTree {
             return Ok(status);
         }
         let status = self.child.wait().await?;
-        self.leader_status = Some(status);
+        self.set_leader_status(status);
         Ok(status)
     }
 
@@ -255,11 +462,12 @@ impl ProcessTree {
             tokio::select! {
                 status = self.child.wait() => {
                     let status = status?;
-                    self.leader_status = Some(status);
+                    self.set_leader_status(status);
                     return Ok(status);
                 }
-                // `scan` keeps every known member that is still alive.
-                _ = tick.tick() => self.scan(),
+                // `scan` keeps every known member that is still alive. A cgroup
+                // needs no watching: nothing leaves it.
+                _ = tick.tick(), if self.cgroup.is_none() => self.scan(),
             }
         }
     }
@@ -273,15 +481,36 @@ impl ProcessTree {
     /// Terminates the whole tree: SIGTERM to every member, up to `grace` for them to
     /// exit, then SIGKILL, then up to [`KILL_WAIT`]. Also the way to finish a run whose
     /// leader exited on its own: stragglers left in the tree are terminated the same way.
+    ///
+    /// Idempotent: once the tree is finished, later calls return the first answer.
     pub async fn terminate(&mut self, grace: Duration) -> Termination {
+        if let Some(done) = &self.terminated {
+            return done.clone();
+        }
+        let done = self.terminate_once(grace).await;
+        self.terminated = Some(done.clone());
+        done
+    }
+
+    async fn terminate_once(&mut self, grace: Duration) -> Termination {
         let mut members_seen: HashSet<i32> = self.members.keys().copied().collect();
-        let sweep = if self.gone_by_pid_range() {
+        self.try_collect_leader();
+        let exited_on_its_own = self.leader_status.is_some();
+        let sweep = if self.cgroup.is_some() {
+            self.scan();
+            Sweep::Cgroup
+        } else if self.gone_by_pid_range() {
             Sweep::PidRange
         } else {
             self.scan();
             Sweep::FullScan
         };
         members_seen.extend(self.members.keys());
+        let leftovers = if exited_on_its_own {
+            self.members.len()
+        } else {
+            0
+        };
         let mut killed = false;
 
         if !self.everything_gone() {
@@ -297,14 +526,22 @@ impl ProcessTree {
             }
         }
         self.collect_leader().await;
+        self.reap_cgroup_zombies();
         self.finished = true;
+        orphans::unregister(self.id);
         let mut survivors: Vec<i32> = self.members.keys().copied().collect();
         survivors.sort_unstable();
+        if survivors.is_empty() {
+            // Empty now: removing it cannot fail for a member we missed.
+            self.cgroup = None;
+        }
         tracing::debug!(
             leader = self.leader,
             ?sweep,
             members_seen = members_seen.len(),
             killed,
+            leftovers,
+            confinement = self.confinement.as_str(),
             survivors = survivors.len(),
             "process tree finished"
         );
@@ -314,6 +551,8 @@ impl ProcessTree {
             members_seen: members_seen.len(),
             killed,
             sweep,
+            leftovers,
+            confinement: self.confinement,
         }
     }
 
@@ -360,7 +599,7 @@ impl ProcessTree {
             tokio::select! {
                 status = self.child.wait(), if leader_running => {
                     if let Ok(status) = status {
-                        self.leader_status = Some(status);
+                        self.set_leader_status(status);
                     }
                 }
                 _ = tokio::time::sleep(pause) => {}
@@ -390,7 +629,7 @@ impl ProcessTree {
         if self.leader_status.is_none()
             && let Ok(Some(status)) = self.child.try_wait()
         {
-            self.leader_status = Some(status);
+            self.set_leader_status(status);
         }
     }
 
@@ -403,8 +642,15 @@ impl ProcessTree {
         if let Ok(Ok(status)) =
             tokio::time::timeout(Duration::from_millis(100), self.child.wait()).await
         {
-            self.leader_status = Some(status);
+            self.set_leader_status(status);
         }
+    }
+
+    fn set_leader_status(&mut self, status: ExitStatus) {
+        if self.leader_status.is_none() {
+            orphans::leader_exited(self.id);
+        }
+        self.leader_status = Some(status);
     }
 
     /// Drops members that are gone, reaping zombies re-parented to us.
@@ -429,8 +675,23 @@ impl ProcessTree {
         }
     }
 
-    /// Full `/proc` scan: adds every live process that belongs to the tree.
+    /// Full `/proc` scan: adds every live process that belongs to the tree. With a
+    /// cgroup, its process list instead: the kernel's complete answer.
     fn scan(&mut self) {
+        if let Some(cgroup) = &self.cgroup {
+            let leader_done = self.leader_status.is_some();
+            let leader = self.leader;
+            self.members = cgroup
+                .pids()
+                .into_iter()
+                .filter(|&pid| !(leader_done && pid == leader))
+                .filter_map(procfs::stat)
+                .filter(|s| !s.is_gone())
+                .map(|s| (s.pid, s.start_time))
+                .collect();
+            self.refresh_known();
+            return;
+        }
         let me = std::process::id() as i32;
         let stats: Vec<ProcStat> = procfs::pids()
             .into_iter()
@@ -455,14 +716,24 @@ impl ProcessTree {
         let group_is_ours = self.group_is_ours();
         let (all, zombies): (Vec<&ProcStat>, Vec<&ProcStat>) =
             stats.iter().partition(|s| !s.is_gone());
-        let group_zombies = zombies
+        let group_zombies: Vec<i32> = zombies
             .iter()
             .filter(|z| {
                 group_is_ours && z.pgrp == self.leader && z.ppid == me && z.pid != self.leader
             })
             .map(|z| z.pid)
             .collect();
+        let mut group_zombies: Vec<i32> = group_zombies;
         let mut found: HashMap<i32, u64> = HashMap::new();
+        if self.confinement == Confinement::Subreaper {
+            for orphan in orphans::claimed_by(self.id, me, stats) {
+                if orphan.is_gone() {
+                    group_zombies.push(orphan.pid);
+                } else {
+                    found.insert(orphan.pid, orphan.start_time);
+                }
+            }
+        }
         for stat in &all {
             let known = self.members.get(&stat.pid) == Some(&stat.start_time);
             let in_group = group_is_ours && stat.pgrp == self.leader;
@@ -542,6 +813,9 @@ impl ProcessTree {
     }
 
     fn signal_all(&mut self, signal: Signal) {
+        if let Some(cgroup) = &self.cgroup {
+            cgroup.signal(signal);
+        }
         // The group first: one syscall reaches members we have not scanned yet.
         if !self.group_is_ours() {
             self.signal_members(signal);
@@ -572,6 +846,60 @@ impl ProcessTree {
     }
 }
 
+impl ProcessTree {
+    /// Reaps zombies of this run's cgroup re-parented to us that no scan saw alive
+    /// (they exited first): they hold only a pid, but a library process running many
+    /// runs would collect them. A zombie is not in `cgroup.procs`; its
+    /// `/proc/<pid>/cgroup` still names the cgroup, so only ours are touched.
+    fn reap_cgroup_zombies(&self) {
+        let Some(cgroup) = &self.cgroup else {
+            return;
+        };
+        let me = std::process::id() as i32;
+        for pid in procfs::children(me) {
+            if pid != self.leader
+                && procfs::stat(pid).is_some_and(|s| s.is_gone())
+                && cgroup.holds(pid)
+            {
+                let _ = waitpid(Pid::from_raw(pid), Some(WaitPidFlag::WNOHANG));
+            }
+        }
+    }
+}
+
+/// Arranges for the program, between fork and exec, to enter its cgroup (write `0` to
+/// the `cgroup.procs` the parent opened) or, if it has none or the write fails and
+/// `subreaper` is set, to make itself a child subreaper so that orphans of its
+/// subtree stay its descendants while it lives ([`crate::orphans`]).
+///
+/// The hook runs in the forked child of a multi-threaded process: it makes two
+/// syscalls on values prepared beforehand (no allocation, no lock), which is what
+/// `pre_exec` allows.
+#[allow(unsafe_code)]
+fn enter_at_exec(command: &mut tokio::process::Command, procs: Option<RawFd>, subreaper: bool) {
+    if procs.is_none() && !subreaper {
+        return;
+    }
+    let hook = move || {
+        let entered = procs.is_some_and(|fd| {
+            // SAFETY: `fd` is the `cgroup.procs` file the parent keeps open (in the
+            // `RunCgroup` it holds) until after the spawn returns; the child has a
+            // copy of the descriptor table, so the fd is valid here.
+            let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+            nix::unistd::write(fd, b"0") == Ok(1)
+        });
+        if !entered && subreaper {
+            let _ = nix::sys::prctl::set_child_subreaper(true);
+        }
+        Ok(())
+    };
+    // SAFETY: the hook only calls `write(2)` and `prctl(2)`, both async-signal-safe,
+    // on data captured by value; it allocates nothing and takes no lock.
+    unsafe {
+        command.pre_exec(hook);
+    }
+}
+
 /// How long after a spawn pids cannot have wrapped all the way round: the free pids
 /// divided by [`MAX_PID_RATE`]. `None` if `pid_max` is unreadable.
 fn wrap_free_window() -> Option<Duration> {
@@ -593,7 +921,9 @@ impl Drop for ProcessTree {
         if self.finished {
             return;
         }
+        orphans::unregister(self.id);
         self.scan();
         self.signal_all(Signal::SIGKILL);
+        // The cgroup's own drop kills what is left in it and removes it.
     }
 }

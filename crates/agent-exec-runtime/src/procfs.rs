@@ -67,6 +67,23 @@ pub fn pids() -> Vec<i32> {
         .collect()
 }
 
+/// The children of `pid`, from `/proc/<pid>/task/*/children` (each thread's own
+/// list: an orphan is re-parented to one of the reaper's threads). Empty when
+/// unreadable.
+pub fn children(pid: i32) -> Vec<i32> {
+    let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .filter_map(|task| fs::read_to_string(task.ok()?.path().join("children")).ok())
+        .flat_map(|text| {
+            text.split_ascii_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect::<Vec<i32>>()
+        })
+        .collect()
+}
+
 /// The pid most recently allocated in this pid namespace
 /// (`/proc/sys/kernel/ns_last_pid`); `None` if unreadable.
 pub fn last_pid() -> Option<i32> {

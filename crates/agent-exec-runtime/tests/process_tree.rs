@@ -7,17 +7,41 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use agent_exec_runtime::process::{ProcessTree, Sweep, become_subreaper};
+use agent_exec_runtime::process::{Confinement, ProcessTree, Sweep, become_subreaper};
 use agent_exec_runtime::procfs;
 
 const GRACE: Duration = Duration::from_millis(300);
 
+/// `sh -c script` with the strongest confinement this machine gives.
 fn sh(script: &str) -> ProcessTree {
+    sh_confined(script, Confinement::Cgroup)
+}
+
+/// `sh -c script` confined at most by `limit`.
+fn sh_confined(script: &str, limit: Confinement) -> ProcessTree {
     become_subreaper().expect("PR_SET_CHILD_SUBREAPER");
     let mut command = tokio::process::Command::new("sh");
     command.arg("-c").arg(script);
     command.stdin(std::process::Stdio::null());
-    ProcessTree::spawn(command).expect("spawn sh")
+    let tree = ProcessTree::spawn_confined(command, limit).expect("spawn sh");
+    assert_eq!(
+        tree.confinement(),
+        limit.min(Confinement::available()),
+        "the tree got what the machine gives"
+    );
+    tree
+}
+
+/// Every mechanism this machine gives that catches a `setsid` + `env -i` orphan:
+/// a cgroup per run where the system allows it, the subreaper everywhere (the tests
+/// make themselves subreapers). `cgroup_per_run_is_available_here` says whether the
+/// first is expected.
+fn confinements() -> Vec<Confinement> {
+    become_subreaper().expect("PR_SET_CHILD_SUBREAPER");
+    [Confinement::Cgroup, Confinement::Subreaper]
+        .into_iter()
+        .filter(|&c| c <= Confinement::available())
+        .collect()
 }
 
 /// Live (non-zombie) processes whose environment holds `marker`.
@@ -94,7 +118,7 @@ async fn a_double_forked_orphan_is_found_after_the_leader_exits() {
 #[tokio::test]
 async fn a_setsid_escapee_is_caught_by_its_marker() {
     // New session and group, orphaned: neither the group nor parentage reaches it.
-    let mut tree = sh("(setsid sleep 1000 &) ; exit 0");
+    let mut tree = sh_confined("(setsid sleep 1000 &) ; exit 0", Confinement::ProcessGroup);
     tree.wait_leader().await.unwrap();
     let marker = tree.marker().to_vec();
     let leader = tree.leader_pid();
@@ -131,7 +155,7 @@ async fn a_clean_exit_is_proved_gone_without_scanning_all_of_proc() {
     // hold in at least one of several tries — and every try must end all gone.
     let mut proved = 0;
     for _ in 0..20 {
-        let mut tree = sh("exit 0");
+        let mut tree = sh_confined("exit 0", Confinement::Subreaper);
         assert!(tree.wait_leader().await.unwrap().success());
         let done = tree.terminate(GRACE).await;
         assert!(done.all_gone(), "{done:?}");
@@ -148,7 +172,7 @@ async fn a_clean_exit_is_proved_gone_without_scanning_all_of_proc() {
 async fn a_leftover_in_the_group_is_never_proved_gone() {
     // The leader exits leaving a grandchild in its group: `kill(-pgid, 0)` succeeds,
     // so the full scan must run, find it and terminate it.
-    let mut tree = sh("(sleep 1000 &) ; exit 0");
+    let mut tree = sh_confined("(sleep 1000 &) ; exit 0", Confinement::Subreaper);
     tree.wait_leader().await.unwrap();
     let marker = tree.marker().to_vec();
     let done = tree.terminate(GRACE).await;
@@ -160,11 +184,15 @@ async fn a_leftover_in_the_group_is_never_proved_gone() {
 
 #[tokio::test]
 async fn setsid_env_clearing_orphan_escapes_documented_limit() {
-    // Documented limit (see `process` module docs): new session, no marker, parent
-    // gone before termination. Nothing in /proc links it to the tree any more; only a
-    // cgroup would. This test shows the limit and then cleans up by hand.
+    // Documented limit of the weakest confinement (see `process` module docs): new
+    // session, no marker, parent gone before termination, and no subreaper or cgroup.
+    // Nothing in /proc links it to the tree any more. This test shows the limit and
+    // then cleans up by hand; the tests below show the two mechanisms that close it.
     let unique = format!("1000.{}{}", std::process::id(), line!());
-    let mut tree = sh(&format!("(setsid env -i sleep {unique} &) ; exit 0"));
+    let mut tree = sh_confined(
+        &format!("(setsid env -i sleep {unique} &) ; exit 0"),
+        Confinement::ProcessGroup,
+    );
     tree.wait_leader().await.unwrap();
     let marker = tree.marker().to_vec();
     // Wait until it has become the marker-less `sleep` (before its last exec it still
@@ -260,4 +288,155 @@ async fn an_escapee_seen_while_watching_is_terminated_later() {
         alive_with_cmdline(&unique).is_empty(),
         "remembered and terminated"
     );
+}
+
+// --- issue 14 §2: nothing of a run outlives it, whatever the program does. Each test
+// runs under every mechanism this machine gives (a cgroup per run, the subreaper);
+// on the code before them, the escapee survived under both.
+
+/// A unique `sleep` argument: the only way to find a process that dropped every marker.
+fn unique_sleep() -> String {
+    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    format!(
+        "1000.{}{:04}",
+        std::process::id(),
+        N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    )
+}
+
+/// Waits (bounded) until the `sleep` with `needle` in its command line runs (not
+/// only a shell that will start it).
+async fn wait_running(needle: &str) {
+    for _ in 0..2000 {
+        if alive_with_cmdline(needle).into_iter().any(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "sleep")
+        }) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    panic!("`{needle}` never ran");
+}
+
+/// Runs `script` under `confinement` until its leader exits, waits for the escapee
+/// `needle` to run, finishes the tree, and checks that nothing is left.
+async fn leftovers_are_terminated(
+    script: &str,
+    needle: &str,
+    confinement: Confinement,
+) -> agent_exec_runtime::Termination {
+    let mut tree = sh_confined(script, confinement);
+    assert!(tree.wait_leader().await.unwrap().success());
+    wait_running(needle).await;
+    let done = tree.terminate(GRACE).await;
+    assert!(done.all_gone(), "{confinement}: {done:?}");
+    assert_eq!(done.confinement, confinement);
+    assert!(
+        done.leftovers >= 1,
+        "{confinement}: the escapee counts as a leftover: {done:?}"
+    );
+    assert_eq!(
+        alive_with_cmdline(needle),
+        Vec::<i32>::new(),
+        "{confinement}: the escapee survived the run"
+    );
+    done
+}
+
+#[test]
+fn cgroup_per_run_is_available_here() {
+    // This machine (root, cgroup2 mounted) gives a cgroup per run; a machine that does
+    // not must say so explicitly, or the cgroup half of the tests below would silently
+    // not run.
+    if std::env::var_os("AGENT_EXEC_TEST_NO_CGROUP").is_some() {
+        assert_ne!(Confinement::available(), Confinement::Cgroup);
+        return;
+    }
+    assert!(
+        agent_exec_runtime::cgroup::availability().base.is_some(),
+        "no cgroup per run on this machine ({}); set AGENT_EXEC_TEST_NO_CGROUP=1 to test \
+         the subreaper only",
+        agent_exec_runtime::cgroup::availability().detail
+    );
+}
+
+#[tokio::test]
+async fn the_issue_command_leaves_nothing_behind() {
+    for confinement in confinements() {
+        let needle = unique_sleep();
+        let script = format!("(env -i setsid sh -c 'sleep {needle}' &); echo started");
+        leftovers_are_terminated(&script, &needle, confinement).await;
+    }
+}
+
+#[tokio::test]
+async fn a_double_fork_with_setsid_and_a_cleared_environment_is_terminated() {
+    for confinement in confinements() {
+        let needle = unique_sleep();
+        // setsid in the first fork, the sleep forked again and its parent gone.
+        let script = format!("(env -i setsid sh -c '(sleep {needle} &) ; exit 0' &) ; exit 0");
+        leftovers_are_terminated(&script, &needle, confinement).await;
+    }
+}
+
+#[tokio::test]
+async fn a_leftover_that_ignores_sigterm_is_killed() {
+    for confinement in confinements() {
+        let needle = unique_sleep();
+        let script = format!("(env -i setsid sh -c 'trap \"\" TERM; sleep {needle}' &) ; exit 0");
+        let done = leftovers_are_terminated(&script, &needle, confinement).await;
+        assert!(done.killed, "{confinement}: SIGKILL was needed: {done:?}");
+    }
+}
+
+#[tokio::test]
+async fn overlapping_runs_each_terminate_their_own_escapee() {
+    // Library use: several runs in one process. Run A's escapee must be terminated when
+    // A ends, and B's — still running — must be left alone until B ends.
+    for confinement in confinements() {
+        let (a, b) = (unique_sleep(), unique_sleep());
+        let mut tree_b = sh_confined(
+            &format!("(env -i setsid sh -c 'sleep {b}' &); sleep 1000"),
+            confinement,
+        );
+        wait_running(&b).await;
+        let mut tree_a = sh_confined(
+            &format!("(env -i setsid sh -c 'sleep {a}' &); exit 0"),
+            confinement,
+        );
+        tree_a.wait_leader().await.unwrap();
+        wait_running(&a).await;
+        let done_a = tree_a.terminate(GRACE).await;
+        assert!(done_a.all_gone(), "{confinement}: {done_a:?}");
+        assert!(
+            alive_with_cmdline(&a).is_empty(),
+            "{confinement}: A's escapee"
+        );
+        assert!(
+            !alive_with_cmdline(&b).is_empty(),
+            "{confinement}: B's escapee belongs to B, still running"
+        );
+        let done_b = tree_b.terminate(GRACE).await;
+        assert!(done_b.all_gone(), "{confinement}: {done_b:?}");
+        assert!(
+            alive_with_cmdline(&b).is_empty(),
+            "{confinement}: B's escapee"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_clean_run_in_a_cgroup_reports_no_leftovers_and_removes_its_cgroup() {
+    if Confinement::available() != Confinement::Cgroup {
+        return; // `cgroup_per_run_is_available_here` fails loudly for this case
+    }
+    let mut tree = sh("exit 0");
+    let dir = tree.cgroup_dir().expect("a cgroup").to_owned();
+    assert!(dir.join("cgroup.procs").exists());
+    assert!(tree.wait_leader().await.unwrap().success());
+    let done = tree.terminate(GRACE).await;
+    assert!(done.all_gone(), "{done:?}");
+    assert_eq!((done.leftovers, done.sweep), (0, Sweep::Cgroup), "{done:?}");
+    assert!(!dir.exists(), "the run's cgroup is removed when it ends");
+    assert_eq!(tree.cgroup_dir(), None);
 }

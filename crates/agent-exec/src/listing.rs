@@ -27,11 +27,23 @@ struct BackendView {
     problems: Vec<String>,
     #[serde(skip_serializing_if = "String::is_empty")]
     adapter_version: String,
+    /// With `--verify`, for backends that run a process tree: what keeps its
+    /// processes from outliving a run on this machine (`cgroup`, `subreaper`,
+    /// `process-group`; `docs/agent-exec.md`, "Leftover processes").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    confinement: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    confinement_detail: Option<String>,
 }
 
 pub async fn backends(args: &Args, b: &BackendsArgs) -> anyhow::Result<u8> {
     let config = Config::discover(args.config.as_deref())?;
     let mut registry = config.registry()?;
+    // As `run` does: the probes run process trees too, and what `--verify` reports
+    // about confinement is what a run here would get.
+    if let Err(e) = agent_exec_runtime::become_subreaper() {
+        tracing::warn!(%e, "cannot become a child subreaper");
+    }
     // `--verify` always probes, and leaves the fresh result for later runs.
     crate::verified::attach(&mut registry, agent_exec_contract::CacheMode::Refresh);
     let mut views = Vec::new();
@@ -60,6 +72,8 @@ pub async fn backends(args: &Args, b: &BackendsArgs) -> anyhow::Result<u8> {
             verified: None,
             problems: Vec::new(),
             adapter_version: descriptor.adapter_version.clone(),
+            confinement: None,
+            confinement_detail: None,
             name,
         };
         if b.verify {
@@ -77,6 +91,13 @@ pub async fn backends(args: &Args, b: &BackendsArgs) -> anyhow::Result<u8> {
             view.problems = verification.problems;
             if !verification.adapter_version.is_empty() {
                 view.adapter_version = verification.adapter_version;
+            }
+            // Every kind but `openai` runs the backend as a process tree.
+            if config.kind_of(&view.name) != Some(agent_exec_backends::openai::KIND) {
+                let confinement = agent_exec_runtime::Confinement::available();
+                view.confinement = Some(confinement.as_str().to_owned());
+                view.confinement_detail =
+                    Some(agent_exec_runtime::Confinement::describe_available());
             }
         }
         views.push(view);
@@ -140,6 +161,9 @@ fn render_backends(views: &[BackendView], file: Option<&std::path::Path>) -> Str
         }
         if !v.adapter_version.is_empty() {
             let _ = writeln!(out, "  version:  {}", v.adapter_version);
+        }
+        if let (Some(confinement), Some(detail)) = (&v.confinement, &v.confinement_detail) {
+            let _ = writeln!(out, "  leftover processes: {confinement} ({detail})");
         }
     }
     out

@@ -480,6 +480,35 @@ fn backends_lists_aliases_and_declared_and_verified_capabilities() {
         v[0]["verified"],
         serde_json::json!(["text", "files", "stream", "cancel"])
     );
+    // Issue 14 §2: which mechanism keeps a run's processes from outliving it here
+    // (this machine gives a cgroup per run; `AGENT_EXEC_TEST_NO_CGROUP` says it does not).
+    let expected = if std::env::var_os("AGENT_EXEC_TEST_NO_CGROUP").is_some() {
+        "subreaper"
+    } else {
+        "cgroup"
+    };
+    for backend in all.as_array().unwrap() {
+        assert_eq!(backend["confinement"], expected, "{backend}");
+        assert!(
+            backend["confinement_detail"]
+                .as_str()
+                .is_some_and(|d| !d.is_empty()),
+            "{backend}"
+        );
+    }
+    let out = sandbox
+        .cmd()
+        .args(["backends", "--verify"])
+        .output()
+        .unwrap();
+    let human = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        human
+            .matches(&format!("  leftover processes: {expected} ("))
+            .count(),
+        4,
+        "{human}"
+    );
 
     let out = sandbox
         .cmd()

@@ -23,6 +23,9 @@ use crate::approval::{APPROVAL_TIMEOUT, McpApprover};
 /// The name of the benchmark-only echo tool (listed only with `--bench-echo`).
 pub const ECHO_TOOL: &str = "echo";
 
+/// The most bytes the benchmark echo answers with (`bytes` is capped here).
+const ECHO_MAX_BYTES: u64 = 16 * 1024 * 1024;
+
 /// Shared by every session of one server process.
 pub struct Shared {
     pub registry: Registry,
@@ -68,7 +71,10 @@ pub fn to_mcp_tool(spec: ToolSpec) -> Tool {
 fn echo_tool() -> Tool {
     let input = json!({
         "type": "object",
-        "properties": { "text": { "type": "string" } },
+        "properties": {
+            "text": { "type": "string" },
+            "bytes": { "type": "integer", "minimum": 0 }
+        },
         "additionalProperties": false,
     });
     let output = json!({
@@ -130,7 +136,16 @@ impl EnvregServer {
         let name = request.name.as_ref();
         let args = Value::Object(request.arguments.unwrap_or_default());
         if name == ECHO_TOOL && self.shared.bench_echo {
-            let text = args.get("text").and_then(Value::as_str).unwrap_or_default();
+            // `bytes: N` answers N bytes the request did not carry: the benchmark's
+            // size-matched floor (as many bytes out as `env_resolve` sends).
+            let text = match args.get("bytes").and_then(Value::as_u64) {
+                Some(n) => "x".repeat(usize::try_from(n.min(ECHO_MAX_BYTES)).unwrap_or(0)),
+                None => args
+                    .get("text")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned(),
+            };
             return Ok(mcp_shape::success(json!({ "text": text }), "echo."));
         }
         if !tools::TOOL_NAMES.contains(&name) {

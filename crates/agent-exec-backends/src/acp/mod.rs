@@ -94,7 +94,7 @@ impl AcpBackend {
                 self.config.name
             ));
         }
-        crate::command::find_program(program)
+        crate::locate::find_program(program)
             .map(|path| path.display().to_string())
             .map_err(|problem| format!("backend `{}`: {problem}; {INSTALL_HINT}", self.config.name))
     }
@@ -205,7 +205,7 @@ impl Backend for AcpBackend {
         };
         let mut result = session::run(launch, fs, policy, &ctx).await;
         // The agent's stderr tail and error bodies may quote a key it was given.
-        crate::agent_program::redact_result(&self.config.env, &mut result);
+        crate::redact::redact_result(&self.config.env, &mut result);
         result
     }
 }

@@ -54,7 +54,8 @@ use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
 use super::fs::WorkspaceFs;
 use super::policy::Policy;
 use super::updates::UpdateMapper;
-use crate::agent_program::{MAX_LINE, Reader, join_bounded, push_line, settle_tree};
+use crate::agent_program::{MAX_LINE, settle_tree};
+use crate::output::{Reader, join_bounded, push_line};
 
 /// How often the tree is scanned while the agent runs (membership is sticky).
 const WATCH_EVERY: Duration = Duration::from_millis(250);
@@ -249,6 +250,7 @@ pub(super) async fn run(
         ctx.events.emit(Event::of_kind(EventKind::MessageEnd));
     }
     result.logs = logs;
+    termination.report_leftovers(&launch.program, &mut result, &ctx.events);
     result
 }
 
