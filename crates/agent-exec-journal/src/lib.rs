@@ -180,6 +180,15 @@ impl Journal {
         Ok((Journal::Sqlite(journal), recovered))
     }
 
+    /// The PostgreSQL journal, when that is the store (the fleet needs its extra
+    /// operations; an SQLite journal cannot be shared by machines).
+    pub fn as_postgres(&self) -> Option<&PgJournal> {
+        match self {
+            Journal::Postgres(j) => Some(j),
+            Journal::Sqlite(_) => None,
+        }
+    }
+
     pub async fn start_execution(&self, start: &ExecutionStart<'_>) -> Result<Prior, JournalError> {
         match self {
             Journal::Sqlite(j) => j.start_execution(start),

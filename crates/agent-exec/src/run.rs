@@ -5,8 +5,7 @@ use std::sync::Arc;
 
 use agent_exec_backends::config::Config;
 use agent_exec_contract::{
-    CancelCause, Cancellation, Capability, ContractBudget, ContractRequest, ContractResult, Error,
-    ErrorCode, EventSink, Outcome, SideEffects, ToolPolicy, WorkspaceHandle,
+    CancelCause, Cancellation, ContractResult, Error, ErrorCode, EventSink, Outcome, SideEffects,
 };
 use agent_exec_journal::{Journal, JournalLocation};
 use agent_exec_runtime::{RunOptions, Runtime};
@@ -14,7 +13,6 @@ use anyhow::{Context as _, anyhow, bail};
 use futures::StreamExt as _;
 
 use crate::cli::{Args, RunArgs};
-use crate::duration;
 
 /// Exit code of an outcome.
 pub fn exit_code(outcome: &Outcome) -> u8 {
@@ -57,32 +55,6 @@ pub async fn open_journal(args: &Args, config: &Config) -> anyhow::Result<Journa
     Ok(journal)
 }
 
-/// Ids are data: printable, no whitespace or control characters, bounded.
-fn check_execution_id(id: &str) -> anyhow::Result<()> {
-    if id.is_empty() || id.len() > 128 || id.chars().any(|c| c.is_control() || c.is_whitespace()) {
-        bail!("invalid --execution-id {id:?}: 1 to 128 printable characters without spaces");
-    }
-    Ok(())
-}
-
-fn parse_required(names: &[String]) -> anyhow::Result<Vec<Capability>> {
-    let mut required = Vec::new();
-    for name in names.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {
-        let capability = Capability::from_wire(name);
-        if let Capability::Other(_) = capability {
-            let known: Vec<_> = Capability::KNOWN.iter().map(Capability::as_str).collect();
-            bail!(
-                "unknown capability {name:?} in --require; one of: {}",
-                known.join(", ")
-            );
-        }
-        if !required.contains(&capability) {
-            required.push(capability);
-        }
-    }
-    Ok(required)
-}
-
 pub async fn run(args: &Args, run: &RunArgs) -> anyhow::Result<u8> {
     // Orphaned grandchildren are re-parented to us, not to init, so the runtime can
     // find and reap every member of a backend's tree.
@@ -96,62 +68,15 @@ pub async fn run(args: &Args, run: &RunArgs) -> anyhow::Result<u8> {
     let mut registry = config.registry()?;
     crate::verified::attach(&mut registry, agent_exec_contract::CacheMode::Use);
 
-    let prompt = match (&run.prompt, &run.prompt_file) {
-        (Some(text), _) => text.clone(),
-        (None, Some(file)) => std::fs::read_to_string(file)
-            .with_context(|| format!("cannot read --prompt-file {}", file.display()))?,
-        (None, None) => bail!("give --prompt TEXT or --prompt-file F"),
-    };
-    let root = std::fs::canonicalize(&run.workspace)
-        .with_context(|| format!("--workspace {}", run.workspace.display()))?;
+    let root = std::fs::canonicalize(&run.request.workspace)
+        .with_context(|| format!("--workspace {}", run.request.workspace.display()))?;
     if !root.is_dir() {
         bail!("--workspace {} is not a directory", root.display());
     }
-    let root = root
-        .to_str()
-        .ok_or_else(|| anyhow!("--workspace {} is not valid UTF-8", root.display()))?
-        .to_owned();
-    let deadline = match &run.deadline {
-        None => None,
-        Some(text) => {
-            let d = duration::parse(text).map_err(|e| anyhow!("--deadline: {e}"))?;
-            // Checked: a huge value is a usage error, never an overflow panic.
-            let too_long = || anyhow!("--deadline {text}: too long (the date would overflow)");
-            let d = time::Duration::try_from(d).map_err(|_| too_long())?;
-            Some(
-                time::OffsetDateTime::now_utc()
-                    .checked_add(d)
-                    .ok_or_else(too_long)?,
-            )
-        }
-    };
-    let required = parse_required(&run.require)?;
-    let execution_id = match &run.execution_id {
-        Some(id) => {
-            check_execution_id(id)?;
-            id.clone()
-        }
-        None => uuid::Uuid::now_v7().to_string(),
-    };
-    let request = ContractRequest {
-        execution_id: execution_id.clone(),
-        prompt,
-        targets: run.targets.clone(),
-        workspace: WorkspaceHandle {
-            root,
-            writable: Vec::new(),
-        },
-        budget: ContractBudget {
-            deadline,
-            ..Default::default()
-        },
-        required: required.clone(),
-        tool_policy: ToolPolicy {
-            profile: run.tool_profile.clone().unwrap_or_default(),
-            allowlist: run.allow_tools.clone(),
-        },
-        ..Default::default()
-    };
+    let request = crate::request::build(&run.request, &root)?;
+    let execution_id = request.execution_id.clone();
+    let required = request.required.clone();
+    let deadline = request.budget.deadline;
 
     // Cancellation is armed before the backend is resolved: resolving runs the
     // backend's capability probe (processes, a network request; up to a minute when
@@ -175,7 +100,7 @@ pub async fn run(args: &Args, run: &RunArgs) -> anyhow::Result<u8> {
     let resolving = tokio::select! {
         biased;
         _ = cancellation.cancelled() => None,
-        resolved = registry.resolve(&run.backend, &required) => Some(resolved),
+        resolved = registry.resolve(&run.request.backend, &required) => Some(resolved),
     };
     let Some(resolving) = resolving else {
         let cause = cancellation.cause().unwrap_or(CancelCause::Caller);
@@ -189,12 +114,12 @@ pub async fn run(args: &Args, run: &RunArgs) -> anyhow::Result<u8> {
                 code,
                 format!(
                     "{why} while backend `{}` was being probed; nothing was dispatched",
-                    run.backend
+                    run.request.backend
                 ),
                 SideEffects::None,
             ),
         );
-        print_result(run, &execution_id, &result)?;
+        print_result(run.json, &execution_id, &result)?;
         return Ok(exit_code(&result.outcome));
     };
     let resolved = match resolving {
@@ -203,7 +128,7 @@ pub async fn run(args: &Args, run: &RunArgs) -> anyhow::Result<u8> {
             // Nothing ran: report it as the contract's refusal, in the same shape.
             eprintln!("agent-exec: {e}");
             let result = ContractResult::failed(e.to_contract_error());
-            print_result(run, &execution_id, &result)?;
+            print_result(run.json, &execution_id, &result)?;
             return Ok(match e {
                 agent_exec_contract::ResolveError::MissingCapability { .. } => 1,
                 _ => crate::EXIT_USAGE,
@@ -240,7 +165,7 @@ pub async fn run(args: &Args, run: &RunArgs) -> anyhow::Result<u8> {
     if let Some(printer) = printer {
         let _ = printer.await;
     }
-    print_result(run, &execution_id, &result)?;
+    print_result(run.json, &execution_id, &result)?;
     Ok(exit_code(&result.outcome))
 }
 
@@ -283,8 +208,10 @@ impl Drop for Disarm {
     }
 }
 
-fn print_result(run: &RunArgs, execution_id: &str, result: &ContractResult) -> anyhow::Result<()> {
-    if run.json {
+/// Prints a result as `run` does: `--json` the result JSON on stdout (one line); else
+/// the text on stdout and a summary on stderr. `wait` prints through this too.
+pub fn print_result(json: bool, execution_id: &str, result: &ContractResult) -> anyhow::Result<()> {
+    if json {
         let json = serde_json::to_string(result).context("cannot encode the result")?;
         crate::write_stdout(&format!("{json}\n"))?;
     } else {
