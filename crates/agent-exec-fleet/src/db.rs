@@ -136,6 +136,26 @@ impl FleetDb {
         Ok(db)
     }
 
+    /// Connects without creating anything (read-only views: `runs`). Queries of a
+    /// database that has no fleet tables fail; callers treat that as "no fleet".
+    pub async fn connect_existing(url: &str) -> Result<FleetDb, FleetError> {
+        if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+            return Err(FleetError::NotPostgres);
+        }
+        let (client, connection) = connect_raw(url).await?;
+        let connection_task = tokio::spawn(async move {
+            if let Err(error) = connection.await {
+                tracing::warn!(%error, "fleet: PostgreSQL connection ended");
+            }
+        });
+        Ok(FleetDb {
+            client: Mutex::new(client),
+            location: agent_exec_journal::redact_url(url),
+            url: url.to_owned(),
+            connection_task,
+        })
+    }
+
     /// The redacted URL.
     pub fn location(&self) -> &str {
         &self.location

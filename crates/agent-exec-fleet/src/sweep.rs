@@ -126,6 +126,10 @@ async fn settle(
         };
         (running, claimed)
     };
+    // The queue first: once a waiter sees the end, nothing of the worker is left.
+    if let Some(queue_id) = &worker.queue_worker_id {
+        release_queue_worker(db, queue_id).await?;
+    }
     for id in &running {
         pg.settle_orphan(id, &worker.owner, reason).await?;
         db.finish_job(id, None, None).await?;
@@ -170,9 +174,6 @@ async fn settle(
         db.finish_job(id, serde_json::to_string(&result).ok().as_deref(), None)
             .await?;
         out.unstarted.push(id.clone());
-    }
-    if let Some(queue_id) = &worker.queue_worker_id {
-        release_queue_worker(db, queue_id).await?;
     }
     Ok(out)
 }
