@@ -119,6 +119,9 @@ struct Shared {
     session: SyncMutex<Option<Arc<Session>>>,
     running: SyncMutex<HashMap<String, Cancellation>>,
     undelivered: SyncMutex<Vec<Undelivered>>,
+    /// Set once the worker is stopping: a job claimed from now on is canceled before
+    /// it is dispatched.
+    stopping: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for Shared {
@@ -151,6 +154,8 @@ impl Shared {
     }
 
     fn cancel_all(&self) {
+        self.stopping
+            .store(true, std::sync::atomic::Ordering::SeqCst);
         if let Ok(running) = self.running.lock() {
             for c in running.values() {
                 c.cancel(CancelCause::Caller);
@@ -176,6 +181,9 @@ impl Shared {
         let cancellation = Cancellation::new();
         if let Ok(mut running) = self.running.lock() {
             running.insert(id.clone(), cancellation.clone());
+        }
+        if self.stopping.load(std::sync::atomic::Ordering::SeqCst) {
+            cancellation.cancel(CancelCause::Caller);
         }
         let result = self.run_claimed(&session, payload, cancellation).await;
         if let Some(result) = result {
@@ -479,6 +487,7 @@ pub async fn run_worker(
         session: SyncMutex::new(None),
         running: SyncMutex::new(HashMap::new()),
         undelivered: SyncMutex::new(Vec::new()),
+        stopping: std::sync::atomic::AtomicBool::new(false),
     });
     let mut backoff = Duration::from_millis(500);
     let mut first = true;

@@ -35,7 +35,9 @@
 //!
 //! # Not done, deliberately
 //! No retention/pruning, no TLS for PostgreSQL (use a loopback server, socket or tunnel),
-//! no heartbeat lease (so another host's orphaned attempts wait for an open on that host).
+//! no heartbeat lease in the journal (so another host's orphaned attempts wait for an open
+//! on that host — or, for fleet workers, for the fleet's lease, which `agent-exec-fleet`
+//! keeps and settles through [`PgJournal::settle_orphan`]).
 
 mod hook;
 pub mod owner;
