@@ -4,6 +4,7 @@
 #
 #   scripts/bench-agent-exec-fleet.sh                 # 40 latency rounds, 200 jobs per throughput round
 #   ROUNDS=100 JOBS=400 scripts/bench-agent-exec-fleet.sh
+#   BIN=target/debug/agent-exec scripts/bench-agent-exec-fleet.sh
 #
 # The backend is trivial (`sh -c 'date +%s%N > started/<id>'`), so what is measured is
 # agent-exec and the queue, not the program.
@@ -15,7 +16,7 @@
 # 2. Cancel: `agent-exec cancel` started -> the worker journals `canceling` (10 rounds).
 # 3. Throughput: JOBS submissions (8 submitting processes at a time) to 1, 2 and 4
 #    workers x concurrency 4, until every program has started; against JOBS local
-#    `agent-exec run`s, 16 at a time. Jobs per second, and where adding workers stops
+#    `agent-exec run`s, 8 at a time (as many as the submitting processes). Jobs per second, and where adding workers stops
 #    helping on this machine (the knee).
 #
 # Needs PostgreSQL: AGENT_EXEC_TEST_PG_URL, else scripts/setup.d/30-postgres.sh starts
@@ -28,8 +29,14 @@ if [ -z "${AGENT_EXEC_TEST_PG_URL:-}" ]; then
   # shellcheck source=/dev/null
   . scripts/setup.d/30-postgres.sh
 fi
-cargo build --release -q -p agent-exec
-bin="${CARGO_TARGET_DIR:-$root/target}/release/agent-exec"
+# BIN=<agent-exec binary> measures that build instead (e.g. a debug build); the
+# baseline is always the same binary, so the comparison stays like for like.
+if [ -n "${BIN:-}" ]; then
+  bin=$BIN
+else
+  cargo build --release -q -p agent-exec
+  bin="${CARGO_TARGET_DIR:-$root/target}/release/agent-exec"
+fi
 
 python3 - "$bin" "$AGENT_EXEC_TEST_PG_URL" "${ROUNDS:-40}" "${JOBS:-200}" <<'PY'
 import concurrent.futures as cf, json, os, shutil, statistics, subprocess, sys, tempfile, time
@@ -100,12 +107,18 @@ def started_at(id_, timeout=60):
         time.sleep(0.0005)
 
 def submit(id_):
-    subprocess.run(fleet + ["submit", "--backend", "bench", "--prompt", "x", "--workspace", ws,
-                            "--execution-id", id_], env=env, check=True, stdout=subprocess.DEVNULL)
+    out = subprocess.run(fleet + ["submit", "--backend", "bench", "--prompt", "x", "--workspace", ws,
+                                  "--execution-id", id_], env=env, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True)
+    if out.returncode != 0:
+        sys.exit("submit %s failed (exit %d): %s" % (id_, out.returncode, out.stderr.strip()))
 
 def run_local(id_):
-    subprocess.run(local + ["run", "--backend", "bench", "--prompt", "x", "--workspace", ws,
-                            "--execution-id", id_], env=env, check=True, stdout=subprocess.DEVNULL)
+    out = subprocess.run(local + ["run", "--backend", "bench", "--prompt", "x", "--workspace", ws,
+                                  "--execution-id", id_], env=env, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True)
+    if out.returncode != 0:
+        sys.exit("local run %s failed (exit %d): %s" % (id_, out.returncode, out.stderr.strip()))
 
 def pct(values, p):
     values = sorted(values)
@@ -115,7 +128,7 @@ try:
     # Warm-up: schema creation, page cache.
     start_workers(4, 4)
     submit("warm-fleet"); started_at("warm-fleet")
-    subprocess.run(fleet + ["wait", "warm-fleet"], env=env, check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(fleet + ["wait", "warm-fleet"], env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     run_local("warm-local")
 
     fleet_ms, local_ms = [], []
@@ -127,7 +140,7 @@ try:
         submit("lat-%d" % i)
         fleet_ms.append((started_at("lat-%d" % i) - t0) / 1e6)
         # Idle workers for the next round: this one has ended.
-        subprocess.run(fleet + ["wait", "lat-%d" % i], env=env, check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(fleet + ["wait", "lat-%d" % i], env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     print("== latency: start of the command -> program started, %d interleaved rounds, idle workers (4 x 4)" % rounds)
     print("%-34s %9s %9s" % ("", "p50 ms", "p99 ms"))
     print("%-34s %9.1f %9.1f" % ("local `agent-exec run`", statistics.median(local_ms), pct(local_ms, 99)))
@@ -141,7 +154,7 @@ try:
     for i in range(min(rounds, 10)):
         id_ = "cancel-%d" % i
         subprocess.run(fleet + ["submit", "--backend", "sleeper", "--prompt", "x", "--workspace", ws,
-                                "--execution-id", id_], env=env, check=True, stdout=subprocess.DEVNULL)
+                                "--execution-id", id_], env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         started_at(id_)
         t0 = time.time_ns()
         subprocess.run(fleet + ["cancel", id_], env=env, check=True, stderr=subprocess.DEVNULL)
@@ -167,7 +180,7 @@ try:
         return rate
 
     print("== throughput: %d jobs of the trivial backend, until every program has started (%d cores)" % (jobs, os.cpu_count()))
-    base_rate = throughput("local `agent-exec run`, 16 at a time", run_local, ["tl-%d" % i for i in range(jobs)], 16)
+    base_rate = throughput("local `agent-exec run`, 8 at a time", run_local, ["tl-%d" % i for i in range(jobs)], 8)
     rates = {}
     for n in (1, 2, 4):
         start_workers(n, 4)
