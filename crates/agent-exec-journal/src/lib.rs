@@ -35,7 +35,9 @@
 //!
 //! # Not done, deliberately
 //! No retention/pruning, no TLS for PostgreSQL (use a loopback server, socket or tunnel),
-//! no heartbeat lease (so another host's orphaned attempts wait for an open on that host).
+//! no heartbeat lease in the journal (so another host's orphaned attempts wait for an open
+//! on that host — or, for fleet workers, for the fleet's lease, which `agent-exec-fleet`
+//! keeps and settles through [`PgJournal::settle_orphan`]).
 
 mod hook;
 pub mod owner;
@@ -178,6 +180,15 @@ impl Journal {
     pub fn open_sqlite(path: &Path) -> Result<(Journal, Vec<Recovered>), JournalError> {
         let (journal, recovered) = SqliteJournal::open(path)?;
         Ok((Journal::Sqlite(journal), recovered))
+    }
+
+    /// The PostgreSQL journal, when that is the store (the fleet needs its extra
+    /// operations; an SQLite journal cannot be shared by machines).
+    pub fn as_postgres(&self) -> Option<&PgJournal> {
+        match self {
+            Journal::Postgres(j) => Some(j),
+            Journal::Sqlite(_) => None,
+        }
     }
 
     pub async fn start_execution(&self, start: &ExecutionStart<'_>) -> Result<Prior, JournalError> {

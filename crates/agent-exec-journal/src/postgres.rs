@@ -319,6 +319,122 @@ impl PgJournal {
         .await
     }
 
+    /// Settles one execution whose owner is known to be gone by a proof made
+    /// *outside* this process (the fleet's worker lease expired, see
+    /// `agent-exec-fleet`): if it is still `running`/`canceling` **and** still owned by
+    /// exactly `owner`, it becomes `unknown` like a recovered orphan. Returns whether
+    /// it did. An execution that moved on (finished, or taken over by a later attempt
+    /// of another process) is left alone: the owner check is the fence.
+    pub async fn settle_orphan(
+        &self,
+        execution_id: &str,
+        owner: &ProcessIdentity,
+        reason: &str,
+    ) -> Result<bool, JournalError> {
+        let mut client = self.client.lock().await;
+        let tx = client.transaction().await.map_err(|e| self.err(e))?;
+        let row = tx
+            .query_opt(
+                "SELECT attempts, state, owner_host, owner_boot_id, owner_pid, owner_start_ticks
+                 FROM agent_exec_executions WHERE execution_id = $1 FOR UPDATE",
+                &[&execution_id],
+            )
+            .await
+            .map_err(|e| self.err(e))?;
+        let Some(row) = row else {
+            return Ok(false);
+        };
+        let attempt = row.get::<_, i32>(0) as u32;
+        let previous = state_col(row.get(1));
+        if previous.is_terminal() || owner_from(&row, 2) != *owner {
+            return Ok(false);
+        }
+        self.mark_unknown(&tx, execution_id, attempt, previous, reason)
+            .await?;
+        tx.commit().await.map_err(|e| self.err(e))?;
+        Ok(true)
+    }
+
+    /// Records the end of an execution that never started: a queued job canceled, or
+    /// one whose worker died after claiming it and before starting it. Creates the
+    /// row (0 attempts) or, for an execution that has earlier attempts (a step retry
+    /// queued again), moves its terminal state on and logs why. Refused for an
+    /// execution that is running.
+    pub async fn record_unstarted(
+        &self,
+        execution_id: &str,
+        backend: &str,
+        request_json: Option<&str>,
+        end: &End<'_>,
+        note: &str,
+    ) -> Result<(), JournalError> {
+        check_outcome(end.outcome)?;
+        let mut client = self.client.lock().await;
+        let tx = client.transaction().await.map_err(|e| self.err(e))?;
+        let now = now_rfc3339();
+        let me = &self.me;
+        let existing = tx
+            .query_opt(
+                "SELECT state, attempts FROM agent_exec_executions WHERE execution_id = $1 FOR UPDATE",
+                &[&execution_id],
+            )
+            .await
+            .map_err(|e| self.err(e))?;
+        let (from, attempts) = match existing {
+            None => {
+                tx.execute(
+                    "INSERT INTO agent_exec_executions (execution_id, backend, state, attempts,
+                         request_json, error_json, error_code, owner_host, owner_boot_id,
+                         owner_pid, owner_start_ticks, created_at, updated_at)
+                     VALUES ($1, $2, $3, 0, $4, $5, $6, $7, $8, $9, $10, $11, $11)",
+                    &[
+                        &execution_id,
+                        &backend,
+                        &end.outcome.as_str(),
+                        &request_json,
+                        &end.error_json,
+                        &end.error_code,
+                        &me.host,
+                        &me.boot_id,
+                        &i64::from(me.pid),
+                        &(me.start_ticks as i64),
+                        &now,
+                    ],
+                )
+                .await
+                .map_err(|e| self.err(e))?;
+                (None, 0)
+            }
+            Some(row) => {
+                let from = state_col(row.get(0));
+                let attempts = row.get::<_, i32>(1) as u32;
+                if !from.is_terminal() {
+                    return Err(JournalError::Invalid(format!(
+                        "execution {execution_id:?} is {from}; it did start"
+                    )));
+                }
+                tx.execute(
+                    "UPDATE agent_exec_executions SET state = $2, error_json = $3, error_code = $4,
+                         updated_at = $5
+                     WHERE execution_id = $1",
+                    &[
+                        &execution_id,
+                        &end.outcome.as_str(),
+                        &end.error_json,
+                        &end.error_code,
+                        &now,
+                    ],
+                )
+                .await
+                .map_err(|e| self.err(e))?;
+                (Some(from), attempts)
+            }
+        };
+        self.log(&tx, execution_id, attempts, from, end.outcome, Some(note))
+            .await?;
+        tx.commit().await.map_err(|e| self.err(e))
+    }
+
     /// See [`crate::SqliteJournal::start_execution`].
     pub async fn start_execution(&self, start: &ExecutionStart<'_>) -> Result<Prior, JournalError> {
         let mut client = self.client.lock().await;

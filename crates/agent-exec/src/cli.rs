@@ -1,4 +1,5 @@
-//! The command line, exactly as issue 5 §5 spells it.
+//! The command line, exactly as issue 5 §5 (run, backends, runs) and issue 13 §2
+//! (worker, submit, wait, cancel) spell it.
 
 use std::path::PathBuf;
 
@@ -40,10 +41,19 @@ pub enum Command {
     Backends(BackendsArgs),
     /// List journaled executions, or show one.
     Runs(RunsArgs),
+    /// Run queued executions from a PostgreSQL fleet journal (`--journal postgres://…`).
+    Worker(WorkerArgs),
+    /// Queue one execution for the fleet's workers and print its id.
+    Submit(SubmitArgs),
+    /// Wait for an execution to end and print its result (as `run` does).
+    Wait(WaitArgs),
+    /// Cancel an execution, queued or running, wherever it runs.
+    Cancel(CancelArgs),
 }
 
+/// What makes a request: shared by `run` and `submit`, so both spell every flag alike.
 #[derive(Debug, ClapArgs)]
-pub struct RunArgs {
+pub struct RequestArgs {
     /// Backend name (or alias).
     #[arg(long, value_name = "NAME")]
     pub backend: String,
@@ -69,7 +79,8 @@ pub struct RunArgs {
     /// Read the prompt from a file.
     #[arg(long, value_name = "F")]
     pub prompt_file: Option<PathBuf>,
-    /// The workspace root (the backend's working directory; deliverables are read back only from inside it).
+    /// The workspace root (the backend's working directory; deliverables are read back
+    /// only from inside it). For `submit`, a directory on the worker.
     #[arg(long, value_name = "DIR", required_unless_present = "request")]
     pub workspace: Option<PathBuf>,
     /// A deliverable, relative to the workspace; repeatable.
@@ -98,12 +109,58 @@ pub struct RunArgs {
     /// Execution id (reuse one to retry a step under the same id, deadline and budget). Default: a new UUIDv7.
     #[arg(long, value_name = "ID")]
     pub execution_id: Option<String>,
+}
+
+#[derive(Debug, ClapArgs)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub request: RequestArgs,
     /// Print the result as JSON (the contract's Go tags) on stdout.
     #[arg(long)]
     pub json: bool,
     /// Print events as JSON lines on stderr while running.
     #[arg(long)]
     pub events: bool,
+}
+
+#[derive(Debug, ClapArgs)]
+pub struct SubmitArgs {
+    #[command(flatten)]
+    pub request: RequestArgs,
+    /// Print `{"execution_id": …}` on stdout instead of the bare id.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, ClapArgs)]
+pub struct WorkerArgs {
+    /// Executions run at a time.
+    #[arg(long, value_name = "K", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub concurrency: u32,
+    /// A backend to serve (name or alias); repeatable. Default: every configured backend.
+    #[arg(long = "backend", value_name = "NAME")]
+    pub backends: Vec<String>,
+}
+
+#[derive(Debug, ClapArgs)]
+pub struct WaitArgs {
+    /// The execution id.
+    pub id: String,
+    /// Print the result as JSON (the contract's Go tags) on stdout, as `run --json`.
+    #[arg(long)]
+    pub json: bool,
+    /// Print the execution's events as JSON lines on stderr, in order.
+    #[arg(long)]
+    pub events: bool,
+    /// Give up after this long (e.g. 30s, 5m) and say why it has not ended (exit 5).
+    #[arg(long, value_name = "DURATION")]
+    pub timeout: Option<String>,
+}
+
+#[derive(Debug, ClapArgs)]
+pub struct CancelArgs {
+    /// The execution id.
+    pub id: String,
 }
 
 #[derive(Debug, ClapArgs)]

@@ -169,16 +169,80 @@ fn render_backends(views: &[BackendView], file: Option<&std::path::Path>) -> Str
     out
 }
 
+/// Which fleet worker ran an execution (a PostgreSQL journal with fleet tables only).
+#[derive(Debug, Clone, Serialize)]
+struct WorkerView {
+    worker_id: String,
+    host: String,
+    pid: u32,
+    /// The worker's state now: `live`, `stopped` or `dead`.
+    state: String,
+}
+
+/// The fleet's view of `ids`: who ran each. Empty for SQLite or a database without
+/// fleet tables (a view never creates them).
+async fn fleet_workers(
+    args: &Args,
+    config: &Config,
+    ids: &[String],
+) -> std::collections::HashMap<String, WorkerView> {
+    let Ok(agent_exec_journal::JournalLocation::Postgres(url)) =
+        crate::run::journal_location(args, config)
+    else {
+        return Default::default();
+    };
+    let Ok(db) = agent_exec_fleet::FleetDb::connect_existing(&url).await else {
+        return Default::default();
+    };
+    let (Ok(jobs), Ok(workers)) = (db.jobs_by_id(ids).await, db.workers().await) else {
+        return Default::default();
+    };
+    jobs.into_iter()
+        .filter_map(|(id, job)| {
+            let worker = workers
+                .iter()
+                .find(|w| Some(&w.worker_id) == job.worker_id.as_ref())?;
+            Some((
+                id,
+                WorkerView {
+                    worker_id: worker.worker_id.clone(),
+                    host: worker.owner.host.clone(),
+                    pid: worker.owner.pid,
+                    state: worker.state.clone(),
+                },
+            ))
+        })
+        .collect()
+}
+
+/// `value` (an object) with `"worker"` added when the fleet knows it.
+fn with_worker(
+    value: impl Serialize,
+    worker: Option<&WorkerView>,
+) -> anyhow::Result<serde_json::Value> {
+    let mut value = serde_json::to_value(value)?;
+    if let (Some(object), Some(worker)) = (value.as_object_mut(), worker) {
+        object.insert("worker".into(), serde_json::to_value(worker)?);
+    }
+    Ok(value)
+}
+
 pub async fn runs(args: &Args, r: &RunsArgs) -> anyhow::Result<u8> {
     let config = Config::discover(args.config.as_deref())?;
     let journal = open_journal(args, &config).await?;
     match &r.show {
         None => {
             let list = journal.list(r.limit).await?;
+            let ids: Vec<String> = list.iter().map(|s| s.execution_id.clone()).collect();
+            let workers = fleet_workers(args, &config, &ids).await;
             if r.json {
-                crate::write_stdout(&format!("{}\n", serde_json::to_string_pretty(&list)?))?;
+                let values = list
+                    .iter()
+                    .map(|s| with_worker(s, workers.get(&s.execution_id)))
+                    .collect::<anyhow::Result<Vec<_>>>()?;
+                crate::write_stdout(&format!("{}\n", serde_json::to_string_pretty(&values)?))?;
             } else {
-                crate::write_stdout(&render_runs(&list))?;
+                crate::write_stdout(&render_runs(&list, &workers))?;
             }
             Ok(0)
         }
@@ -188,10 +252,20 @@ pub async fn runs(args: &Args, r: &RunsArgs) -> anyhow::Result<u8> {
                 Ok(1)
             }
             Some(record) => {
+                let workers = fleet_workers(args, &config, std::slice::from_ref(id)).await;
+                let worker = workers.get(id);
                 if *json || r.json {
-                    crate::write_stdout(&format!("{}\n", serde_json::to_string_pretty(&record)?))?;
+                    let value = with_worker(&record, worker)?;
+                    crate::write_stdout(&format!("{}\n", serde_json::to_string_pretty(&value)?))?;
                 } else {
-                    crate::write_stdout(&render_record(&record))?;
+                    let mut text = render_record(&record);
+                    if let Some(w) = worker {
+                        text.push_str(&format!(
+                            "  worker:   {} (pid {} on {}, now {})\n",
+                            w.worker_id, w.pid, w.host, w.state
+                        ));
+                    }
+                    crate::write_stdout(&text)?;
                 }
                 Ok(0)
             }
@@ -199,7 +273,10 @@ pub async fn runs(args: &Args, r: &RunsArgs) -> anyhow::Result<u8> {
     }
 }
 
-fn render_runs(list: &[ExecutionSummary]) -> String {
+fn render_runs(
+    list: &[ExecutionSummary],
+    workers: &std::collections::HashMap<String, WorkerView>,
+) -> String {
     let mut out = String::new();
     if list.is_empty() {
         out.push_str("no executions in the journal\n");
@@ -211,15 +288,27 @@ fn render_runs(list: &[ExecutionSummary]) -> String {
         .max()
         .unwrap_or(0)
         .max(12);
+    // The WORKER column only when the fleet ran something: a local journal's listing
+    // stays as it was.
+    let worker_width = workers.values().map(|w| w.worker_id.len()).max();
+    let worker_header = worker_width.map_or(String::new(), |w| format!("{:<w$}  ", "WORKER"));
     let _ = writeln!(
         out,
-        "{:<width$}  {:<10}  {:<12}  {:>8}  {:<27}  ERROR",
+        "{:<width$}  {:<10}  {:<12}  {:>8}  {:<27}  {worker_header}ERROR",
         "EXECUTION", "STATE", "BACKEND", "ATTEMPTS", "UPDATED"
     );
     for s in list {
+        let worker = worker_width.map_or(String::new(), |w| {
+            format!(
+                "{:<w$}  ",
+                workers
+                    .get(&s.execution_id)
+                    .map_or("-", |v| v.worker_id.as_str())
+            )
+        });
         let _ = writeln!(
             out,
-            "{:<width$}  {:<10}  {:<12}  {:>8}  {:<27}  {}{}",
+            "{:<width$}  {:<10}  {:<12}  {:>8}  {:<27}  {worker}{}{}",
             s.execution_id,
             s.state.as_str(),
             s.backend,

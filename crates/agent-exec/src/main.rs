@@ -6,11 +6,14 @@
 //! the edge. The result JSON on stdout is the contract's `ContractResult` with the Go
 //! struct tags; events go to stderr, one JSON object per line; diagnostics go to stderr.
 //!
-//! Exit codes: 0 succeeded, 1 failed, 2 bad usage or config, 3 unknown, 4 canceled.
+//! Exit codes: 0 succeeded, 1 failed, 2 bad usage or config, 3 unknown, 4 canceled,
+//! 5 `wait --timeout` passed before the end.
 
 mod cli;
 mod duration;
+mod fleet;
 mod listing;
+mod request;
 mod run;
 mod verified;
 
@@ -64,6 +67,10 @@ fn main() -> ExitCode {
             cli::Command::Run(run) => run::run(&args, run).await,
             cli::Command::Backends(b) => listing::backends(&args, b).await,
             cli::Command::Runs(r) => listing::runs(&args, r).await,
+            cli::Command::Worker(w) => fleet::worker(&args, w).await,
+            cli::Command::Submit(s) => fleet::submit(&args, s).await,
+            cli::Command::Wait(w) => fleet::wait(&args, w).await,
+            cli::Command::Cancel(c) => fleet::cancel(&args, c).await,
         }
     });
     match code {

@@ -1,0 +1,317 @@
+//! Submitting an execution, and canceling one: each a single transaction, so a
+//! refusal or a failure leaves nothing half-enqueued.
+
+use agent_exec_contract::{
+    ContractRequest, ContractResult, Error, ErrorCode, Outcome, SideEffects,
+};
+use agent_exec_journal::{End, Journal, State, Usage};
+use graphile_worker::JobSpec;
+use serde::{Deserialize, Serialize};
+
+use crate::FleetError;
+use crate::db::{CANCEL_CHANNEL, FleetDb, TASK};
+use crate::flags::{Advertised, job_flags};
+
+/// What a queued job carries: the backend's canonical name and the request.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct JobPayload {
+    pub backend: String,
+    pub request: ContractRequest,
+}
+
+/// Ids are data: printable, no whitespace or control characters, bounded (the same
+/// rule as `agent-exec run --execution-id`).
+pub fn check_execution_id(id: &str) -> Result<(), FleetError> {
+    if id.is_empty() || id.len() > 128 || id.chars().any(|c| c.is_control() || c.is_whitespace()) {
+        return Err(FleetError::InvalidRequest(format!(
+            "execution id {id:?}: 1 to 128 printable characters without spaces"
+        )));
+    }
+    Ok(())
+}
+
+/// Checks what a worker cannot check better: the id, and that the workspace is an
+/// absolute path (it names a directory *on the worker*, so its existence is the
+/// worker's to check).
+pub fn check_request(request: &ContractRequest) -> Result<(), FleetError> {
+    check_execution_id(&request.execution_id)?;
+    if !request.workspace.root.starts_with('/') {
+        return Err(FleetError::InvalidRequest(format!(
+            "workspace {:?} is not an absolute path (it names a directory on the worker)",
+            request.workspace.root
+        )));
+    }
+    if let Some(unknown) = request
+        .required
+        .iter()
+        .find(|c| matches!(c, agent_exec_contract::Capability::Other(_)))
+    {
+        return Err(FleetError::InvalidRequest(format!(
+            "unknown capability {:?}",
+            unknown.as_str()
+        )));
+    }
+    Ok(())
+}
+
+/// Maps `name` (canonical or alias) to a canonical name some worker advertised.
+pub(crate) fn canonical_backend(
+    name: &str,
+    advertised: &[Advertised],
+) -> Result<String, FleetError> {
+    if let Some(found) = advertised
+        .iter()
+        .find(|a| a.name == name || a.aliases.iter().any(|alias| alias == name))
+    {
+        return Ok(found.name.clone());
+    }
+    let mut known: Vec<String> = advertised.iter().map(|a| a.name.clone()).collect();
+    known.sort();
+    known.dedup();
+    Err(FleetError::UnknownBackend {
+        name: name.to_owned(),
+        known,
+    })
+}
+
+/// Whether the journal lets this id run again: never while it runs, and after an end
+/// only a step retry of `failed`/`canceled` without side effects (as `run` decides).
+async fn check_journal(journal: &Journal, id: &str) -> Result<(), FleetError> {
+    let Some(record) = journal.show(id).await? else {
+        return Ok(());
+    };
+    let state = record.summary.state;
+    if !state.is_terminal() {
+        return Err(FleetError::AlreadyActive {
+            execution_id: id.to_owned(),
+            state: state.as_str().to_owned(),
+        });
+    }
+    let side_effects = record
+        .error
+        .as_ref()
+        .and_then(|e| e.get("side_effects"))
+        .and_then(|v| serde_json::from_value::<SideEffects>(v.clone()).ok())
+        .unwrap_or(match state {
+            State::Succeeded => SideEffects::None,
+            _ => SideEffects::Possible,
+        });
+    let outcome = Outcome::from_wire(state.as_str());
+    if agent_exec_contract::may_continue(&outcome, side_effects) {
+        return Ok(());
+    }
+    Err(FleetError::Journal(
+        agent_exec_journal::JournalError::Finished {
+            execution_id: id.to_owned(),
+            outcome: state.as_str().to_owned(),
+            side_effects: side_effects.as_str().to_owned(),
+        },
+    ))
+}
+
+/// Enqueues `request` for `backend` (a name or alias some worker advertised). Returns
+/// the canonical backend name. Refuses an id that is queued or running, and one the
+/// journal would not continue; nothing is written then.
+pub async fn submit(
+    db: &FleetDb,
+    journal: &Journal,
+    backend: &str,
+    request: &ContractRequest,
+) -> Result<String, FleetError> {
+    check_request(request)?;
+    let advertised: Vec<Advertised> = db
+        .workers()
+        .await?
+        .into_iter()
+        .flat_map(|w| w.backends)
+        .collect();
+    let canonical = canonical_backend(backend, &advertised)?;
+    let id = &request.execution_id;
+    check_journal(journal, id).await?;
+
+    let payload = JobPayload {
+        backend: canonical.clone(),
+        request: request.clone(),
+    };
+    let request_json = serde_json::to_string(request)
+        .map_err(|e| FleetError::InvalidRequest(format!("cannot encode the request: {e}")))?;
+    let required: Vec<&str> = request.required.iter().map(|c| c.as_str()).collect();
+    let required_json = serde_json::to_string(&required)
+        .map_err(|e| FleetError::InvalidRequest(format!("cannot encode --require: {e}")))?;
+    let utils = db.queue_utils(1)?;
+
+    let mut client = db.client.lock().await;
+    let tx = client.transaction().await.map_err(|e| db.pg(e))?;
+    let existing = tx
+        .query_opt(
+            "SELECT state FROM agent_exec_fleet_jobs WHERE execution_id = $1 FOR UPDATE",
+            &[id],
+        )
+        .await
+        .map_err(|e| db.pg(e))?;
+    if let Some(row) = existing {
+        let state: String = row.get(0);
+        if state != "done" {
+            return Err(FleetError::AlreadyActive {
+                execution_id: id.clone(),
+                state,
+            });
+        }
+    }
+    tx.execute(
+        "INSERT INTO agent_exec_fleet_jobs (execution_id, backend, required_json, request_json, state)
+         VALUES ($1, $2, $3, $4, 'queued')
+         ON CONFLICT (execution_id) DO UPDATE SET backend = $2, required_json = $3,
+             request_json = $4, state = 'queued', queue_job_id = NULL, worker_id = NULL,
+             cancel_requested = FALSE, result_json = NULL, submitted_at = now(),
+             started_at = NULL, finished_at = NULL",
+        &[id, &canonical, &required_json, &request_json],
+    )
+    .await
+    .map_err(|e| db.pg(e))?;
+    tx.execute(
+        "DELETE FROM agent_exec_fleet_events WHERE execution_id = $1",
+        &[id],
+    )
+    .await
+    .map_err(|e| db.pg(e))?;
+    // One attempt from the queue's point of view (invariant 3): the contract's only
+    // retry layer is the caller's.
+    let spec = JobSpec {
+        max_attempts: Some(1),
+        flags: Some(job_flags(&canonical, &request.required)),
+        ..Default::default()
+    };
+    let job = utils
+        .with_executor(&tx)
+        .add_raw_job(TASK, &payload, spec)
+        .await
+        .map_err(|e| db.queue_err(e))?;
+    tx.execute(
+        "UPDATE agent_exec_fleet_jobs SET queue_job_id = $2 WHERE execution_id = $1",
+        &[id, job.id()],
+    )
+    .await
+    .map_err(|e| db.pg(e))?;
+    tx.commit().await.map_err(|e| db.pg(e))?;
+    Ok(canonical)
+}
+
+/// What `cancel` did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CancelOutcome {
+    /// It was still queued: removed from the queue, recorded `canceled`; it never starts.
+    Dequeued,
+    /// A worker has it: the worker was told (NOTIFY) and cancels the whole tree.
+    Signaled { worker_id: Option<String> },
+    /// It had already ended.
+    AlreadyEnded,
+}
+
+/// The result of an execution canceled before any worker started it.
+pub fn canceled_while_queued() -> ContractResult {
+    ContractResult::with_error(
+        Outcome::Canceled,
+        Error::new(
+            ErrorCode::Canceled,
+            "the caller canceled while the execution was queued; it never started",
+            SideEffects::None,
+        ),
+    )
+}
+
+/// Cancels `execution_id`, wherever it is.
+pub async fn cancel(
+    db: &FleetDb,
+    journal: &Journal,
+    execution_id: &str,
+) -> Result<CancelOutcome, FleetError> {
+    let pg = journal.as_postgres().ok_or(FleetError::NotPostgres)?;
+    let utils = db.queue_utils(1)?;
+    let mut client = db.client.lock().await;
+    let tx = client.transaction().await.map_err(|e| db.pg(e))?;
+    let Some(row) = tx
+        .query_opt(
+            "SELECT state, queue_job_id, worker_id, backend, request_json
+             FROM agent_exec_fleet_jobs WHERE execution_id = $1 FOR UPDATE",
+            &[&execution_id],
+        )
+        .await
+        .map_err(|e| db.pg(e))?
+    else {
+        return Err(FleetError::NoSuchExecution(execution_id.to_owned()));
+    };
+    let state: String = row.get(0);
+    let queue_job_id: Option<i64> = row.get(1);
+    let worker_id: Option<String> = row.get(2);
+    let backend: String = row.get(3);
+    let request_json: String = row.get(4);
+    if state == "done" {
+        return Ok(CancelOutcome::AlreadyEnded);
+    }
+    // The request is recorded first: a worker that claims the job from now on sees it
+    // before it starts anything (see the worker's start), whatever the NOTIFY does.
+    tx.execute(
+        "UPDATE agent_exec_fleet_jobs SET cancel_requested = TRUE WHERE execution_id = $1",
+        &[&execution_id],
+    )
+    .await
+    .map_err(|e| db.pg(e))?;
+    if state == "queued"
+        && let Some(job_id) = queue_job_id
+    {
+        // Deletes the job only if no worker holds it (the queue's own rule), so a
+        // job is either removed here or claimed there, never both.
+        let removed = utils
+            .with_executor(&tx)
+            .complete_jobs(&[job_id])
+            .await
+            .map_err(|e| db.queue_err(e))?;
+        if !removed.is_empty() {
+            let result = canceled_while_queued();
+            let result_json = serde_json::to_string(&result).ok();
+            let error_json = result
+                .err
+                .as_ref()
+                .and_then(|e| serde_json::to_string(e).ok());
+            tx.execute(
+                "UPDATE agent_exec_fleet_jobs SET state = 'done', result_json = $2, finished_at = now()
+                 WHERE execution_id = $1",
+                &[&execution_id, &result_json],
+            )
+            .await
+            .map_err(|e| db.pg(e))?;
+            tx.execute(
+                "SELECT pg_notify($1, $2)",
+                &[&crate::db::DONE_CHANNEL, &execution_id],
+            )
+            .await
+            .map_err(|e| db.pg(e))?;
+            tx.commit().await.map_err(|e| db.pg(e))?;
+            drop(client);
+            pg.record_unstarted(
+                execution_id,
+                &backend,
+                Some(&request_json),
+                &End {
+                    outcome: State::Canceled,
+                    error_json: error_json.as_deref(),
+                    error_code: Some(ErrorCode::Canceled.as_str()),
+                    usage: Usage::default(),
+                    cancel_requested: false,
+                },
+                "canceled while queued; never started",
+            )
+            .await?;
+            return Ok(CancelOutcome::Dequeued);
+        }
+    }
+    tx.execute(
+        "SELECT pg_notify($1, $2)",
+        &[&CANCEL_CHANNEL, &execution_id],
+    )
+    .await
+    .map_err(|e| db.pg(e))?;
+    tx.commit().await.map_err(|e| db.pg(e))?;
+    Ok(CancelOutcome::Signaled { worker_id })
+}
