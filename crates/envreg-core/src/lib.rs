@@ -33,6 +33,7 @@
 //! | [`error`], [`diagnostic`], [`kind`], [`id`] | the vocabulary: error codes, findings, kinds, id rules |
 //! | [`model`], [`config`] | the typed records and `envreg.yaml` (one definition each) |
 //! | [`load`] | file rules, safe YAML options, per-file parse into the model |
+//! | [`locate`](mod@locate) | where a diagnostic's field path is in a record's text (CLI carets, the UI) |
 //! | `watch` | inotify drained at call time; rescan fallback |
 //! | [`registry`], [`snapshot`] | the handle, its file table, immutable snapshots and their indexes |
 //! | [`validate`] | per-record and cross-record checks (data model §4) |
@@ -73,6 +74,7 @@ pub mod error;
 pub mod id;
 pub mod kind;
 pub mod load;
+pub mod locate;
 pub mod model;
 pub mod read;
 pub mod registry;
