@@ -120,6 +120,9 @@ pub enum Command {
     },
     /// Serve the ten env_* tools over MCP (stdio by default).
     Serve(crate::serve::ServeArgs),
+    /// Serve the registry as a read-only web page: the matrix, cells with provenance,
+    /// operations, records and validation (crate envreg-ui, docs/envreg-ui.md).
+    Ui(envreg_ui::UiArgs),
     /// Write a synthetic registry (for benchmarks): 10,000 records by default.
     #[command(hide = true)]
     Synth {

@@ -16,7 +16,8 @@
 //! - [`approve`]: approval on `/dev/tty` or `--yes`; no terminal means denied.
 //! - [`init`]: `envreg init DIR`.
 //! - [`record_file`]: the YAML/JSON file given to `save`.
-//! - `serve`: the MCP server (owned by the MCP engineers).
+//! - `serve`: the MCP server (owned by the MCP engineers); `ui` is `envreg-ui`'s web
+//!   page, called straight from [`app`].
 //!
 //! [`snippet::locate`] is public for its fuzz target (`fuzz/fuzz_targets/envreg_cli_locate.rs`):
 //! it reads registry files, which are outside input.
