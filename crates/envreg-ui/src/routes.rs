@@ -48,6 +48,8 @@ pub fn router(state: AppState) -> Router {
         .route("/events", get(events))
         .route("/assets/app.css", get(|| async { assets::css() }))
         .route("/assets/app.js", get(|| async { assets::js() }))
+        // Browsers ask for it unprompted; "nothing here" without a 404 in the console.
+        .route("/favicon.ico", get(|| async { StatusCode::NO_CONTENT }))
         .fallback(not_found)
         .layer(middleware::from_fn(security_headers))
         .with_state(state)
