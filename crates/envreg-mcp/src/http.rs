@@ -320,6 +320,19 @@ mod tests {
         assert!(!is_loopback_host("user@localhost"));
     }
 
+    proptest::proptest! {
+        /// The fuzz target `envreg_ui_request`'s twin for the `Host` check: no panic, and
+        /// only a loopback name (any port) passes.
+        #[test]
+        fn host_check_never_panics_and_passes_only_loopback(host in ".{0,40}") {
+            if is_loopback_host(&host) {
+                let name = host.rsplit_once(':').filter(|(h, p)| !h.is_empty() && !h.ends_with(':') && p.chars().all(|c| c.is_ascii_digit())).map_or(host.as_str(), |(h, _)| h);
+                let name = name.trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase();
+                proptest::prop_assert!(["localhost", "127.0.0.1", "::1"].contains(&name.as_str()), "{host:?}");
+            }
+        }
+    }
+
     #[test]
     fn token_comparison() {
         assert!(constant_time_eq(b"abc", b"abc"));

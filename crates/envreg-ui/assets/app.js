@@ -101,6 +101,8 @@ async function refresh(generation) {
     ? cellKey(focused.closest("#matrix td, #matrix th"))
     : null;
   const reopen = openDetails();
+  const wrap = document.querySelector(".grid-wrap");
+  const scroll = wrap ? [wrap.scrollLeft, wrap.scrollTop] : null;
   let response;
   try {
     response = await fetch(window.location.href, { headers: { Accept: "text/html" } });
@@ -121,6 +123,8 @@ async function refresh(generation) {
     const details = document.querySelector(`details[data-key="${CSS.escape(key)}"]`);
     if (details) details.open = true;
   }
+  const freshWrap = document.querySelector(".grid-wrap");
+  if (scroll && freshWrap) [freshWrap.scrollLeft, freshWrap.scrollTop] = scroll;
   gridPosition = null;
   initGrid(focusKey);
   announce(`Updated from disk (registry generation ${document.body.dataset.generation}).`);

@@ -100,6 +100,19 @@ mod tests {
         assert_eq!(cell("prod", "a b"), "/cell/prod/a%20b");
     }
 
+    proptest::proptest! {
+        /// A segment never carries a separator, and decodes back to its text.
+        #[test]
+        fn a_segment_stays_one_segment(text in ".{0,24}") {
+            let s = segment(&text);
+            proptest::prop_assert!(!s.contains('/') && !s.contains('?') && !s.contains('#'));
+            proptest::prop_assert!(s != "." && s != "..");
+            let back = percent_encoding::percent_decode_str(&s).decode_utf8_lossy();
+            proptest::prop_assert_eq!(back.as_ref(), text.as_str());
+            let _ = record_of_file(&text);
+        }
+    }
+
     #[test]
     fn files_map_to_record_pages() {
         assert_eq!(

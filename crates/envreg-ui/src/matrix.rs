@@ -313,6 +313,27 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        /// The fuzz target `envreg_ui_request`'s twin: any query fields parse or are
+        /// refused, never panic, and a parsed filter keeps its invariants.
+        #[test]
+        fn any_query_parses_or_is_refused(
+            tier in proptest::option::of(".{0,12}"),
+            platform in proptest::option::of(".{0,12}"),
+            q in proptest::option::of(".{0,12}"),
+            page in proptest::option::of("[0-9-]{0,6}|.{0,4}"),
+        ) {
+            let raw = RawFilter { tier, platform, q, page };
+            if let Ok(filter) = raw.parse() {
+                proptest::prop_assert!(filter.page >= 1);
+                if let Some(text) = &filter.text {
+                    proptest::prop_assert!(text.chars().count() >= MIN_FIND_QUERY_CHARS);
+                    proptest::prop_assert_eq!(text, &text.to_lowercase());
+                }
+            }
+        }
+    }
+
     #[test]
     fn empty_fields_mean_no_filter() {
         let f = raw("", " ", "", "").parse().expect("parses");

@@ -112,13 +112,21 @@ where
 {
     let registry = Arc::clone(&state.registry);
     let built = tokio::task::spawn_blocking(move || {
+        let started = std::time::Instant::now();
         let frame = Frame::of(&registry.snapshot());
-        match build(&registry, frame) {
+        let mut response = match build(&registry, frame) {
             Ok(markup) => html_response(StatusCode::OK, markup),
             Err(Refusal { heading, error }) => {
                 html_response(status_of(&error), error_page(frame, heading, &error))
             }
+        };
+        // The build's own time (registry read, resolve, HTML), for a browser's network
+        // panel and for scripts/bench-envreg-ui.sh.
+        let timing = format!("page;dur={:.3}", started.elapsed().as_secs_f64() * 1000.0);
+        if let Ok(value) = HeaderValue::from_str(&timing) {
+            response.headers_mut().insert("server-timing", value);
         }
+        response
     })
     .await;
     built.unwrap_or_else(|_| {
