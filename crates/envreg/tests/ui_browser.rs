@@ -782,3 +782,29 @@ async fn the_synthetic_10000_record_registry_in_chromium() {
     assert!(errors.is_empty(), "console errors: {errors:?}");
     client.close().await.expect("close");
 }
+
+/// Not a browser test: the exposure rule is a usage error before anything starts.
+#[test]
+fn ui_refuses_a_remote_address_without_allow_remote_and_a_token() {
+    let run = |extra: &[&str]| {
+        Command::new(ENVREG)
+            .arg("--registry")
+            .arg(example_registry())
+            .args([
+                "ui",
+                "--listen",
+                "0.0.0.0:0",
+                "--token-env",
+                "ENVREG_UI_TEST_TOKEN_NEVER_SET",
+            ])
+            .args(extra)
+            .output()
+            .expect("run envreg ui")
+    };
+    let out = run(&[]);
+    assert_eq!(out.status.code(), Some(2), "a usage error");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--allow-remote"));
+    let out = run(&["--allow-remote"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("bearer token"));
+}
