@@ -34,6 +34,7 @@
 //! | [`model`], [`config`] | the typed records and `envreg.yaml` (one definition each) |
 //! | [`files`] | registry files opened only inside the registry (canonical targets, `containment`) |
 //! | [`load`] | file rules, safe YAML options, per-file parse into the model |
+//! | [`locate`](mod@locate) | where a diagnostic's field path is in a record's text (CLI carets, the UI) |
 //! | `watch` | inotify drained at call time; rescan fallback |
 //! | [`registry`], [`snapshot`] | the handle, its file table, immutable snapshots and their indexes |
 //! | `record_checks`, [`validate`] | per-record checks (run by the loader) and cross-record checks of a snapshot (data model §4) |
@@ -79,6 +80,7 @@ pub mod host_gate;
 pub mod id;
 pub mod kind;
 pub mod load;
+pub mod locate;
 pub mod model;
 pub mod read;
 mod record_checks;

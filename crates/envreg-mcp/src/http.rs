@@ -8,6 +8,9 @@
 //! - On loopback, rmcp's `Host` allow-list (localhost / 127.0.0.1 / ::1) stays on, so a
 //!   browser tricked by DNS rebinding cannot reach the server. With `--allow-remote`
 //!   the allow-list is dropped (the bearer token is the gate).
+//! - [`guard`] applies the same two rules to any other router served from this binary
+//!   (`envreg ui`): the bearer check, and on loopback a `Host` check against rmcp's own
+//!   default allow-list, so both servers refuse exactly the same requests.
 //!
 //! Oversized bodies: a request whose `Content-Length` is over [`MAX_BODY_BYTES`] is
 //! read to its end (discarded, up to [`DRAIN_LIMIT_BYTES`]) and then answered `413`.
@@ -110,6 +113,73 @@ async fn require_bearer(
     }
 }
 
+/// The `Host` names a loopback server answers to: rmcp's default allow-list
+/// (`localhost`, `127.0.0.1`, `::1`), taken from rmcp so the MCP endpoint and [`guard`]
+/// cannot disagree.
+pub fn loopback_host_names() -> Vec<String> {
+    StreamableHttpServerConfig::default().allowed_hosts
+}
+
+/// Whether a `Host` header value names a loopback host (any port).
+pub fn is_loopback_host(value: &str) -> bool {
+    // A `Host` never carries userinfo (RFC 9110 §7.2); `user@localhost` is not a name.
+    if value.contains('@') {
+        return false;
+    }
+    let Ok(authority) = value.parse::<axum::http::uri::Authority>() else {
+        return false;
+    };
+    let host = authority
+        .host()
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_ascii_lowercase();
+    loopback_host_names().contains(&host)
+}
+
+/// Refuse a request whose `Host` is not a loopback name: a page on another site that
+/// rebinds its DNS name to 127.0.0.1 reaches the port, but with its own name as `Host`.
+async fn require_loopback_host(request: Request, next: Next) -> Response {
+    let host = request
+        .headers()
+        .get(header::HOST)
+        .and_then(|value| value.to_str().ok())
+        .or_else(|| request.uri().authority().map(|a| a.as_str()));
+    if host.is_some_and(is_loopback_host) {
+        return next.run(request).await;
+    }
+    tracing::warn!("refused a request whose Host header is not a loopback name");
+    (
+        StatusCode::FORBIDDEN,
+        "Forbidden: the Host header is not a loopback name (this server is loopback only; see --allow-remote)\n",
+    )
+        .into_response()
+}
+
+/// Wrap `router` (served under `options`) in the exposure rules of this module: the
+/// bearer check when a token is configured, and the loopback `Host` check unless
+/// `--allow-remote` was given (then the token is the gate). For routers other than the
+/// MCP endpoint, whose `Host` check rmcp makes itself.
+pub fn guard(router: axum::Router, options: &HttpOptions) -> axum::Router {
+    let router = if options.allow_remote {
+        router
+    } else {
+        router.layer(middleware::from_fn(require_loopback_host))
+    };
+    with_bearer(router, options.token.as_deref())
+}
+
+/// `router` behind the bearer check, when a non-empty token is configured.
+fn with_bearer(router: axum::Router, token: Option<&str>) -> axum::Router {
+    match token.filter(|t| !t.is_empty()) {
+        Some(token) => router.layer(middleware::from_fn_with_state(
+            Arc::new(token.to_owned()),
+            require_bearer,
+        )),
+        None => router,
+    }
+}
+
 /// Answer `413` to a body declared over [`MAX_BODY_BYTES`], after reading it (see the
 /// module doc); everything else goes on to rmcp, which also checks bodies without a
 /// `Content-Length` while streaming them.
@@ -162,13 +232,7 @@ pub fn router(
     let router = axum::Router::new()
         .nest_service(MCP_PATH, service)
         .layer(middleware::from_fn(refuse_oversized));
-    match options.token.clone().filter(|t| !t.is_empty()) {
-        Some(token) => router.layer(middleware::from_fn_with_state(
-            Arc::new(token),
-            require_bearer,
-        )),
-        None => router,
-    }
+    with_bearer(router, options.token.as_deref())
 }
 
 /// Serve until `shutdown` is cancelled (or Ctrl-C).
@@ -240,6 +304,33 @@ mod tests {
         assert_eq!(bearer_credentials("Basic s3cret"), None);
         assert_eq!(bearer_credentials("Bearers3cret"), None);
         assert_eq!(bearer_credentials("Bearer S3CRET"), Some("S3CRET"));
+    }
+
+    #[test]
+    fn loopback_hosts_are_rmcps_list_with_any_port() {
+        assert!(is_loopback_host("localhost"));
+        assert!(is_loopback_host("127.0.0.1:8765"));
+        assert!(is_loopback_host("[::1]:8765"));
+        assert!(is_loopback_host("LocalHost:1"));
+        assert!(!is_loopback_host("evil.example"));
+        assert!(!is_loopback_host("evil.example:8765"));
+        assert!(!is_loopback_host("localhost.evil.example"));
+        assert!(!is_loopback_host("127.0.0.2"));
+        assert!(!is_loopback_host(""));
+        assert!(!is_loopback_host("user@localhost"));
+    }
+
+    proptest::proptest! {
+        /// The fuzz target `envreg_ui_request`'s twin for the `Host` check: no panic, and
+        /// only a loopback name (any port) passes.
+        #[test]
+        fn host_check_never_panics_and_passes_only_loopback(host in ".{0,40}") {
+            if is_loopback_host(&host) {
+                let name = host.rsplit_once(':').filter(|(h, p)| !h.is_empty() && !h.ends_with(':') && p.chars().all(|c| c.is_ascii_digit())).map_or(host.as_str(), |(h, _)| h);
+                let name = name.trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase();
+                proptest::prop_assert!(["localhost", "127.0.0.1", "::1"].contains(&name.as_str()), "{host:?}");
+            }
+        }
     }
 
     #[test]

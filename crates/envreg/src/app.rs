@@ -207,6 +207,15 @@ fn execute(cli: Cli) -> Result<Done, Failure> {
             crate::hook::run(registry_flag, &args);
             return Ok(Done::Success);
         }
+        Command::Ui(args) => {
+            // The exposure rule is checked first so a bad address is a usage error.
+            envreg_mcp::http::check_exposure(&args.http_options())
+                .map_err(|e| Failure::usage(EnvError::invalid_argument(format!("ui: {e}"))))?;
+            let root = locate::registry_root(registry_flag, &cwd()?)?;
+            envreg_ui::run(root, args)
+                .map_err(|e| Failure::from(EnvError::internal(format!("ui: {e:#}"))))?;
+            return Ok(Done::Success);
+        }
         Command::Synth { dir, divisor } => {
             synth(&dir, divisor, json_mode)?;
             return Ok(Done::Success);

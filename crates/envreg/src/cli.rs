@@ -135,6 +135,9 @@ pub enum Command {
     /// A host's PreToolUse hook: contract §1.3's approval table for hosts that cannot
     /// ask through MCP (event JSON on stdin, decision on stdout; see docs/hosts.md).
     Hook(crate::hook::HookArgs),
+    /// Serve the registry as a read-only web page: the matrix, cells with provenance,
+    /// operations, records and validation (crate envreg-ui, docs/envreg-ui.md).
+    Ui(envreg_ui::UiArgs),
     /// Write a synthetic registry (for benchmarks): 10,000 records by default.
     #[command(hide = true)]
     Synth {

@@ -20,6 +20,7 @@
 //! - [`dsh_bridge`]: `envreg dsh-bridge`, the process behind the dsh plugin `dsh-envreg`.
 //! - [`hook`]: `envreg hook`, the approval table as a host's PreToolUse hook (the verdict
 //!   is `envreg_core::host_gate`'s; this reads the envelope and writes the answer).
+//! - `ui` is `envreg-ui`'s web page, called straight from [`app`].
 //!
 //! [`snippet::locate`] is public for its fuzz target (`fuzz/fuzz_targets/envreg_cli_locate.rs`):
 //! it reads registry files, which are outside input. [`hook`] is public for the same
