@@ -50,20 +50,7 @@ pub async fn worker(args: &Args, w: &WorkerArgs) -> anyhow::Result<u8> {
     let shutdown = CancellationToken::new();
     let on_signal = shutdown.clone();
     let signals = tokio::spawn(async move {
-        let mut term =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-        let sigterm = async {
-            match term.as_mut() {
-                Some(s) => {
-                    s.recv().await;
-                }
-                None => std::future::pending::<()>().await,
-            }
-        };
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = sigterm => {}
-        }
+        crate::run::stop_signal().await;
         eprintln!("agent-exec worker: stopping… (canceling running executions)");
         on_signal.cancel();
     });

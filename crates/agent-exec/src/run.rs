@@ -166,6 +166,13 @@ pub async fn run(args: &Args, run: &RunArgs) -> anyhow::Result<u8> {
 
 /// Cancels on the first Ctrl-C or SIGTERM.
 async fn cancel_on_signal(cancellation: Cancellation) {
+    stop_signal().await;
+    eprintln!("agent-exec: canceling… (waiting for the backend to stop)");
+    cancellation.cancel(CancelCause::Caller);
+}
+
+/// Returns at the first Ctrl-C or SIGTERM: how `run` and `worker` are told to stop.
+pub async fn stop_signal() {
     let mut terminate =
         tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
     let sigterm = async {
@@ -180,8 +187,6 @@ async fn cancel_on_signal(cancellation: Cancellation) {
         _ = tokio::signal::ctrl_c() => {}
         _ = sigterm => {}
     }
-    eprintln!("agent-exec: canceling… (waiting for the backend to stop)");
-    cancellation.cancel(CancelCause::Caller);
 }
 
 /// Cancels with [`CancelCause::Deadline`] at `at` (the runtime arms its own watchdog
