@@ -246,6 +246,12 @@ impl PgJournal {
     }
 
     /// Marks every open execution of this host whose owner is provably gone as `unknown`.
+    ///
+    /// `SKIP LOCKED`: many processes open the journal at once (a fleet's `submit`s, its
+    /// workers), and two recoveries locking the same rows in different orders deadlocked
+    /// (seen: `deadlock detected` in the 200-submit fleet test). A row another
+    /// transaction holds is being written by its live owner or judged by another
+    /// recovery, so it is left to them, never waited for.
     pub async fn recover(&self) -> Result<Vec<Recovered>, JournalError> {
         let mut client = self.client.lock().await;
         let tx = client.transaction().await.map_err(|e| self.err(e))?;
@@ -255,7 +261,8 @@ impl PgJournal {
                      owner_start_ticks
                  FROM agent_exec_executions
                  WHERE state IN ('running', 'canceling') AND owner_host = $1
-                 FOR UPDATE",
+                 ORDER BY execution_id
+                 FOR UPDATE SKIP LOCKED",
                 &[&self.me.host],
             )
             .await
