@@ -6,6 +6,7 @@ use async_trait::async_trait;
 use futures::channel::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::session::{ResumeFrom, SessionReporter};
 use crate::types::{BackendDescriptor, Capability, ContractRequest, ContractResult, Event};
 
 /// One agent backend (Go `ContractBackend`).
@@ -174,6 +175,12 @@ pub struct ExecutionContext {
     pub events: EventSink,
     /// 1-based attempt number within the execution (same `execution_id`).
     pub attempt: u32,
+    /// Where the backend reports its program's session handle, as soon as its stream
+    /// shows it (see [`crate::session`]). A backend that declares `resume` must.
+    pub session: SessionReporter,
+    /// Set when the caller resumes the execution: continue this session instead of
+    /// starting one. Only ever set for a backend that verified `resume`.
+    pub resume: Option<ResumeFrom>,
 }
 
 impl ExecutionContext {
@@ -183,6 +190,8 @@ impl ExecutionContext {
             cancellation: Cancellation::new(),
             events,
             attempt: 1,
+            session: SessionReporter::discard(),
+            resume: None,
         }
     }
 }

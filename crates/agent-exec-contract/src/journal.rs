@@ -72,6 +72,22 @@ pub fn may_continue(outcome: &Outcome, side_effects: SideEffects) -> bool {
         && side_effects == SideEffects::None
 }
 
+/// Where a resumed execution picks up, as the journal read it in the same transaction
+/// that claimed the execution for the resuming process.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResumePoint {
+    /// The execution's original request, as first journaled.
+    pub request: ContractRequest,
+    /// The backend whose session is continued (resume never changes backend).
+    pub backend: String,
+    /// The newest session handle journaled for this execution on `backend`.
+    pub session: String,
+    /// The attempt that reported `session`.
+    pub session_attempt: u32,
+    /// Attempts, usage and deadline so far: the resumed attempt continues them.
+    pub prior: PriorAttempts,
+}
+
 /// Error from a journal. The runtime fails closed when it cannot record the start of
 /// an execution or attempt, and reports (in `logs`) a failure to record the end.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -119,6 +135,37 @@ pub trait JournalHook: Send + Sync {
         result: &ContractResult,
         at: OffsetDateTime,
     ) -> Result<(), JournalError>;
+
+    /// The backend of attempt `attempt` reported its session handle (already checked by
+    /// [`crate::check_session_handle`]). May come more than once per attempt; the last
+    /// one counts. Written at once: a runner killed a moment later leaves it behind.
+    /// The default records nothing, so such a journal cannot resume.
+    async fn session_reported(
+        &self,
+        execution_id: &str,
+        attempt: u32,
+        session: &str,
+        at: OffsetDateTime,
+    ) -> Result<(), JournalError> {
+        let _ = (execution_id, attempt, session, at);
+        Ok(())
+    }
+
+    /// The caller resumes `execution_id`. In one transaction: refuse when it is not
+    /// journaled, succeeded, still running under a live owner, or has no session
+    /// handle; mark an orphaned run `unknown` first; otherwise claim it for this
+    /// process (state `running`) and return where it picks up. The runtime then
+    /// records the resumed attempt with `attempt_started` as the next attempt.
+    async fn execution_resumed(
+        &self,
+        execution_id: &str,
+        at: OffsetDateTime,
+    ) -> Result<ResumePoint, JournalError> {
+        let _ = at;
+        Err(JournalError(format!(
+            "execution {execution_id:?} cannot be resumed: this journal keeps no session handles"
+        )))
+    }
 
     /// The execution ended with `result` (the last attempt's, usage summed).
     async fn execution_finished(

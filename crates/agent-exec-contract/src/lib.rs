@@ -20,6 +20,8 @@
 //!   deprecation warning), and required capabilities checked against what a backend's
 //!   probe *verified*, not what it declares.
 //! * [`JournalHook`]: the port a durable journal implements.
+//! * [`session`]: resume — the backend's own session handle, reported while an
+//!   attempt runs ([`SessionReporter`]) and handed back on resume ([`ResumeFrom`]).
 //! * [`request_json`]: a request handed over as Go's JSON from outside (`--request`),
 //!   refused with the field at fault.
 //!
@@ -56,17 +58,21 @@ pub mod journal;
 pub mod redact;
 pub mod request_json;
 pub mod resolver;
+pub mod session;
 pub mod types;
 pub mod wire;
 
 pub use backend::{Backend, CancelCause, Cancellation, EventSink, ExecutionContext, Verification};
 pub use error::{CANCEL_REQUESTED, Error, ErrorCode, SideEffects};
-pub use journal::{AttemptState, JournalError, JournalHook, PriorAttempts, may_continue};
+pub use journal::{
+    AttemptState, JournalError, JournalHook, PriorAttempts, ResumePoint, may_continue,
+};
 pub use request_json::{MAX_REQUEST_BYTES, RequestJsonError, decode_request};
 pub use resolver::{
     AGENT_NATIVE, Alias, CacheMode, PI_NATIVE_ALIAS, Registry, ResolveError, Resolved,
     VerificationCache,
 };
+pub use session::{MAX_SESSION_HANDLE_BYTES, ResumeFrom, SessionReporter, check_session_handle};
 pub use types::{
     BackendDescriptor, Capability, ContractBudget, ContractRequest, ContractResult, Event,
     EventKind, Message, Outcome, SessionScope, ToolPolicy, Usage, WorkspaceHandle,

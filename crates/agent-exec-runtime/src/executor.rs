@@ -332,6 +332,9 @@ impl Runtime {
             cancellation: cancellation.clone(),
             events: sink,
             attempt,
+            // Wired to the journal in the resume work (issue 12 §1).
+            session: agent_exec_contract::SessionReporter::discard(),
+            resume: None,
         };
         let execution = backend.backend.execute(request, ctx);
         tokio::pin!(execution);
