@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs envreg's and facet's DeepSeek Harness plugins (integrations/dsh-envreg,
-# integrations/dsh-facet) into one dsh profile, so the patch rows
+# integrations/dsh-facet), and the JSON-lines client both use (integrations/
+# dsh-bridge-client), into one dsh profile, so the patch rows
 #   - insert: [{id: envreg, name: dsh-envreg, config: {registry: DIR}}]
 #   - insert: [{id: facet, name: dsh-facet, config: {mode: ask}}]
 # load them. docs/dsh.md is the user's guide; this is what it tells them to run.
@@ -19,6 +20,10 @@
 # installed: they resolve, through Node's parent walk, to dsh's own module instances.
 # A second copy of dsh's modules would make the plugin's HarnessError a different class
 # from the host's (its codes would be lost), so the script refuses to leave one.
+# dsh-bridge-client is the plugins' peer dependency too, installed here as the profile's
+# own package beside them (one copy for both); the script checks each plugin resolves
+# that copy, of the version it names. Not a `file:../dsh-bridge-client` dependency: npm
+# resolves it against the installed plugin's folder and leaves a dangling link.
 # Decisions: npm, not `dsh plugin add` (that forwards to pnpm, which a machine with
 # node+npm lacks); a copied tarball, not a link to this checkout (a symlinked package
 # resolves its imports from its real folder, where dsh's modules are not).
@@ -51,7 +56,7 @@ while [ $# -gt 0 ]; do
     shift 2
     ;;
   -h | --help)
-    sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'
     exit 0
     ;;
   *) die "unknown argument '$1' (see --help)" ;;
@@ -77,15 +82,19 @@ dsh --profile "$profile" --dump-config >/dev/null ||
 profile_dir="$dsh_home/profiles/$profile"
 [ -f "$profile_dir/package.json" ] || die "dsh did not create $profile_dir/package.json"
 
-mkdir -p "$profile_dir/plugins"
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-specs=()
 for package in "${packages[@]}"; do
   case "$package" in
   dsh-envreg | dsh-facet) ;;
   *) die "unknown package '$package' (dsh-envreg or dsh-facet)" ;;
   esac
+done
+
+client=dsh-bridge-client
+mkdir -p "$profile_dir/plugins"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+specs=()
+for package in "$client" "${packages[@]}"; do
   src="$root/integrations/$package"
   [ -f "$src/package.json" ] || die "$src/package.json is missing (is this a whole checkout?)"
   tarball=$(cd "$work" && npm pack --silent --pack-destination "$work" "$src" | tail -n 1)
@@ -96,12 +105,34 @@ done
 (cd "$profile_dir" && npm install --silent --no-audit --no-fund --legacy-peer-deps "${specs[@]}") ||
   die "npm install in $profile_dir failed"
 
-# The host's modules must be the only copy the plugins can reach.
+# The host's modules must be the only copy the plugins can reach, and the client the
+# one installed beside them (paths go to node as arguments, never inside its code).
+client_dir="$profile_dir/node_modules/$client"
+[ -f "$client_dir/package.json" ] || die "$client_dir is missing after npm install"
+# Prints what is wrong with how plugin $1 reaches the client, or nothing.
+client_problem() {
+  node -e '
+    const [plugin, client, name] = process.argv.slice(1)
+    const { realpathSync } = require("node:fs")
+    const { createRequire } = require("node:module")
+    const wanted = require(`${plugin}/package.json`).peerDependencies?.[name]
+    const have = require(`${client}/package.json`).version
+    if (wanted !== have) {
+      console.log(`wants ${name} ${wanted ?? "(not named)"} but ${name} ${have} is installed; install both from one checkout`)
+    } else {
+      const got = realpathSync(createRequire(`${plugin}/package.json`).resolve(`${name}/package.json`))
+      const own = realpathSync(`${client}/package.json`)
+      if (got !== own) console.log(`resolves ${name} to ${got}, not the profile copy ${own}; remove the other copy`)
+    }
+  ' "$1" "$client_dir" "$client"
+}
 for package in "${packages[@]}"; do
   installed="$profile_dir/node_modules/$package"
   [ -f "$installed/package.json" ] || die "$installed is missing after npm install"
   if [ -e "$installed/node_modules/@deepseek-ai" ] || [ -e "$profile_dir/node_modules/@deepseek-ai" ]; then
     die "a second copy of dsh's @deepseek-ai modules landed beside $package; remove it (a plugin must use the host's own)"
   fi
-  echo "install-dsh-plugins: $package $(node -p "require('$installed/package.json').version") installed into profile '$profile' ($profile_dir)"
+  problem=$(client_problem "$installed") || die "node could not check how $package reaches $client"
+  [ -z "$problem" ] || die "$package $problem"
+  echo "install-dsh-plugins: $package $(node -p 'require(process.argv[1]).version' "$installed/package.json") installed into profile '$profile' ($profile_dir)"
 done

@@ -2,14 +2,15 @@
 // §1). A thin shell by design: names, descriptions, parameter and output schemas (already
 // in dsh's value-schema DSL), the text the model reads, error codes and approval
 // sentences all come from `envreg dsh-bridge` (crates/envreg/src/dsh_bridge.rs). This
-// file registers what the bridge's `hello` lists, forwards calls, throws the host's own
-// HarnessError, and forwards approval questions to ctx.approval.
+// file registers what the bridge's `hello` lists, forwards calls (the lines are carried
+// by dsh-bridge-client, shared with dsh-facet), throws the host's own HarnessError, and
+// forwards approval questions to ctx.approval.
 // Config: registry (required, the registry folder), binary (optional, default `envreg`
 // on PATH), timeoutMs (optional, dsh's cooperative per-call budget). See docs/dsh.md.
 import { createRequire } from 'node:module'
 import { HarnessError } from '@deepseek-ai/dsh-llm'
 import { defineTool } from '@deepseek-ai/dsh-tools'
-import { Bridge } from './bridge.js'
+import { BridgeClient } from 'dsh-bridge-client'
 
 const { version } = createRequire(import.meta.url)('./package.json')
 const PROTOCOL = 1
@@ -44,14 +45,19 @@ export async function apply(ctx, config) {
   if (timeoutMs !== undefined && !(typeof timeoutMs === 'number' && Number.isFinite(timeoutMs) && timeoutMs > 0)) {
     throw configError('config key `timeoutMs` must be a positive number of milliseconds')
   }
-  const bridge = new Bridge(binary, ['dsh-bridge', '--registry', registry])
-  ctx.effect(() => () => bridge.close(), 'dsh-envreg.bridge')
+  const fix = `install envreg ${version} on PATH or set config key \`binary\``
+  const bridge = await BridgeClient.open(binary, ['dsh-bridge', '--registry', registry], {
+    label: 'envreg dsh-bridge',
+  }).catch((error) => {
+    throw configError(`cannot start envreg (${binary}): ${error.why}; ${fix}`)
+  })
+  ctx.effect(() => () => bridge.close('dsh-envreg was disposed'), 'dsh-envreg.bridge')
 
   let hello
   try {
     hello = await bridge.request({ method: 'hello', protocol: PROTOCOL })
   } catch (error) {
-    throw configError(`${error.message}; install envreg ${version} on PATH or set config key \`binary\``)
+    throw configError(`${error.message}; ${fix}`)
   }
   if (hello.error !== undefined) {
     throw configError(`envreg refused registry ${JSON.stringify(registry)}: ${hello.error.text}; fix config key \`registry\``)

@@ -21,20 +21,12 @@
 import { createRequire } from 'node:module'
 import { HarnessError } from '@deepseek-ai/dsh-llm'
 import { defineTool } from '@deepseek-ai/dsh-tools'
-import { Bridge, BridgeError } from './lib/bridge.js'
+import { BridgeClient, BridgeError, withTimeout } from 'dsh-bridge-client'
 
 const VERSION = createRequire(import.meta.url)('./package.json').version
 const PROTOCOL = 1
 /** A program that reads `hello` and never answers is not facet: fail the apply. */
 const HELLO_TIMEOUT_MS = 10_000
-
-function withinHelloTimeout(promise) {
-  let timer
-  const timeout = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${HELLO_TIMEOUT_MS / 1000} s`)), HELLO_TIMEOUT_MS)
-  })
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer))
-}
 
 export const name = 'dsh-facet'
 export const inject = ['tools', 'systemPrompt']
@@ -80,13 +72,17 @@ function bridgeDown(error) {
  */
 export async function apply(ctx, config = {}) {
   const binary = typeof config?.binary === 'string' && config.binary !== '' ? config.binary : 'facet'
-  const bridge = await Bridge.open(binary)
-  ctx.effect(() => () => bridge.close(), 'dsh-facet.bridge')
+  const bridge = await BridgeClient.open(binary, ['dsh-bridge'], { label: 'facet dsh-bridge' }).catch((error) => {
+    throw new Error(
+      `dsh-facet: cannot start the facet program \`${binary}\` (${error.why}); install facet on PATH or set the row's config key \`binary\` to its path`,
+    )
+  })
+  ctx.effect(() => () => bridge.close('dsh-facet was disposed'), 'dsh-facet.bridge')
 
   const failStart = (what, error) => {
     throw new Error(`dsh-facet: ${what} (${binary}): ${error.message}`, { cause: error })
   }
-  const hello = await withinHelloTimeout(bridge.call('hello', { protocol: PROTOCOL })).catch((error) =>
+  const hello = await withTimeout(bridge.call('hello', { protocol: PROTOCOL }), HELLO_TIMEOUT_MS).catch((error) =>
     failStart('the facet program did not answer hello', error),
   )
   if (hello?.version !== VERSION) {

@@ -66,6 +66,21 @@ pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
+/// Copies the folder `from` to `to`, recursively (a test's registry or checkout copy).
+/// Panics on any I/O error: test support.
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("creating a copy's folder");
+    for entry in std::fs::read_dir(from).expect("reading a folder to copy") {
+        let entry = entry.expect("a folder entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("an entry's type").is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copying a file");
+        }
+    }
+}
+
 impl Dsh {
     /// The peer from the environment `scripts/setup.d/16-dsh.sh` exports, else the
     /// default peers folder. Panics, saying what to run, when it is not installed.
@@ -199,7 +214,17 @@ impl DshHome {
 
     /// [`DshHome::install_plugins`] without the assertion (to test the script's errors).
     pub fn try_install_plugins(&self, packages: &[&str]) -> std::process::Output {
-        let script = repo_root().join("scripts/install-dsh-plugins.sh");
+        self.try_install_plugins_from(&repo_root(), packages)
+    }
+
+    /// The install script of another checkout (`checkout/scripts/install-dsh-plugins.sh`,
+    /// which packs `checkout/integrations/*`), e.g. a copy a test altered.
+    pub fn try_install_plugins_from(
+        &self,
+        checkout: &Path,
+        packages: &[&str],
+    ) -> std::process::Output {
+        let script = checkout.join("scripts/install-dsh-plugins.sh");
         let mut command = self.command(Path::new("bash"), &[]);
         command
             .arg(script)

@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use dsh_live::{Dsh, DshHome, DshRun, tool_def, tool_results, turn_requests};
+use dsh_live::{Dsh, DshHome, DshRun, copy_dir, tool_def, tool_results, turn_requests};
 use model_script::{Script, ScriptedServer, Turn};
 use serde_json::{Value, json};
 
@@ -41,19 +41,6 @@ fn project(name: &str) -> (PathBuf, PathBuf) {
     )
     .unwrap();
     (project, registry)
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
 }
 
 fn envreg_row(registry: &Path) -> Value {
