@@ -215,19 +215,6 @@ fn envreg_json(registry: &Path, args: &[&str]) -> Value {
     serde_json::from_slice(&out.stdout).expect("JSON")
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for entry in std::fs::read_dir(from).expect("read dir") {
-        let entry = entry.expect("entry");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("type").is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).expect("copy");
-        }
-    }
-}
-
 fn example_registry() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/registry")
 }
@@ -470,7 +457,7 @@ async fn open_cell_with_keyboard(client: &Client, cell: &str) {
 async fn the_example_registry_in_chromium() {
     let dir = tempfile::tempdir().expect("tmp");
     let registry = dir.path().join("registry");
-    copy_dir(&example_registry(), &registry);
+    dsh_live::copy_dir(&example_registry(), &registry);
     // An XSS canary: a record whose name and description are markup.
     std::fs::write(
         registry.join("services/xss-canary.yaml"),
