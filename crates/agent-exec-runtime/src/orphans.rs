@@ -155,6 +155,7 @@ mod tests {
             pgrp: pid,
             session: pid,
             start_time,
+            threads: 1,
         }
     }
 

@@ -18,12 +18,21 @@ pub struct ProcStat {
     /// Start time in clock ticks after boot: with the pid, identifies a process
     /// across pid reuse.
     pub start_time: u64,
+    /// Threads in the process (field 20), an exited main thread included.
+    pub threads: u64,
 }
 
 impl ProcStat {
-    /// Whether it has exited (a zombie or dead entry still in the table).
+    /// Whether the process has exited: a zombie or dead entry still in the table, with
+    /// no thread left running.
+    ///
+    /// The state field is the *main thread's*: a process whose main thread exited
+    /// (`pthread_exit`, or the first thread torn down by SIGKILL on a loaded machine)
+    /// reads `Z` while its other threads run on, and cannot be reaped until the last
+    /// one ends. Such a process is alive; its thread count (the exited main thread
+    /// still counted) says so.
     pub fn is_gone(&self) -> bool {
-        matches!(self.state, 'Z' | 'X' | 'x')
+        matches!(self.state, 'Z' | 'X' | 'x') && self.threads <= 1
     }
 }
 
@@ -41,6 +50,7 @@ pub fn parse_stat(text: &str) -> Option<ProcStat> {
     let ppid = fields.get(1)?.parse().ok()?;
     let pgrp = fields.get(2)?.parse().ok()?;
     let session = fields.get(3)?.parse().ok()?;
+    let threads = fields.get(17)?.parse().ok()?;
     let start_time = fields.get(19)?.parse().ok()?;
     Some(ProcStat {
         pid,
@@ -49,6 +59,7 @@ pub fn parse_stat(text: &str) -> Option<ProcStat> {
         pgrp,
         session,
         start_time,
+        threads,
     })
 }
 
@@ -56,6 +67,13 @@ pub fn parse_stat(text: &str) -> Option<ProcStat> {
 pub fn stat(pid: i32) -> Option<ProcStat> {
     let text = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     parse_stat(&text)
+}
+
+/// How many threads the process `pid` has (`/proc/<pid>/stat` field 20), counting a
+/// main thread that already exited; `None` if it is gone.
+pub fn thread_count(pid: i32) -> Option<u64> {
+    let text = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_stat(&text).map(|s| s.threads)
 }
 
 /// Every pid in `/proc`.
@@ -144,6 +162,19 @@ mod tests {
             (4242, 'S', 1, 4242, 4242)
         );
         assert_eq!(stat.start_time, 987654);
+        assert_eq!(stat.threads, 1);
+    }
+
+    #[test]
+    fn a_zombie_main_thread_with_threads_left_is_not_gone() {
+        let line = |state: char, threads: u32| {
+            format!("7 (node) {state} 1 7 7 0 -1 0 0 0 0 0 1 2 0 0 20 0 {threads} 0 99 1000 50")
+        };
+        let gone = |state, threads| parse_stat(&line(state, threads)).unwrap().is_gone();
+        assert!(gone('Z', 1));
+        assert!(gone('X', 0));
+        assert!(!gone('Z', 2), "a running thread keeps the process alive");
+        assert!(!gone('S', 1));
     }
 
     #[test]

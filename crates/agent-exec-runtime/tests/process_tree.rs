@@ -440,3 +440,54 @@ async fn a_clean_run_in_a_cgroup_reports_no_leftovers_and_removes_its_cgroup() {
     assert!(!dir.exists(), "the run's cgroup is removed when it ends");
     assert_eq!(tree.cgroup_dir(), None);
 }
+
+// --- A leader whose main thread exited while its other threads run. `/proc/<pid>/stat`
+// then shows the thread group's leader as `Z`, yet the process runs on and cannot be
+// reaped. Node does this for a moment when SIGKILL tears down its threads on a loaded
+// machine; a program can do it on purpose (`pthread_exit` in `main`). On the code before
+// this test, such a leader counted as gone: the tree looked empty, nothing was signalled,
+// the leader's status was never collected (settled as "processes [] still alive after
+// SIGKILL"), and the thread ran on after the run.
+
+#[tokio::test]
+async fn a_leader_whose_main_thread_exited_still_runs_until_its_last_thread_is_gone() {
+    let token = unique_sleep();
+    // The worker thread runs for 30 s; the main thread exits at once.
+    let script = format!(
+        "exec python3 -c 'import ctypes, threading, time  # {token}\n\
+         threading.Thread(target=time.sleep, args=(30,)).start()\n\
+         ctypes.CDLL(None).pthread_exit(None)'"
+    );
+    for confinement in confinements() {
+        let mut tree = sh_confined(&script, confinement);
+        let leader = tree.leader_pid();
+        // Wait until /proc shows the state this test is about: leader `Z`, threads on.
+        let mut seen = false;
+        for _ in 0..2000 {
+            let zombie_leader = procfs::stat(leader).is_some_and(|s| s.state == 'Z');
+            if zombie_leader && procfs::thread_count(leader).is_some_and(|n| n > 1) {
+                seen = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        assert!(
+            seen,
+            "the leader never reached Z with a live thread ({confinement:?})"
+        );
+        assert!(
+            tree.live_members().contains(&leader),
+            "a leader with a live thread is a live member ({confinement:?})"
+        );
+        let end = tree.terminate(GRACE).await;
+        assert!(
+            end.leader_status.is_some(),
+            "the leader's status is collected ({confinement:?}): {end:?}"
+        );
+        assert!(end.survivors.is_empty(), "{end:?}");
+        assert!(
+            alive_with_cmdline(&token).is_empty(),
+            "the thread outlived the run ({confinement:?})"
+        );
+    }
+}
