@@ -9,9 +9,12 @@
 
 use std::time::Duration;
 
+use std::sync::Arc;
+
+use agent_exec_journal::{Notice, PgConnection};
 use graphile_worker::WorkerUtils;
 use graphile_worker::tokio_postgres::TokioPostgresDatabase;
-use tokio::sync::Mutex;
+use tokio_postgres::error::SqlState;
 use tokio_postgres::{AsyncMessage, Client, NoTls};
 
 use crate::FleetError;
@@ -28,8 +31,14 @@ pub const DONE_CHANNEL: &str = "agent_exec_fleet_done";
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 const SCHEMA_LOCK: i64 = 0x6167_6e74_666c_6565;
+/// The version of the fleet's tables (`agent_exec_fleet_meta`, key `schema_version`).
+const SCHEMA_VERSION: i64 = 1;
 
 const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS agent_exec_fleet_meta (
+    key   TEXT PRIMARY KEY,
+    value BIGINT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS agent_exec_fleet_workers (
     worker_id       TEXT PRIMARY KEY,
     queue_worker_id TEXT,
@@ -68,12 +77,12 @@ CREATE TABLE IF NOT EXISTS agent_exec_fleet_events (
 );
 ";
 
-/// One connection to the fleet database (plus the queue library's pool, opened lazily).
+/// The fleet's connection to its database (shared with the journal in the one-shot
+/// commands: see [`FleetDb::connection`]).
 pub struct FleetDb {
-    pub(crate) client: Mutex<Client>,
+    pub(crate) conn: Arc<PgConnection>,
     pub(crate) location: String,
     pub(crate) url: String,
-    connection_task: tokio::task::JoinHandle<()>,
 }
 
 impl std::fmt::Debug for FleetDb {
@@ -81,12 +90,6 @@ impl std::fmt::Debug for FleetDb {
         f.debug_struct("FleetDb")
             .field("location", &self.location)
             .finish_non_exhaustive()
-    }
-}
-
-impl Drop for FleetDb {
-    fn drop(&mut self) {
-        self.connection_task.abort();
     }
 }
 
@@ -114,24 +117,35 @@ pub(crate) async fn connect_raw(
     }
 }
 
+/// [`PgConnection::connect`] within [`CONNECT_TIMEOUT`], errors as [`connect_raw`]'s.
+async fn connect_shared(url: &str) -> Result<PgConnection, FleetError> {
+    let location = agent_exec_journal::redact_url(url);
+    match tokio::time::timeout(CONNECT_TIMEOUT, PgConnection::connect(url)).await {
+        Ok(Ok(conn)) => Ok(conn),
+        Ok(Err(e)) => Err(FleetError::Connect {
+            location,
+            reason: e.to_string(),
+        }),
+        Err(_) => Err(FleetError::Connect {
+            location,
+            reason: format!("no answer within {CONNECT_TIMEOUT:?}"),
+        }),
+    }
+}
+
+/// The newest migration of the queue library this binary links.
+fn queue_migration() -> i32 {
+    graphile_worker_migrations::sql::GRAPHILE_WORKER_MIGRATIONS
+        .iter()
+        .map(|m| i32::try_from(m.migration_number()).unwrap_or(i32::MAX))
+        .max()
+        .unwrap_or(0)
+}
+
 impl FleetDb {
     /// Connects, creates the fleet tables and the queue's schema if needed.
     pub async fn connect(url: &str) -> Result<FleetDb, FleetError> {
-        if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
-            return Err(FleetError::NotPostgres);
-        }
-        let (client, connection) = connect_raw(url).await?;
-        let connection_task = tokio::spawn(async move {
-            if let Err(error) = connection.await {
-                tracing::warn!(%error, "fleet: PostgreSQL connection ended");
-            }
-        });
-        let db = FleetDb {
-            client: Mutex::new(client),
-            location: agent_exec_journal::redact_url(url),
-            url: url.to_owned(),
-            connection_task,
-        };
+        let db = FleetDb::connect_existing(url).await?;
         db.migrate().await?;
         Ok(db)
     }
@@ -142,18 +156,18 @@ impl FleetDb {
         if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
             return Err(FleetError::NotPostgres);
         }
-        let (client, connection) = connect_raw(url).await?;
-        let connection_task = tokio::spawn(async move {
-            if let Err(error) = connection.await {
-                tracing::warn!(%error, "fleet: PostgreSQL connection ended");
-            }
-        });
+        let conn = connect_shared(url).await?;
         Ok(FleetDb {
-            client: Mutex::new(client),
-            location: agent_exec_journal::redact_url(url),
+            location: conn.location().to_owned(),
+            conn: Arc::new(conn),
             url: url.to_owned(),
-            connection_task,
         })
+    }
+
+    /// The connection, to open the journal on (`PgJournal::open_on`): a one-shot
+    /// command then needs one connection, not two.
+    pub fn connection(&self) -> &Arc<PgConnection> {
+        &self.conn
     }
 
     /// The redacted URL.
@@ -163,7 +177,7 @@ impl FleetDb {
 
     /// True once the connection is gone (the server restarted or went away).
     pub fn is_closed(&self) -> bool {
-        self.connection_task.is_finished()
+        self.conn.is_closed()
     }
 
     pub(crate) fn pg(&self, source: tokio_postgres::Error) -> FleetError {
@@ -180,21 +194,75 @@ impl FleetDb {
         }
     }
 
-    /// The queue library's utilities over a small pool of its own.
+    /// The queue library's utilities over a small pool of its own (it connects only
+    /// when used without an executor of ours).
     pub(crate) fn queue_utils(&self, pool_size: usize) -> Result<WorkerUtils, FleetError> {
         let database =
             TokioPostgresDatabase::from_url(&self.url, pool_size).map_err(|e| self.queue_err(e))?;
         Ok(WorkerUtils::new(database, QUEUE_SCHEMA))
     }
 
-    async fn migrate(&self) -> Result<(), FleetError> {
+    /// The fleet tables and the queue's schema at this binary's versions. The check is
+    /// one read (every connect but the first ones of a database); the tables are
+    /// created and the queue migrated — under an advisory lock, by the library — only
+    /// when either is missing or older. Before, every `submit` ran the DDL under the
+    /// lock and opened a second connection for the queue's check.
+    pub async fn migrate(&self) -> Result<(), FleetError> {
+        let want_queue = queue_migration();
+        let check = format!(
+            "SELECT (SELECT value FROM agent_exec_fleet_meta WHERE key = 'schema_version'),
+                    (SELECT max(id) FROM {QUEUE_SCHEMA}.migrations)"
+        );
+        // The statements of a one-shot command, prepared in one round trip (each runs
+        // once; parsing them one by one was a round trip each).
+        self.conn
+            .prepare_all(&[
+                &check,
+                &crate::store::workers_sql(),
+                crate::submit::EXISTING_SQL,
+                crate::submit::INSERT_SQL,
+            ])
+            .await;
+        let found = {
+            let client = self.conn.read().await;
+            match self.conn.query_opt(&*client, &check, &[]).await {
+                Ok(Some(row)) => Some((row.get::<_, Option<i64>>(0), row.get::<_, Option<i32>>(1))),
+                Ok(None) => None,
+                Err(e)
+                    if e.code() == Some(&SqlState::UNDEFINED_TABLE)
+                        || e.code() == Some(&SqlState::INVALID_SCHEMA_NAME) =>
+                {
+                    None
+                }
+                Err(e) => return Err(self.pg(e)),
+            }
+        };
+        if let Some((Some(version), _)) = found
+            && version > SCHEMA_VERSION
         {
-            let mut client = self.client.lock().await;
+            return Err(FleetError::NewerSchema {
+                location: self.location.clone(),
+                found: version,
+                supported: SCHEMA_VERSION,
+            });
+        }
+        if found == Some((Some(SCHEMA_VERSION), Some(want_queue))) {
+            return Ok(());
+        }
+        {
+            let mut client = self.conn.lock().await;
             let tx = client.transaction().await.map_err(|e| self.pg(e))?;
             tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])
                 .await
                 .map_err(|e| self.pg(e))?;
             tx.batch_execute(SCHEMA).await.map_err(|e| self.pg(e))?;
+            tx.execute(
+                "INSERT INTO agent_exec_fleet_meta (key, value) VALUES ('schema_version', $1)
+                 ON CONFLICT (key) DO NOTHING",
+                &[&SCHEMA_VERSION],
+            )
+            .await
+            .map_err(|e| self.pg(e))?;
             tx.commit().await.map_err(|e| self.pg(e))?;
         }
         // The queue's own migrations (idempotent, locked by the library).
@@ -202,6 +270,26 @@ impl FleetDb {
             .migrate()
             .await
             .map_err(|e| self.queue_err(e))
+    }
+
+    /// LISTEN on `channels` on this connection; the receiver gets each NOTIFY (channel,
+    /// payload). One caller per connection (`wait`); `None` when taken already.
+    pub async fn listen_here(
+        &self,
+        channels: &[&str],
+    ) -> Result<Option<tokio::sync::mpsc::UnboundedReceiver<Notice>>, FleetError> {
+        let Some(notices) = self.conn.take_notices() else {
+            return Ok(None);
+        };
+        let client = self.conn.read().await;
+        for channel in channels {
+            // Channel names are our constants, never input.
+            client
+                .batch_execute(&format!("LISTEN {channel}"))
+                .await
+                .map_err(|e| self.pg(e))?;
+        }
+        Ok(Some(notices))
     }
 
     /// A second connection that receives NOTIFY on `channels`; each payload goes to

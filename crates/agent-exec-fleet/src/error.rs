@@ -15,6 +15,14 @@ pub enum FleetError {
         #[source]
         source: tokio_postgres::Error,
     },
+    #[error(
+        "journal {location}: the fleet tables have schema version {found}, this agent-exec understands up to {supported}; hint: upgrade agent-exec"
+    )]
+    NewerSchema {
+        location: String,
+        found: i64,
+        supported: i64,
+    },
     #[error("journal {location}: the job queue: {reason}")]
     Queue { location: String, reason: String },
     #[error(transparent)]

@@ -42,6 +42,7 @@ mod store;
 pub mod submit;
 pub mod sweep;
 pub mod wait;
+mod wake;
 pub mod worker;
 
 use std::time::Duration;

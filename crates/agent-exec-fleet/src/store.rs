@@ -99,6 +99,14 @@ fn worker_from(row: &tokio_postgres::Row) -> WorkerRow {
     }
 }
 
+/// Every worker, live first, newest first.
+pub(crate) fn workers_sql() -> String {
+    format!(
+        "SELECT {WORKER_COLUMNS} FROM agent_exec_fleet_workers
+         ORDER BY (state = 'live') DESC, started_at DESC"
+    )
+}
+
 const JOB_COLUMNS: &str = "execution_id, backend, required_json, state, worker_id,
     cancel_requested, queue_job_id, request_json, result_json";
 
@@ -120,15 +128,10 @@ fn job_from(row: &tokio_postgres::Row) -> JobRow {
 impl FleetDb {
     /// Every worker ever registered, live first, newest first.
     pub async fn workers(&self) -> Result<Vec<WorkerRow>, FleetError> {
-        let client = self.client.lock().await;
-        let rows = client
-            .query(
-                &format!(
-                    "SELECT {WORKER_COLUMNS} FROM agent_exec_fleet_workers
-                     ORDER BY (state = 'live') DESC, started_at DESC"
-                ),
-                &[],
-            )
+        let client = self.conn.read().await;
+        let rows = self
+            .conn
+            .query(&*client, &workers_sql(), &[])
             .await
             .map_err(|e| self.pg(e))?;
         Ok(rows.iter().map(worker_from).collect())
@@ -136,9 +139,11 @@ impl FleetDb {
 
     /// One submitted execution.
     pub async fn job(&self, execution_id: &str) -> Result<Option<JobRow>, FleetError> {
-        let client = self.client.lock().await;
-        let row = client
+        let client = self.conn.read().await;
+        let row = self
+            .conn
             .query_opt(
+                &*client,
                 &format!("SELECT {JOB_COLUMNS} FROM agent_exec_fleet_jobs WHERE execution_id = $1"),
                 &[&execution_id],
             )
@@ -152,9 +157,11 @@ impl FleetDb {
         &self,
         ids: &[String],
     ) -> Result<std::collections::HashMap<String, JobRow>, FleetError> {
-        let client = self.client.lock().await;
-        let rows = client
+        let client = self.conn.read().await;
+        let rows = self
+            .conn
             .query(
+                &*client,
                 &format!(
                     "SELECT {JOB_COLUMNS} FROM agent_exec_fleet_jobs WHERE execution_id = ANY($1)"
                 ),
@@ -175,9 +182,11 @@ impl FleetDb {
         execution_id: &str,
         after: i32,
     ) -> Result<Vec<(i32, String)>, FleetError> {
-        let client = self.client.lock().await;
-        let rows = client
+        let client = self.conn.read().await;
+        let rows = self
+            .conn
             .query(
+                &*client,
                 "SELECT seq, event_json FROM agent_exec_fleet_events
                  WHERE execution_id = $1 AND seq > $2 ORDER BY seq",
                 &[&execution_id, &after],
@@ -195,9 +204,10 @@ impl FleetDb {
         events: &[String],
     ) -> Result<(), FleetError> {
         let seqs: Vec<i32> = (0..events.len() as i32).map(|i| first + i).collect();
-        let client = self.client.lock().await;
-        client
+        let client = self.conn.read().await;
+        self.conn
             .execute(
+                &*client,
                 "INSERT INTO agent_exec_fleet_events (execution_id, seq, event_json)
                  SELECT $1, s, e FROM unnest($2::int[], $3::text[]) AS t(s, e)",
                 &[&execution_id, &seqs, &events],
@@ -216,27 +226,31 @@ impl FleetDb {
         result_json: Option<&str>,
         worker: Option<&str>,
     ) -> Result<bool, FleetError> {
-        let client = self.client.lock().await;
-        let n = client
-            .execute(
-                "UPDATE agent_exec_fleet_jobs SET state = 'done', result_json = COALESCE($2, result_json),
-                     finished_at = now()
-                 WHERE execution_id = $1 AND state <> 'done'
-                     AND ($3::text IS NULL OR (worker_id = $3 AND state = 'running'))",
-                &[&execution_id, &result_json, &worker],
+        let client = self.conn.read().await;
+        // One statement: the row and the NOTIFY (sent when it commits) together.
+        let done = self
+            .conn
+            .query(
+                &*client,
+                "WITH done AS (
+                     UPDATE agent_exec_fleet_jobs SET state = 'done',
+                         result_json = COALESCE($2, result_json), finished_at = now()
+                     WHERE execution_id = $1 AND state <> 'done'
+                         AND ($3::text IS NULL OR (worker_id = $3 AND state = 'running'))
+                     RETURNING execution_id)
+                 SELECT pg_notify($4, execution_id) FROM done",
+                &[
+                    &execution_id,
+                    &result_json,
+                    &worker,
+                    &crate::db::DONE_CHANNEL,
+                ],
             )
             .await
             .map_err(|e| self.pg(e))?;
-        if n == 0 {
+        if done.is_empty() {
             return Ok(false);
         }
-        client
-            .execute(
-                "SELECT pg_notify($1, $2)",
-                &[&crate::db::DONE_CHANNEL, &execution_id],
-            )
-            .await
-            .map_err(|e| self.pg(e))?;
         Ok(true)
     }
 }

@@ -109,6 +109,19 @@ async fn check_journal(journal: &Journal, id: &str) -> Result<(), FleetError> {
     ))
 }
 
+/// The fleet row of an execution being submitted, locked.
+pub(crate) const EXISTING_SQL: &str =
+    "SELECT state FROM agent_exec_fleet_jobs WHERE execution_id = $1 FOR UPDATE";
+
+/// The fleet row of a submitted execution (new, or one that had ended).
+pub(crate) const INSERT_SQL: &str = "INSERT INTO agent_exec_fleet_jobs
+         (execution_id, backend, required_json, request_json, state, queue_job_id)
+     VALUES ($1, $2, $3, $4, 'queued', $5)
+     ON CONFLICT (execution_id) DO UPDATE SET backend = $2, required_json = $3,
+         request_json = $4, state = 'queued', queue_job_id = $5, worker_id = NULL,
+         cancel_requested = FALSE, result_json = NULL, submitted_at = now(),
+         started_at = NULL, finished_at = NULL";
+
 /// Enqueues `request` for `backend` (a name or alias some worker advertised). Returns
 /// the canonical backend name. Refuses an id that is queued or running, and one the
 /// journal would not continue; nothing is written then.
@@ -119,15 +132,12 @@ pub async fn submit(
     request: &ContractRequest,
 ) -> Result<String, FleetError> {
     check_request(request)?;
-    let advertised: Vec<Advertised> = db
-        .workers()
-        .await?
-        .into_iter()
-        .flat_map(|w| w.backends)
-        .collect();
-    let canonical = canonical_backend(backend, &advertised)?;
     let id = &request.execution_id;
-    check_journal(journal, id).await?;
+    // Independent reads, at once (pipelined when they share a connection).
+    let (workers, continuable) = tokio::join!(db.workers(), check_journal(journal, id));
+    let advertised: Vec<Advertised> = workers?.into_iter().flat_map(|w| w.backends).collect();
+    let canonical = canonical_backend(backend, &advertised)?;
+    continuable?;
 
     let payload = JobPayload {
         backend: canonical.clone(),
@@ -140,16 +150,14 @@ pub async fn submit(
         .map_err(|e| FleetError::InvalidRequest(format!("cannot encode --require: {e}")))?;
     let utils = db.queue_utils(1)?;
 
-    let mut client = db.client.lock().await;
+    let mut client = db.conn.lock().await;
     let tx = client.transaction().await.map_err(|e| db.pg(e))?;
-    let existing = tx
-        .query_opt(
-            "SELECT state FROM agent_exec_fleet_jobs WHERE execution_id = $1 FOR UPDATE",
-            &[id],
-        )
+    let existing = db
+        .conn
+        .query_opt(&tx, EXISTING_SQL, &[id])
         .await
         .map_err(|e| db.pg(e))?;
-    if let Some(row) = existing {
+    if let Some(row) = &existing {
         let state: String = row.get(0);
         if state != "done" {
             return Err(FleetError::AlreadyActive {
@@ -157,24 +165,16 @@ pub async fn submit(
                 state,
             });
         }
+        // A submit again of an execution that ended: its old events go.
+        db.conn
+            .execute(
+                &tx,
+                "DELETE FROM agent_exec_fleet_events WHERE execution_id = $1",
+                &[id],
+            )
+            .await
+            .map_err(|e| db.pg(e))?;
     }
-    tx.execute(
-        "INSERT INTO agent_exec_fleet_jobs (execution_id, backend, required_json, request_json, state)
-         VALUES ($1, $2, $3, $4, 'queued')
-         ON CONFLICT (execution_id) DO UPDATE SET backend = $2, required_json = $3,
-             request_json = $4, state = 'queued', queue_job_id = NULL, worker_id = NULL,
-             cancel_requested = FALSE, result_json = NULL, submitted_at = now(),
-             started_at = NULL, finished_at = NULL",
-        &[id, &canonical, &required_json, &request_json],
-    )
-    .await
-    .map_err(|e| db.pg(e))?;
-    tx.execute(
-        "DELETE FROM agent_exec_fleet_events WHERE execution_id = $1",
-        &[id],
-    )
-    .await
-    .map_err(|e| db.pg(e))?;
     // One attempt from the queue's point of view (invariant 3): the contract's only
     // retry layer is the caller's.
     let spec = JobSpec {
@@ -182,17 +182,21 @@ pub async fn submit(
         flags: Some(job_flags(&canonical, &request.required)),
         ..Default::default()
     };
+    // The queue job first, so the fleet row is written once, with its id. Both in
+    // this transaction: the queue's NOTIFY goes out when it commits.
     let job = utils
         .with_executor(&tx)
         .add_raw_job(TASK, &payload, spec)
         .await
         .map_err(|e| db.queue_err(e))?;
-    tx.execute(
-        "UPDATE agent_exec_fleet_jobs SET queue_job_id = $2 WHERE execution_id = $1",
-        &[id, job.id()],
-    )
-    .await
-    .map_err(|e| db.pg(e))?;
+    db.conn
+        .execute(
+            &tx,
+            INSERT_SQL,
+            &[id, &canonical, &required_json, &request_json, job.id()],
+        )
+        .await
+        .map_err(|e| db.pg(e))?;
     tx.commit().await.map_err(|e| db.pg(e))?;
     Ok(canonical)
 }
@@ -228,10 +232,12 @@ pub async fn cancel(
 ) -> Result<CancelOutcome, FleetError> {
     let pg = journal.as_postgres().ok_or(FleetError::NotPostgres)?;
     let utils = db.queue_utils(1)?;
-    let mut client = db.client.lock().await;
+    let mut client = db.conn.lock().await;
     let tx = client.transaction().await.map_err(|e| db.pg(e))?;
-    let Some(row) = tx
+    let Some(row) = db
+        .conn
         .query_opt(
+            &tx,
             "SELECT state, queue_job_id, worker_id, backend, request_json
              FROM agent_exec_fleet_jobs WHERE execution_id = $1 FOR UPDATE",
             &[&execution_id],
@@ -251,12 +257,14 @@ pub async fn cancel(
     }
     // The request is recorded first: a worker that claims the job from now on sees it
     // before it starts anything (see the worker's start), whatever the NOTIFY does.
-    tx.execute(
-        "UPDATE agent_exec_fleet_jobs SET cancel_requested = TRUE WHERE execution_id = $1",
-        &[&execution_id],
-    )
-    .await
-    .map_err(|e| db.pg(e))?;
+    db.conn
+        .execute(
+            &tx,
+            "UPDATE agent_exec_fleet_jobs SET cancel_requested = TRUE WHERE execution_id = $1",
+            &[&execution_id],
+        )
+        .await
+        .map_err(|e| db.pg(e))?;
     if state == "queued"
         && let Some(job_id) = queue_job_id
     {
@@ -274,19 +282,21 @@ pub async fn cancel(
                 .err
                 .as_ref()
                 .and_then(|e| serde_json::to_string(e).ok());
-            tx.execute(
+            db.conn.execute(&tx,
                 "UPDATE agent_exec_fleet_jobs SET state = 'done', result_json = $2, finished_at = now()
                  WHERE execution_id = $1",
                 &[&execution_id, &result_json],
             )
             .await
             .map_err(|e| db.pg(e))?;
-            tx.execute(
-                "SELECT pg_notify($1, $2)",
-                &[&crate::db::DONE_CHANNEL, &execution_id],
-            )
-            .await
-            .map_err(|e| db.pg(e))?;
+            db.conn
+                .execute(
+                    &tx,
+                    "SELECT pg_notify($1, $2)",
+                    &[&crate::db::DONE_CHANNEL, &execution_id],
+                )
+                .await
+                .map_err(|e| db.pg(e))?;
             tx.commit().await.map_err(|e| db.pg(e))?;
             drop(client);
             pg.record_unstarted(
@@ -306,12 +316,14 @@ pub async fn cancel(
             return Ok(CancelOutcome::Dequeued);
         }
     }
-    tx.execute(
-        "SELECT pg_notify($1, $2)",
-        &[&CANCEL_CHANNEL, &execution_id],
-    )
-    .await
-    .map_err(|e| db.pg(e))?;
+    db.conn
+        .execute(
+            &tx,
+            "SELECT pg_notify($1, $2)",
+            &[&CANCEL_CHANNEL, &execution_id],
+        )
+        .await
+        .map_err(|e| db.pg(e))?;
     tx.commit().await.map_err(|e| db.pg(e))?;
     Ok(CancelOutcome::Signaled { worker_id })
 }

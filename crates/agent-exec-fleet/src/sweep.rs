@@ -61,9 +61,10 @@ pub async fn sweep(db: &FleetDb, journal: &Journal) -> Result<Vec<Departed>, Fle
         };
         // Only the sweeper that flips the state settles (concurrent sweepers agree).
         let flipped = {
-            let client = db.client.lock().await;
-            client
+            let client = db.conn.read().await;
+            db.conn
                 .execute(
+                    &*client,
                     "UPDATE agent_exec_fleet_workers SET state = 'dead', note = $2
                      WHERE worker_id = $1 AND state = 'live'",
                     &[&worker.worker_id, &reason],
@@ -93,9 +94,8 @@ async fn settle(
         unstarted: Vec::new(),
     };
     let (running, claimed) = {
-        let client = db.client.lock().await;
-        let running: Vec<String> = client
-            .query(
+        let client = db.conn.read().await;
+        let running: Vec<String> = db.conn.query(&*client,
                 "SELECT execution_id FROM agent_exec_fleet_jobs WHERE worker_id = $1 AND state = 'running'",
                 &[&worker.worker_id],
             )
@@ -182,9 +182,10 @@ async fn settle(
 /// unlocked, they have used their one attempt and would never be claimed again.
 pub(crate) async fn release_queue_worker(db: &FleetDb, queue_id: &str) -> Result<(), FleetError> {
     let ids: Vec<i64> = {
-        let client = db.client.lock().await;
-        client
+        let client = db.conn.read().await;
+        db.conn
             .query(
+                &*client,
                 &format!("SELECT id FROM {QUEUE_SCHEMA}._private_jobs WHERE locked_by = $1"),
                 &[&queue_id],
             )

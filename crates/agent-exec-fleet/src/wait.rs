@@ -34,7 +34,15 @@ pub async fn wait(
     timeout: Option<Duration>,
     mut on_event: impl FnMut(&str),
 ) -> Result<WaitEnd, FleetError> {
-    let (_listen_client, mut notes) = db.listen(&[DONE_CHANNEL]).await?;
+    // On the command's own connection when it is free to listen (one connection for
+    // the whole `wait`), else on a second one.
+    let (_listen_client, mut notes) = match db.listen_here(&[DONE_CHANNEL]).await? {
+        Some(notes) => (None, notes),
+        None => {
+            let (client, notes) = db.listen(&[DONE_CHANNEL]).await?;
+            (Some(client), notes)
+        }
+    };
     let until = timeout.map(|t| Instant::now() + t);
     let mut last_seq = -1i32;
     let mut last_sweep: Option<Instant> = None;

@@ -41,6 +41,7 @@
 
 mod hook;
 pub mod owner;
+mod pg_connection;
 mod postgres;
 mod record;
 mod sqlite;
@@ -48,6 +49,7 @@ mod sqlite;
 use std::path::{Path, PathBuf};
 
 pub use owner::ProcessIdentity;
+pub use pg_connection::{Notice, PgConnection};
 pub use postgres::{PgJournal, redact_url};
 pub use record::{
     AttemptRecord, End, ExecutionRecord, ExecutionStart, ExecutionSummary, Prior, Recovered, State,

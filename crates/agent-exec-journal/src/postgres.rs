@@ -7,8 +7,12 @@
 //! *this* host (see [`crate::owner`]); other hosts' runners are not provably dead from here.
 //! TLS is not wired (`NoTls`): point it at a loopback server, a Unix socket, or a tunnel.
 
-use tokio::sync::Mutex;
-use tokio_postgres::{Client, NoTls, Row, Transaction};
+use std::sync::Arc;
+
+use tokio_postgres::error::SqlState;
+use tokio_postgres::{Row, Transaction};
+
+use crate::pg_connection::PgConnection;
 
 use crate::owner::{Liveness, ProcessIdentity};
 use crate::record::{
@@ -80,11 +84,11 @@ CREATE INDEX IF NOT EXISTS agent_exec_transitions_by_execution
 
 /// The PostgreSQL journal.
 pub struct PgJournal {
-    client: Mutex<Client>,
+    /// Its connection, which a fleet command may share ([`PgJournal::open_on`]).
+    conn: Arc<PgConnection>,
     /// The URL with any password removed, for messages.
     location: String,
     me: ProcessIdentity,
-    connection_task: tokio::task::JoinHandle<()>,
 }
 
 impl std::fmt::Debug for PgJournal {
@@ -92,12 +96,6 @@ impl std::fmt::Debug for PgJournal {
         f.debug_struct("PgJournal")
             .field("location", &self.location)
             .finish_non_exhaustive()
-    }
-}
-
-impl Drop for PgJournal {
-    fn drop(&mut self) {
-        self.connection_task.abort();
     }
 }
 
@@ -148,27 +146,40 @@ pub fn redact_url(url: &str) -> String {
 impl PgJournal {
     /// Connects, creates the tables if needed, and recovers this host's orphaned attempts.
     pub async fn open(url: &str) -> Result<(PgJournal, Vec<Recovered>), JournalError> {
-        let location = redact_url(url);
-        let (client, connection) = tokio_postgres::connect(url, NoTls)
+        let conn = PgConnection::connect(url)
             .await
             .map_err(|source| JournalError::Postgres {
-                location: location.clone(),
+                location: redact_url(url),
                 source,
             })?;
-        let connection_task = tokio::spawn(async move {
-            if let Err(error) = connection.await {
-                tracing::warn!(%error, "journal: PostgreSQL connection ended");
-            }
-        });
+        PgJournal::open_on(Arc::new(conn)).await
+    }
+
+    /// [`PgJournal::open`] over a connection the caller already has (and may keep
+    /// using for its own tables: the fleet's one-shot commands need one connection,
+    /// not one per component).
+    pub async fn open_on(
+        conn: Arc<PgConnection>,
+    ) -> Result<(PgJournal, Vec<Recovered>), JournalError> {
         let journal = PgJournal {
-            client: Mutex::new(client),
-            location,
+            location: conn.location().to_owned(),
+            conn,
             me: ProcessIdentity::current(),
-            connection_task,
         };
+        // What every open runs, prepared in one round trip (a one-shot command runs
+        // each once; parsing them one by one was a round trip each).
+        journal
+            .conn
+            .prepare_all(&[VERSION_SQL, OPEN_SQL, &show_head_sql()])
+            .await;
         journal.migrate().await?;
         let recovered = journal.recover().await?;
         Ok((journal, recovered))
+    }
+
+    /// The connection (shared with whoever opened the journal on it).
+    pub fn connection(&self) -> &Arc<PgConnection> {
+        &self.conn
     }
 
     /// The redacted URL.
@@ -183,8 +194,22 @@ impl PgJournal {
         }
     }
 
+    /// The schema at this version: one read when it is (every open but the first
+    /// one of a database); the tables are created, under a transaction-scoped
+    /// advisory lock, only when the version row is missing. The version row is written
+    /// in the transaction that creates the tables, so its presence proves them.
     async fn migrate(&self) -> Result<(), JournalError> {
-        let mut client = self.client.lock().await;
+        {
+            let client = self.conn.read().await;
+            match self.conn.query_opt(&*client, VERSION_SQL, &[]).await {
+                Ok(Some(row)) => return self.check_version(row.get(0)),
+                // No row, or no table yet: create below.
+                Ok(None) => {}
+                Err(e) if e.code() == Some(&SqlState::UNDEFINED_TABLE) => {}
+                Err(e) => return Err(self.err(e)),
+            }
+        }
+        let mut client = self.conn.lock().await;
         let tx = client.transaction().await.map_err(|e| self.err(e))?;
         tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])
             .await
@@ -199,14 +224,7 @@ impl PgJournal {
             .map_err(|e| self.err(e))?
             .map(|r| r.get(0));
         match found {
-            Some(v) if v > SCHEMA_VERSION => {
-                return Err(JournalError::NewerSchema {
-                    location: self.location.clone(),
-                    found: i64::from(v),
-                    supported: i64::from(SCHEMA_VERSION),
-                });
-            }
-            Some(_) => {}
+            Some(v) => self.check_version(v)?,
             None => {
                 tx.execute(
                     "INSERT INTO agent_exec_meta (key, value) VALUES ('schema_version', $1)",
@@ -219,6 +237,17 @@ impl PgJournal {
         tx.commit().await.map_err(|e| self.err(e))
     }
 
+    fn check_version(&self, found: i32) -> Result<(), JournalError> {
+        if found > SCHEMA_VERSION {
+            return Err(JournalError::NewerSchema {
+                location: self.location.clone(),
+                found: i64::from(found),
+                supported: i64::from(SCHEMA_VERSION),
+            });
+        }
+        Ok(())
+    }
+
     async fn log(
         &self,
         tx: &Transaction<'_>,
@@ -228,7 +257,7 @@ impl PgJournal {
         to: State,
         note: Option<&str>,
     ) -> Result<(), JournalError> {
-        tx.execute(
+        self.conn.execute(tx,
             "INSERT INTO agent_exec_transitions (execution_id, attempt, from_state, to_state, at, note)
              VALUES ($1, $2, $3, $4, $5, $6)",
             &[
@@ -247,23 +276,40 @@ impl PgJournal {
 
     /// Marks every open execution of this host whose owner is provably gone as `unknown`.
     ///
-    /// `SKIP LOCKED`: many processes open the journal at once (a fleet's `submit`s, its
-    /// workers), and two recoveries locking the same rows in different orders deadlocked
-    /// (seen: `deadlock detected` in the 200-submit fleet test). A row another
-    /// transaction holds is being written by its live owner or judged by another
-    /// recovery, so it is left to them, never waited for.
+    /// Two steps. First a plain read of this host's open executions, judged here, with
+    /// no lock taken: in a fleet many processes open the journal all the time (every
+    /// `submit`, `wait`, `cancel`), and locking the live workers' rows made their
+    /// journal writes wait on each open. Then, only when some owner is dead, those rows
+    /// are locked and judged again (state and owner re-read: another process may have
+    /// settled or continued one in between). `SKIP LOCKED`, ordered: two recoveries
+    /// locking the same rows in different orders deadlocked (seen: `deadlock detected`
+    /// in the 200-submit fleet test); a row another transaction holds is being settled
+    /// by another recovery or continued by a new owner, so it is left to them.
     pub async fn recover(&self) -> Result<Vec<Recovered>, JournalError> {
-        let mut client = self.client.lock().await;
+        let candidates: Vec<String> = {
+            let client = self.conn.read().await;
+            self.conn
+                .query(&*client, OPEN_SQL, &[&self.me.host])
+                .await
+                .map_err(|e| self.err(e))?
+                .iter()
+                .filter(|row| matches!(owner_from(row, 3).liveness(&self.me), Liveness::Dead(_)))
+                .map(|row| row.get(0))
+                .collect()
+        };
+        if candidates.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut client = self.conn.lock().await;
         let tx = client.transaction().await.map_err(|e| self.err(e))?;
-        let rows = tx
+        let rows = self
+            .conn
             .query(
-                "SELECT execution_id, attempts, state, owner_host, owner_boot_id, owner_pid,
-                     owner_start_ticks
-                 FROM agent_exec_executions
-                 WHERE state IN ('running', 'canceling') AND owner_host = $1
-                 ORDER BY execution_id
-                 FOR UPDATE SKIP LOCKED",
-                &[&self.me.host],
+                &tx,
+                &format!(
+                    "{OPEN_SQL} AND execution_id = ANY($2) ORDER BY execution_id FOR UPDATE SKIP LOCKED"
+                ),
+                &[&self.me.host, &candidates],
             )
             .await
             .map_err(|e| self.err(e))?;
@@ -299,22 +345,24 @@ impl PgJournal {
     ) -> Result<(), JournalError> {
         let now = now_rfc3339();
         let error = recovery_error_json(reason);
-        tx.execute(
+        self.conn.execute(tx,
             "UPDATE agent_exec_attempts SET state = 'unknown', finished_at = $2, error_json = $3
              WHERE execution_id = $1 AND state IN ('running', 'canceling')",
             &[&execution_id, &now, &error],
         )
         .await
         .map_err(|e| self.err(e))?;
-        tx.execute(
-            "UPDATE agent_exec_executions SET state = 'unknown', error_json = $2,
+        self.conn
+            .execute(
+                tx,
+                "UPDATE agent_exec_executions SET state = 'unknown', error_json = $2,
                  error_code = 'agent.unknown_outcome', cancel_requested = cancel_requested OR $3,
                  updated_at = $4
              WHERE execution_id = $1",
-            &[&execution_id, &error, &(previous == State::Canceling), &now],
-        )
-        .await
-        .map_err(|e| self.err(e))?;
+                &[&execution_id, &error, &(previous == State::Canceling), &now],
+            )
+            .await
+            .map_err(|e| self.err(e))?;
         self.log(
             tx,
             execution_id,
@@ -338,10 +386,12 @@ impl PgJournal {
         owner: &ProcessIdentity,
         reason: &str,
     ) -> Result<bool, JournalError> {
-        let mut client = self.client.lock().await;
+        let mut client = self.conn.lock().await;
         let tx = client.transaction().await.map_err(|e| self.err(e))?;
-        let row = tx
+        let row = self
+            .conn
             .query_opt(
+                &tx,
                 "SELECT attempts, state, owner_host, owner_boot_id, owner_pid, owner_start_ticks
                  FROM agent_exec_executions WHERE execution_id = $1 FOR UPDATE",
                 &[&execution_id],
@@ -376,20 +426,20 @@ impl PgJournal {
         note: &str,
     ) -> Result<(), JournalError> {
         check_outcome(end.outcome)?;
-        let mut client = self.client.lock().await;
+        let mut client = self.conn.lock().await;
         let tx = client.transaction().await.map_err(|e| self.err(e))?;
         let now = now_rfc3339();
         let me = &self.me;
-        let existing = tx
-            .query_opt(
+        let existing = self.conn.query_opt(&tx,
                 "SELECT state, attempts FROM agent_exec_executions WHERE execution_id = $1 FOR UPDATE",
                 &[&execution_id],
             )
             .await
             .map_err(|e| self.err(e))?;
-        let (from, attempts) = match existing {
-            None => {
-                tx.execute(
+        let (from, attempts) =
+            match existing {
+                None => {
+                    self.conn.execute(&tx,
                     "INSERT INTO agent_exec_executions (execution_id, backend, state, attempts,
                          request_json, error_json, error_code, owner_host, owner_boot_id,
                          owner_pid, owner_start_ticks, created_at, updated_at)
@@ -410,17 +460,17 @@ impl PgJournal {
                 )
                 .await
                 .map_err(|e| self.err(e))?;
-                (None, 0)
-            }
-            Some(row) => {
-                let from = state_col(row.get(0));
-                let attempts = row.get::<_, i32>(1) as u32;
-                if !from.is_terminal() {
-                    return Err(JournalError::Invalid(format!(
-                        "execution {execution_id:?} is {from}; it did start"
-                    )));
+                    (None, 0)
                 }
-                tx.execute(
+                Some(row) => {
+                    let from = state_col(row.get(0));
+                    let attempts = row.get::<_, i32>(1) as u32;
+                    if !from.is_terminal() {
+                        return Err(JournalError::Invalid(format!(
+                            "execution {execution_id:?} is {from}; it did start"
+                        )));
+                    }
+                    self.conn.execute(&tx,
                     "UPDATE agent_exec_executions SET state = $2, error_json = $3, error_code = $4,
                          updated_at = $5
                      WHERE execution_id = $1",
@@ -434,9 +484,9 @@ impl PgJournal {
                 )
                 .await
                 .map_err(|e| self.err(e))?;
-                (Some(from), attempts)
-            }
-        };
+                    (Some(from), attempts)
+                }
+            };
         self.log(&tx, execution_id, attempts, from, end.outcome, Some(note))
             .await?;
         tx.commit().await.map_err(|e| self.err(e))
@@ -444,12 +494,14 @@ impl PgJournal {
 
     /// See [`crate::SqliteJournal::start_execution`].
     pub async fn start_execution(&self, start: &ExecutionStart<'_>) -> Result<Prior, JournalError> {
-        let mut client = self.client.lock().await;
+        let mut client = self.conn.lock().await;
         let tx = client.transaction().await.map_err(|e| self.err(e))?;
         let now = now_rfc3339();
         let me = &self.me;
-        let existing = tx
+        let existing = self
+            .conn
             .query_opt(
+                &tx,
                 "SELECT state, attempts, deadline, prompt_tokens, completion_tokens,
                      owner_host, owner_boot_id, owner_pid, owner_start_ticks, error_json
                  FROM agent_exec_executions WHERE execution_id = $1 FOR UPDATE",
@@ -458,25 +510,27 @@ impl PgJournal {
             .await
             .map_err(|e| self.err(e))?;
         let Some(row) = existing else {
-            tx.execute(
-                "INSERT INTO agent_exec_executions (execution_id, backend, state, attempts,
+            self.conn
+                .execute(
+                    &tx,
+                    "INSERT INTO agent_exec_executions (execution_id, backend, state, attempts,
                      request_json, deadline, owner_host, owner_boot_id, owner_pid,
                      owner_start_ticks, created_at, updated_at)
                  VALUES ($1, $2, 'running', 0, $3, $4, $5, $6, $7, $8, $9, $9)",
-                &[
-                    &start.execution_id,
-                    &start.backend,
-                    &start.request_json,
-                    &start.deadline,
-                    &me.host,
-                    &me.boot_id,
-                    &i64::from(me.pid),
-                    &(me.start_ticks as i64),
-                    &now,
-                ],
-            )
-            .await
-            .map_err(|e| self.err(e))?;
+                    &[
+                        &start.execution_id,
+                        &start.backend,
+                        &start.request_json,
+                        &start.deadline,
+                        &me.host,
+                        &me.boot_id,
+                        &i64::from(me.pid),
+                        &(me.start_ticks as i64),
+                        &now,
+                    ],
+                )
+                .await
+                .map_err(|e| self.err(e))?;
             self.log(
                 &tx,
                 start.execution_id,
@@ -513,7 +567,7 @@ impl PgJournal {
             }
         }
         crate::check_continuable(start.execution_id, previous, error_json.as_deref())?;
-        tx.execute(
+        self.conn.execute(&tx,
             "UPDATE agent_exec_executions SET state = 'running', error_json = NULL, error_code = NULL,
                  request_json = COALESCE(request_json, $2), deadline = COALESCE(deadline, $3),
                  owner_host = $4, owner_boot_id = $5, owner_pid = $6, owner_start_ticks = $7,
@@ -554,8 +608,7 @@ impl PgJournal {
         tx: &Transaction<'_>,
         execution_id: &str,
     ) -> Result<(State, u32), JournalError> {
-        let row = tx
-            .query_opt(
+        let row = self.conn.query_opt(tx,
                 "SELECT state, attempts FROM agent_exec_executions WHERE execution_id = $1 FOR UPDATE",
                 &[&execution_id],
             )
@@ -571,8 +624,7 @@ impl PgJournal {
         execution_id: &str,
         attempt: u32,
     ) -> Result<State, JournalError> {
-        let row = tx
-            .query_opt(
+        let row = self.conn.query_opt(tx,
                 "SELECT state FROM agent_exec_attempts WHERE execution_id = $1 AND attempt = $2 FOR UPDATE",
                 &[&execution_id, &(attempt as i32)],
             )
@@ -592,7 +644,7 @@ impl PgJournal {
         attempt: u32,
         backend: &str,
     ) -> Result<(), JournalError> {
-        let mut client = self.client.lock().await;
+        let mut client = self.conn.lock().await;
         let tx = client.transaction().await.map_err(|e| self.err(e))?;
         let (state, attempts) = self.execution_state(&tx, execution_id).await?;
         if state.is_terminal() {
@@ -611,7 +663,7 @@ impl PgJournal {
         let now = now_rfc3339();
         let me = &self.me;
         let n = attempt as i32;
-        tx.execute(
+        self.conn.execute(&tx,
             "INSERT INTO agent_exec_attempts (execution_id, attempt, backend, state, started_at,
                  owner_host, owner_boot_id, owner_pid, owner_start_ticks)
              VALUES ($1, $2, $3, 'running', $4, $5, $6, $7, $8)",
@@ -628,14 +680,16 @@ impl PgJournal {
         )
         .await
         .map_err(|e| self.err(e))?;
-        tx.execute(
-            "UPDATE agent_exec_executions SET attempts = $2, backend = $3, state = 'running',
+        self.conn
+            .execute(
+                &tx,
+                "UPDATE agent_exec_executions SET attempts = $2, backend = $3, state = 'running',
                  updated_at = $4
              WHERE execution_id = $1",
-            &[&execution_id, &n, &backend, &now],
-        )
-        .await
-        .map_err(|e| self.err(e))?;
+                &[&execution_id, &n, &backend, &now],
+            )
+            .await
+            .map_err(|e| self.err(e))?;
         let note = format!("attempt {attempt} on backend {backend}");
         self.log(
             &tx,
@@ -662,7 +716,7 @@ impl PgJournal {
                 "`{to}` is terminal: record it with finish_attempt"
             )));
         }
-        let mut client = self.client.lock().await;
+        let mut client = self.conn.lock().await;
         let tx = client.transaction().await.map_err(|e| self.err(e))?;
         let from = self.attempt_state(&tx, execution_id, attempt).await?;
         if from.is_terminal() {
@@ -676,26 +730,28 @@ impl PgJournal {
             return Ok(());
         }
         let n = attempt as i32;
-        tx.execute(
+        self.conn.execute(&tx,
             "UPDATE agent_exec_attempts SET state = $3 WHERE execution_id = $1 AND attempt = $2",
             &[&execution_id, &n, &to.as_str()],
         )
         .await
         .map_err(|e| self.err(e))?;
-        tx.execute(
-            "UPDATE agent_exec_executions SET state = $3, updated_at = $4,
+        self.conn
+            .execute(
+                &tx,
+                "UPDATE agent_exec_executions SET state = $3, updated_at = $4,
                  cancel_requested = cancel_requested OR $5
              WHERE execution_id = $1 AND attempts = $2",
-            &[
-                &execution_id,
-                &n,
-                &to.as_str(),
-                &now_rfc3339(),
-                &(to == State::Canceling),
-            ],
-        )
-        .await
-        .map_err(|e| self.err(e))?;
+                &[
+                    &execution_id,
+                    &n,
+                    &to.as_str(),
+                    &now_rfc3339(),
+                    &(to == State::Canceling),
+                ],
+            )
+            .await
+            .map_err(|e| self.err(e))?;
         self.log(&tx, execution_id, attempt, Some(from), to, note)
             .await?;
         tx.commit().await.map_err(|e| self.err(e))
@@ -709,7 +765,7 @@ impl PgJournal {
         end: &End<'_>,
     ) -> Result<(), JournalError> {
         check_outcome(end.outcome)?;
-        let mut client = self.client.lock().await;
+        let mut client = self.conn.lock().await;
         let tx = client.transaction().await.map_err(|e| self.err(e))?;
         let from = self.attempt_state(&tx, execution_id, attempt).await?;
         if from.is_terminal() {
@@ -720,23 +776,25 @@ impl PgJournal {
             });
         }
         let now = now_rfc3339();
-        tx.execute(
-            "UPDATE agent_exec_attempts SET state = $3, finished_at = $4, error_json = $5,
+        self.conn
+            .execute(
+                &tx,
+                "UPDATE agent_exec_attempts SET state = $3, finished_at = $4, error_json = $5,
                  prompt_tokens = $6, completion_tokens = $7
              WHERE execution_id = $1 AND attempt = $2",
-            &[
-                &execution_id,
-                &(attempt as i32),
-                &end.outcome.as_str(),
-                &now,
-                &end.error_json,
-                &(end.usage.prompt_tokens as i64),
-                &(end.usage.completion_tokens as i64),
-            ],
-        )
-        .await
-        .map_err(|e| self.err(e))?;
-        tx.execute(
+                &[
+                    &execution_id,
+                    &(attempt as i32),
+                    &end.outcome.as_str(),
+                    &now,
+                    &end.error_json,
+                    &(end.usage.prompt_tokens as i64),
+                    &(end.usage.completion_tokens as i64),
+                ],
+            )
+            .await
+            .map_err(|e| self.err(e))?;
+        self.conn.execute(&tx,
             "UPDATE agent_exec_executions SET updated_at = $2,
                  prompt_tokens = (SELECT COALESCE(SUM(prompt_tokens), 0) FROM agent_exec_attempts WHERE execution_id = $1),
                  completion_tokens = (SELECT COALESCE(SUM(completion_tokens), 0) FROM agent_exec_attempts WHERE execution_id = $1)
@@ -764,7 +822,7 @@ impl PgJournal {
         end: &End<'_>,
     ) -> Result<(), JournalError> {
         check_outcome(end.outcome)?;
-        let mut client = self.client.lock().await;
+        let mut client = self.conn.lock().await;
         let tx = client.transaction().await.map_err(|e| self.err(e))?;
         let (from, attempts) = self.execution_state(&tx, execution_id).await?;
         if from.is_terminal() {
@@ -774,21 +832,23 @@ impl PgJournal {
                 state: from,
             });
         }
-        tx.execute(
-            "UPDATE agent_exec_executions SET state = $2, error_json = $3, error_code = $4,
+        self.conn
+            .execute(
+                &tx,
+                "UPDATE agent_exec_executions SET state = $2, error_json = $3, error_code = $4,
                  cancel_requested = cancel_requested OR $5, updated_at = $6
              WHERE execution_id = $1",
-            &[
-                &execution_id,
-                &end.outcome.as_str(),
-                &end.error_json,
-                &end.error_code,
-                &end.cancel_requested,
-                &now_rfc3339(),
-            ],
-        )
-        .await
-        .map_err(|e| self.err(e))?;
+                &[
+                    &execution_id,
+                    &end.outcome.as_str(),
+                    &end.error_json,
+                    &end.error_code,
+                    &end.cancel_requested,
+                    &now_rfc3339(),
+                ],
+            )
+            .await
+            .map_err(|e| self.err(e))?;
         self.log(
             &tx,
             execution_id,
@@ -803,9 +863,11 @@ impl PgJournal {
 
     /// The most recent executions first.
     pub async fn list(&self, limit: u32) -> Result<Vec<ExecutionSummary>, JournalError> {
-        let client = self.client.lock().await;
-        let rows = client
+        let client = self.conn.read().await;
+        let rows = self
+            .conn
             .query(
+                &*client,
                 &format!(
                     "SELECT {SUMMARY_COLUMNS} FROM agent_exec_executions ORDER BY seq DESC LIMIT $1"
                 ),
@@ -818,23 +880,16 @@ impl PgJournal {
 
     /// Everything about one execution.
     pub async fn show(&self, execution_id: &str) -> Result<Option<ExecutionRecord>, JournalError> {
-        let client = self.client.lock().await;
-        let Some(head) = client
-            .query_opt(
-                &format!(
-                    "SELECT {SUMMARY_COLUMNS}, request_json, error_json, owner_host, owner_boot_id,
-                         owner_pid, owner_start_ticks
-                     FROM agent_exec_executions WHERE execution_id = $1"
-                ),
-                &[&execution_id],
-            )
+        let client = self.conn.read().await;
+        let Some(head) = self
+            .conn
+            .query_opt(&*client, &show_head_sql(), &[&execution_id])
             .await
             .map_err(|e| self.err(e))?
         else {
             return Ok(None);
         };
-        let attempts = client
-            .query(
+        let attempts = self.conn.query(&*client,
                 "SELECT attempt, backend, state, started_at, finished_at, error_json, prompt_tokens,
                      completion_tokens, owner_host, owner_boot_id, owner_pid, owner_start_ticks
                  FROM agent_exec_attempts WHERE execution_id = $1 ORDER BY attempt",
@@ -854,8 +909,10 @@ impl PgJournal {
                 owner: owner_from(r, 8),
             })
             .collect();
-        let transitions = client
+        let transitions = self
+            .conn
             .query(
+                &*client,
                 "SELECT attempt, from_state, to_state, at, note FROM agent_exec_transitions
                  WHERE execution_id = $1 ORDER BY seq",
                 &[&execution_id],
@@ -880,6 +937,24 @@ impl PgJournal {
             owner: owner_from(&head, 13),
         }))
     }
+}
+
+/// The schema version row (see `migrate`).
+const VERSION_SQL: &str = "SELECT value FROM agent_exec_meta WHERE key = 'schema_version'";
+
+/// This host's open executions (see `recover`).
+const OPEN_SQL: &str = "SELECT execution_id, attempts, state, owner_host, owner_boot_id,
+         owner_pid, owner_start_ticks
+     FROM agent_exec_executions
+     WHERE state IN ('running', 'canceling') AND owner_host = $1";
+
+/// One execution's row (see `show`).
+fn show_head_sql() -> String {
+    format!(
+        "SELECT {SUMMARY_COLUMNS}, request_json, error_json, owner_host, owner_boot_id,
+             owner_pid, owner_start_ticks
+         FROM agent_exec_executions WHERE execution_id = $1"
+    )
 }
 
 const SUMMARY_COLUMNS: &str =

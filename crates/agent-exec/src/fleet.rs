@@ -6,12 +6,12 @@ use std::sync::Arc;
 
 use agent_exec_backends::config::Config;
 use agent_exec_fleet::{CancelOutcome, FleetDb, FleetError, WaitEnd, WorkerSettings};
-use agent_exec_journal::{Journal, JournalLocation};
+use agent_exec_journal::{Journal, JournalLocation, PgJournal};
 use anyhow::{anyhow, bail};
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::{Args, CancelArgs, SubmitArgs, WaitArgs, WorkerArgs};
-use crate::run::{exit_code, journal_location, open_journal, print_result};
+use crate::run::{exit_code, journal_location, print_recovered, print_result};
 
 /// Exit code of `wait --timeout` when the execution has not ended.
 pub const EXIT_TIMEOUT: u8 = 5;
@@ -27,13 +27,20 @@ fn fleet_url(args: &Args, config: &Config) -> anyhow::Result<String> {
     }
 }
 
+/// The fleet and the journal over one connection: a one-shot command pays for one
+/// (on a loaded machine a connection costs tens of milliseconds; `submit` used three).
 async fn connect(args: &Args) -> anyhow::Result<(Config, FleetDb, Journal)> {
     let config = Config::discover(args.config.as_deref())?;
     let url = fleet_url(args, &config)?;
     // The fleet connection first: it answers "does the URL answer" with a bounded wait.
-    let db = FleetDb::connect(&url).await?;
-    let journal = open_journal(args, &config).await?;
-    Ok((config, db, journal))
+    let db = FleetDb::connect_existing(&url).await?;
+    // Both schema checks at once: their statements share round trips.
+    let (migrated, opened) =
+        tokio::join!(db.migrate(), PgJournal::open_on(db.connection().clone()));
+    migrated?;
+    let (journal, recovered) = opened?;
+    print_recovered(&recovered);
+    Ok((config, db, Journal::Postgres(journal)))
 }
 
 pub async fn worker(args: &Args, w: &WorkerArgs) -> anyhow::Result<u8> {

@@ -46,13 +46,18 @@ pub fn journal_location(args: &Args, config: &Config) -> anyhow::Result<JournalL
 pub async fn open_journal(args: &Args, config: &Config) -> anyhow::Result<Journal> {
     let location = journal_location(args, config)?;
     let (journal, recovered) = Journal::open(&location).await?;
-    for r in &recovered {
+    print_recovered(&recovered);
+    Ok(journal)
+}
+
+/// Says on stderr which executions the journal's recovery marked `unknown`.
+pub fn print_recovered(recovered: &[agent_exec_journal::Recovered]) {
+    for r in recovered {
         eprintln!(
             "agent-exec: journal: execution {} marked unknown ({})",
             r.execution_id, r.reason
         );
     }
-    Ok(journal)
 }
 
 pub async fn run(args: &Args, run: &RunArgs) -> anyhow::Result<u8> {
