@@ -765,3 +765,70 @@ async fn an_ephemeral_codex_does_not_verify_resume() {
         "{verification:#?}"
     );
 }
+
+/// Figures, not a check (ignored; issue 12 §5): the same scripted task — one
+/// `exec_command` call, then a final message — run fresh, and run as attempt 1 killed
+/// with the second model request in flight plus a resumed attempt 2. Prints wall time
+/// (fresh run vs the resumed attempt alone) and the JSON bytes the scripted server was
+/// sent (model-script counts no tokens; bytes/4 is the usual rough token estimate).
+/// `cargo test -p agent-exec-backends --test codex_live -- --ignored --nocapture resume_figures`
+#[tokio::test]
+#[ignore = "prints figures; run by hand"]
+async fn resume_figures() {
+    let script = |hang: bool| {
+        let mut turns = vec![exec_command("call_f1", "echo TOOL-OUTPUT-f1", 10_000)];
+        if hang {
+            turns.push(Turn::default().ending(Ending::Hang));
+        }
+        turns.push(Turn::text("done"));
+        turns
+    };
+    let bytes = |server: &ScriptedServer, from: usize| -> usize {
+        server.requests()[from..]
+            .iter()
+            .map(|r| r.body.to_string().len())
+            .sum()
+    };
+    for round in 1..=3 {
+        let fresh = Rig::new(script(false));
+        let mut request = fresh.request("codex-figures-fresh", "run the marker command");
+        request.tool_policy.allowlist = vec!["exec_command".into()];
+        let backend: Arc<dyn Backend> = fresh.backend.clone();
+        let started = std::time::Instant::now();
+        let (_, _) = agents::run_resumed_or_fresh(backend, request.clone(), None).await;
+        let fresh_wall = started.elapsed();
+
+        let rig = Rig::new(script(true));
+        let backend: Arc<dyn Backend> = rig.backend.clone();
+        let server = &rig.server;
+        let (_, reported) =
+            agents::run_until_killed(backend.clone(), request.clone(), "codex", || {
+                server.requests().len() >= 2
+            })
+            .await;
+        let before = rig.server.requests().len();
+        let mut continuation = request.clone();
+        continuation.prompt = "please continue".into();
+        let started = std::time::Instant::now();
+        let (result, _) = agents::run_resumed(
+            backend,
+            continuation,
+            agent_exec_contract::ResumeFrom {
+                session: reported[0].clone(),
+                attempt: 1,
+                original_prompt: request.prompt.clone(),
+            },
+        )
+        .await;
+        let resumed_wall = started.elapsed();
+        assert_eq!(result.outcome, Outcome::Succeeded, "{result:#?}");
+        println!(
+            "codex round {round}: fresh run {fresh_wall:?}, {} requests, {} bytes sent | resumed attempt {resumed_wall:?}, {} request(s), {} bytes sent (attempt 1 sent {} bytes)",
+            fresh.server.requests().len(),
+            bytes(&fresh.server, 0),
+            rig.server.requests().len() - before,
+            bytes(&rig.server, before),
+            bytes(&rig.server, 0) - bytes(&rig.server, before),
+        );
+    }
+}

@@ -115,12 +115,21 @@ pub async fn run_resumed(
     request: ContractRequest,
     from: ResumeFrom,
 ) -> (ContractResult, Vec<String>) {
+    run_resumed_or_fresh(backend, request, Some(from)).await
+}
+
+/// [`run_resumed`], or with `None` a fresh attempt 1 (with a session channel too).
+pub async fn run_resumed_or_fresh(
+    backend: Arc<dyn Backend>,
+    request: ContractRequest,
+    from: Option<ResumeFrom>,
+) -> (ContractResult, Vec<String>) {
     let (sink, _events) = EventSink::channel();
     let mut ctx = ExecutionContext::new(sink);
     let (reporter, mut handles) = SessionReporter::channel();
     ctx.session = reporter;
-    ctx.attempt = from.attempt + 1;
-    ctx.resume = Some(from);
+    ctx.attempt = from.as_ref().map_or(1, |from| from.attempt + 1);
+    ctx.resume = from;
     let result = tokio::time::timeout(Duration::from_secs(60), backend.execute(&request, ctx))
         .await
         .expect("the resumed run did not end within 60 s");
