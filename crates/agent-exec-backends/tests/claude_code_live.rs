@@ -963,6 +963,35 @@ async fn a_killed_run_resumes_its_own_session_and_the_model_sees_the_earlier_tur
     assert_eq!(s.server.requests_past_script(), 0);
 }
 
+/// A resume of a session Claude Code has not saved (a well-formed UUID): Claude Code
+/// refuses it before any model request ("No conversation found"), and the run is
+/// `failed` with nothing done — a clear error, not a fresh session.
+#[tokio::test]
+async fn resuming_a_session_claude_does_not_have_fails_with_nothing_done() {
+    let s = setup(|_| vec![Turn::text("never")]);
+    let backend: Arc<dyn Backend> = s.backend.clone();
+    let (result, reported) = agents::run_resumed(
+        backend,
+        s.request("go on", "workspace"),
+        agent_exec_contract::ResumeFrom {
+            session: "1ca84c62-883d-4acf-bba8-e40c215865c6".into(),
+            attempt: 1,
+            original_prompt: "start".into(),
+        },
+    )
+    .await;
+    assert_eq!(result.outcome, Outcome::Failed, "{result:#?}");
+    let err = result.err.as_ref().unwrap();
+    assert_eq!(err.side_effects, SideEffects::None);
+    assert!(
+        err.reason.contains("No conversation found"),
+        "{}",
+        err.reason
+    );
+    assert!(reported.is_empty(), "{reported:?}");
+    assert_eq!(s.server.requests().len(), 0, "no model request");
+}
+
 /// `--no-session-persistence` in `args` keeps no conversation, and `verify` shows it:
 /// the `--resume` probe finds no session, so `resume` is not verified (the rest is).
 #[tokio::test]

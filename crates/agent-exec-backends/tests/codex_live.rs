@@ -739,6 +739,31 @@ async fn a_killed_run_resumes_in_its_own_thread_and_the_model_sees_the_earlier_t
     assert_eq!(rig.server.requests_past_script(), 0);
 }
 
+/// A resume whose thread codex does not have (a well-formed UUID, but no session
+/// file in this `CODEX_HOME`): codex refuses it before any model request, and the run
+/// is `failed` with nothing done — a clear error, not a fresh thread.
+#[tokio::test]
+async fn resuming_a_thread_codex_does_not_have_fails_with_nothing_done() {
+    let rig = Rig::new(vec![Turn::text("never")]);
+    let backend: Arc<dyn Backend> = rig.backend.clone();
+    let (result, reported) = agents::run_resumed(
+        backend,
+        rig.request("codex-live-resume-missing", "go on"),
+        agent_exec_contract::ResumeFrom {
+            session: "0199a213-81c0-7800-8aa1-bbab2a035a53".into(),
+            attempt: 1,
+            original_prompt: "start".into(),
+        },
+    )
+    .await;
+    assert_eq!(result.outcome, Outcome::Failed, "{result:#?}");
+    let err = result.err.as_ref().unwrap();
+    assert_eq!(err.side_effects, agent_exec_contract::SideEffects::None);
+    assert!(result.logs.contains("no rollout found"), "{}", result.logs);
+    assert!(reported.is_empty(), "{reported:?}");
+    assert_eq!(rig.server.requests().len(), 0, "no model request");
+}
+
 /// `verify` proves `resume` by doing it (`exec resume` on the format probe's own
 /// thread, in its throw-away `CODEX_HOME`; the real codex verifies it in
 /// `verify_reports_the_real_version…`): with `--ephemeral` in `args` no session is
