@@ -65,8 +65,8 @@ EOF
 
 run=("$bin" --config "$work/config.toml" --journal "$work/journal.sqlite3" run --backend llm --prompt review --workspace "$work/ws")
 # Sanity: both sides succeed with the whole answer; the schema side validated it.
-plain_out=$("${run[@]}")
-schema_out=$("${run[@]}" --output-schema "$work/schema.json")
+plain_out=$("${run[@]}" 2>/dev/null)
+schema_out=$("${run[@]}" --output-schema "$work/schema.json" 2>/dev/null)
 cmp -s <(printf '%s' "$plain_out") <(printf '%s' "$schema_out") \
   || { echo "the two runs printed different answers" >&2; exit 1; }
 python3 -c 'import json,sys; json.loads(sys.argv[1])' "$plain_out" \
@@ -83,8 +83,8 @@ def once(name, cmd):
     subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
     samples[name].append((time.perf_counter_ns() - t) / 1e6)
 for _ in range(3):  # warm-up, untimed
-    subprocess.run(plain, stdout=subprocess.DEVNULL, check=True)
-    subprocess.run(schema, stdout=subprocess.DEVNULL, check=True)
+    subprocess.run(plain, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    subprocess.run(schema, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
 for i in range(runs):
     order = [("plain", plain), ("schema", schema)]
     for name, cmd in (order if i % 2 == 0 else order[::-1]):
