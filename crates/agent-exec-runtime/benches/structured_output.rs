@@ -6,11 +6,13 @@
 //! baseline) and once with one the answer matches — on an in-bench backend that returns
 //! the same 100 KB JSON answer at once, so what differs is the schema's compile and the
 //! parse + validation of the answer. Prints both medians, the difference and the ratio,
-//! and — for scale, in the same run — the parts: compiling the schema alone, and
-//! parsing the answer alone with `serde_json` (what any consumer of JSON pays).
+//! and — for scale, in the same run — the parts: compiling the schema alone,
+//! `Schema::check_text` on the answer alone (parse + validation, schema compiled once),
+//! and parsing the answer alone with `serde_json` (what any consumer of JSON pays).
 //!
 //! Run: `cargo bench -p agent-exec-runtime --bench structured_output` (`BENCH_N` rounds,
-//! default 200).
+//! default 200), or `scripts/bench-agent-exec-structured.sh`, which also measures the
+//! whole `agent-exec run` with the `openai` backend.
 #![allow(clippy::unwrap_used)]
 
 use std::sync::Arc;
@@ -130,12 +132,17 @@ fn main() {
             plain.push(run_once(None));
         }
     }
-    let (mut compile, mut parse) = (Vec::new(), Vec::new());
+    let (mut compile, mut check, mut parse) = (Vec::new(), Vec::new(), Vec::new());
+    let compiled = agent_exec_runtime::structured::check_schema(&schema()).unwrap();
     for _ in 0..rounds {
         let started = Instant::now();
-        let compiled = agent_exec_runtime::structured::check_schema(&schema()).unwrap();
+        let fresh = agent_exec_runtime::structured::check_schema(&schema()).unwrap();
         compile.push(started.elapsed());
-        drop(compiled);
+        drop(fresh);
+        let started = Instant::now();
+        let verdict = compiled.check_text(&text);
+        check.push(started.elapsed());
+        assert_eq!(verdict, Ok(()));
         let started = Instant::now();
         let value: serde_json::Value = serde_json::from_str(&text).unwrap();
         parse.push(started.elapsed());
@@ -161,8 +168,15 @@ fn main() {
         "  of which: compiling the schema        median {:>8.3} ms",
         ms(median(compile))
     );
+    let (check, parse) = (median(check), median(parse));
     println!(
-        "  for scale: serde_json parse alone     median {:>8.3} ms",
-        ms(median(parse))
+        "  Schema::check_text on the answer alone median {:>7.3} ms  ({:.0} MB/s)",
+        ms(check),
+        text.len() as f64 / check.as_secs_f64() / 1e6
+    );
+    println!(
+        "  for scale: serde_json parse alone     median {:>8.3} ms  (check_text / parse = {:.2})",
+        ms(parse),
+        check.as_secs_f64() / parse.as_secs_f64()
     );
 }
