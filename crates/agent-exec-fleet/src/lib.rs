@@ -52,7 +52,7 @@ pub use error::FleetError;
 pub use store::{JobRow, JobState, WorkerRow};
 pub use submit::{CancelOutcome, cancel, submit};
 pub use wait::{WaitEnd, wait};
-pub use worker::{WorkerSettings, advertise, run_worker};
+pub use worker::{DEFAULT_POLL_INTERVAL, WorkerSettings, advertise, run_worker};
 
 /// How often a worker renews its lease.
 pub const HEARTBEAT: Duration = Duration::from_secs(2);

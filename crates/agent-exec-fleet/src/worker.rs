@@ -53,7 +53,15 @@ pub struct WorkerSettings {
     pub concurrency: usize,
     /// Backends to serve (names or aliases); empty: every configured backend.
     pub backends: Vec<String>,
+    /// How often idle slots look for queued jobs when no wake-up came (a NOTIFY missed
+    /// while disconnected, a job whose flags another worker refused). New jobs and
+    /// freed slots wake the queue at once, so this is a safety net, not the dispatch
+    /// latency.
+    pub poll_interval: Duration,
 }
+
+/// The queue library's own default.
+pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(1);
 
 /// Verifies `names` (all of the registry's when empty) and says what each verified.
 pub async fn advertise(
@@ -659,6 +667,7 @@ async fn session(
         .database(graphile_worker::Database::new(queue_db))
         .schema(QUEUE_SCHEMA)
         .concurrency(settings.concurrency.max(1))
+        .poll_interval(settings.poll_interval)
         .define_job::<JobPayload>()
         .job_flag_allowlist(allowlist(
             &advertised.iter().filter(|a| !a.verified.is_empty()).cloned().collect::<Vec<_>>(),

@@ -140,6 +140,10 @@ pub struct WorkerArgs {
     /// A backend to serve (name or alias); repeatable. Default: every configured backend.
     #[arg(long = "backend", value_name = "NAME")]
     pub backends: Vec<String>,
+    /// How often idle slots look for queued jobs without a wake-up (`500ms`, `5s`):
+    /// a safety net — new jobs and freed slots wake the worker at once.
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = crate::duration::parse)]
+    pub poll_interval: std::time::Duration,
 }
 
 #[derive(Debug, ClapArgs)]

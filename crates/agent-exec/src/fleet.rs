@@ -65,6 +65,7 @@ pub async fn worker(args: &Args, w: &WorkerArgs) -> anyhow::Result<u8> {
         url,
         concurrency: w.concurrency as usize,
         backends: w.backends.clone(),
+        poll_interval: w.poll_interval,
     };
     let result = agent_exec_fleet::run_worker(settings, Arc::new(registry), shutdown).await;
     signals.abort();

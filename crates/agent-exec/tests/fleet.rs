@@ -173,12 +173,18 @@ impl Fleet {
 
     /// Starts a worker process; returns its index. Its stderr goes to `worker-<n>.log`.
     fn start_worker(&mut self, concurrency: u32) -> usize {
+        self.start_worker_with(concurrency, &[])
+    }
+
+    /// [`Fleet::start_worker`] with more `worker` arguments.
+    fn start_worker_with(&mut self, concurrency: u32, extra: &[&str]) -> usize {
         let n = self.workers.len();
         let log = std::fs::File::create(self.path(&format!("worker-{n}.log"))).unwrap();
         let child = self
             .command()
             .args(["worker", "--concurrency", &concurrency.to_string()])
             .args(["--backend", "append", "--backend", "tree"])
+            .args(extra)
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
@@ -320,6 +326,45 @@ fn processes_of(id: &str) -> Vec<u32> {
                     .any(|var| var == needle.as_bytes())
         })
         .collect()
+}
+
+/// The queue library gives a slot one job per wake-up (a new job's NOTIFY, or its poll),
+/// so a slot that finished while jobs were queued sat idle until the next poll; the
+/// worker now wakes its slots when a job ends (`agent_exec_fleet::wake`). With the poll
+/// an hour away, a backlog queued before the worker started drains only through that
+/// wake-up: on the code before it, the first job ran and the other two waited.
+#[test]
+fn a_backlog_drains_through_freed_slots_without_waiting_for_the_poll() {
+    let mut fleet = Fleet::new();
+    let ids = ["backlog-1", "backlog-2", "backlog-3"];
+    // A worker advertises the backend and stops; the jobs are queued with nobody
+    // listening, then a worker with one slot and no poll to speak of starts.
+    let first = fleet.start_worker(1);
+    let pid = fleet.workers[first].id() as i32;
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let status = fleet.workers[first].wait().unwrap();
+    assert!(
+        status.success(),
+        "worker stopped cleanly: {status:?}; {}",
+        fleet.worker_logs()
+    );
+    for id in ids {
+        fleet.submit_ok("append", id);
+    }
+    fleet.start_worker_with(1, &["--poll-interval", "1h"]);
+    fleet.wait_for_log(&ids);
+    for id in ids {
+        let (code, result) = fleet.wait(id);
+        assert_eq!(
+            (code, &result["outcome"]),
+            (0, &serde_json::json!("succeeded")),
+            "{id}: {result}"
+        );
+    }
 }
 
 #[test]
