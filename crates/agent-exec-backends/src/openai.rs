@@ -18,6 +18,19 @@
 //! never `succeeded`; a cancel drops the request, which closes the connection, and is
 //! `canceled` (side effects `none`: the API acts on nothing but our request).
 //!
+//! Resume (`resume`): the API is stateless and this backend runs no tools, so the
+//! whole "session" is the message list we send, and every part of it but the
+//! continuation is in the journaled request. Each attempt reports the fixed handle
+//! [`SESSION_HANDLE`] before it sends; a resumed attempt sends `[system, context…,
+//! user: original prompt, user: continuation prompt]` (the continuation left out when
+//! empty). Decisions: no server-side state (a response id would tie resume to a server
+//! that may have forgotten it); no `assistant` turn for the interrupted attempt — its
+//! partial answer never became a result, isn't journaled, and writing one would put
+//! words in the model's mouth; a handle that is not ours is refused before anything is
+//! sent. `verify` proves it with a third probe of exactly that two-user-message shape
+//! (a server whose chat template insists on strict user/assistant alternation refuses
+//! it, and then does not verify `resume`).
+//!
 //! Retries (invariant 3, the adapter's layer): connection errors, 408, 429 and 5xx, and a
 //! stream that fails before its first token, are retried at most `max_retries` times
 //! with exponential backoff (or the server's `Retry-After`, capped), always under the
@@ -29,7 +42,7 @@ use std::time::Duration;
 
 use agent_exec_contract::{
     Backend, BackendDescriptor, Capability, ContractRequest, ContractResult, Error, ErrorCode,
-    Event, EventKind, ExecutionContext, Outcome, SideEffects, Usage, Verification,
+    Event, EventKind, ExecutionContext, Outcome, ResumeFrom, SideEffects, Usage, Verification,
 };
 use agent_exec_runtime::cause_code;
 use serde::Deserialize;
@@ -42,6 +55,10 @@ pub const KIND: &str = "openai";
 
 /// Header carrying the execution id, for the server's logs and idempotency.
 pub const EXECUTION_ID_HEADER: &str = "x-agent-exec-execution-id";
+
+/// The session handle every attempt reports: "the conversation is the journaled
+/// request". Versioned so that a later message layout can tell old handles apart.
+pub const SESSION_HANDLE: &str = "openai-conversation-v1";
 
 /// The most a single response may stream before it is cut (a runaway server).
 const MAX_STREAM_BYTES: usize = 64 * 1024 * 1024;
@@ -155,6 +172,7 @@ impl OpenAiBackend {
             Capability::Stream,
             Capability::Usage,
             Capability::Cancel,
+            Capability::Resume,
             Capability::StructuredOutput,
         ]
     }
@@ -194,7 +212,9 @@ impl OpenAiBackend {
         redact_userinfo(&StreamRedactor::of_values(self.secret_values()).redact_whole(text))
     }
 
-    fn body(&self, request: &ContractRequest) -> serde_json::Value {
+    /// The request body. With `resume`, `request.prompt` is the continuation and the
+    /// original prompt comes from the journal (see the module docs for the layout).
+    fn body(&self, request: &ContractRequest, resume: Option<&ResumeFrom>) -> serde_json::Value {
         let mut messages = Vec::new();
         if !request.instructions.is_empty() {
             messages.push(serde_json::json!({"role": "system", "content": request.instructions}));
@@ -202,7 +222,15 @@ impl OpenAiBackend {
         for m in &request.context {
             messages.push(serde_json::json!({"role": m.role, "content": m.content}));
         }
-        messages.push(serde_json::json!({"role": "user", "content": request.prompt}));
+        match resume {
+            Some(from) => {
+                messages.push(serde_json::json!({"role": "user", "content": from.original_prompt}));
+                if !request.prompt.is_empty() {
+                    messages.push(serde_json::json!({"role": "user", "content": request.prompt}));
+                }
+            }
+            None => messages.push(serde_json::json!({"role": "user", "content": request.prompt})),
+        }
         let mut body = serde_json::json!({
             "model": self.config.model,
             "messages": messages,
@@ -284,6 +312,46 @@ impl OpenAiBackend {
         })
     }
 
+    /// The resume probe: a one-token completion of the exact layout a resumed attempt
+    /// sends (the original prompt, then the continuation, two `user` messages). For a
+    /// stateless API that is the whole of resume — nothing is kept on the server — so a
+    /// server that completes it completes a resumed request.
+    async fn probe_resume(
+        &self,
+        client: &reqwest::Client,
+        key: Option<&str>,
+    ) -> Result<(), String> {
+        let probe = ContractRequest {
+            prompt: "Once more: reply with the word ok.".into(),
+            budget: agent_exec_contract::ContractBudget {
+                max_completion_tokens: 1,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let mut ctx = ExecutionContext::new(agent_exec_contract::EventSink::discard());
+        ctx.resume = Some(ResumeFrom {
+            session: SESSION_HANDLE.into(),
+            attempt: 1,
+            original_prompt: "Reply with the word ok.".into(),
+        });
+        let mut log = Vec::new();
+        let exchange = tokio::time::timeout(
+            Duration::from_secs(60),
+            self.exchange(client, key, &probe, &ctx, &mut log),
+        )
+        .await;
+        match exchange {
+            Err(_) => Err("the probe timed out after 60 s".into()),
+            Ok(Exchange::Transient { reason, .. }) => Err(reason),
+            Ok(Exchange::Done(result)) if result.outcome == Outcome::Succeeded => Ok(()),
+            Ok(Exchange::Done(result)) => Err(format!(
+                "the server did not complete a conversation of two user messages (what a resumed attempt sends): {}",
+                result.err.map(|e| e.reason).unwrap_or_default()
+            )),
+        }
+    }
+
     fn backoff(&self, retry: u32) -> Duration {
         let step = self
             .config
@@ -304,7 +372,7 @@ impl OpenAiBackend {
         let mut http = client
             .post(self.endpoint("chat/completions"))
             .header(EXECUTION_ID_HEADER, &request.execution_id)
-            .json(&self.body(request));
+            .json(&self.body(request, ctx.resume.as_ref()));
         if let Some(key) = key {
             http = http.bearer_auth(key);
         }
@@ -559,14 +627,15 @@ impl Backend for OpenAiBackend {
         };
         let ctx = ExecutionContext::new(agent_exec_contract::EventSink::discard());
         let mut log = Vec::new();
-        // Both probes at once: `verify` runs before every run (it is not cached for
-        // this backend), so the second must not add its latency.
-        let (probe_result, structured) = tokio::join!(
+        // All probes at once: `verify` runs before every run (it is not cached for
+        // this backend), so the others must not add their latency.
+        let (probe_result, structured, resume) = tokio::join!(
             tokio::time::timeout(
                 Duration::from_secs(60),
                 self.exchange(client, key.as_deref(), &probe, &ctx, &mut log),
             ),
             self.probe_structured(client, key.as_deref()),
+            self.probe_resume(client, key.as_deref()),
         );
         let result = match probe_result {
             Err(_) => {
@@ -602,6 +671,10 @@ impl Backend for OpenAiBackend {
             Ok(()) => verified.push(Capability::StructuredOutput),
             Err(why) => problems.push(format!("structured-output: {}", self.redact(&why))),
         }
+        match resume {
+            Ok(()) => verified.push(Capability::Resume),
+            Err(why) => problems.push(format!("resume: {}", self.redact(&why))),
+        }
         Verification {
             verified,
             adapter_version: format!(
@@ -622,7 +695,41 @@ impl Backend for OpenAiBackend {
             Ok(key) => key,
             Err(e) => return failed(ErrorCode::ProviderUnavailable, e, false),
         };
+        if let Some(from) = &ctx.resume
+            && from.session != SESSION_HANDLE
+        {
+            // Not a conversation this backend started (another kind's id under a reused
+            // backend name, or a layout this version does not know): nothing is sent.
+            // `agent.internal`, as the agent backends refuse a handle they cannot use:
+            // the journal and the configuration disagree; no retry or fallback fixes it.
+            return failed(
+                ErrorCode::Internal,
+                format!(
+                    "backend `{}` cannot resume session {:?} (attempt {}): it continues only its own {SESSION_HANDLE:?}",
+                    self.config.name,
+                    truncate(&from.session, 80),
+                    from.attempt
+                ),
+                false,
+            );
+        }
         let mut log = Vec::new();
+        // Before the request goes out: a runner killed while it streams leaves the
+        // handle behind. A resumed attempt reports it again (it may be resumed in turn).
+        if let Err(why) = ctx.session.report(SESSION_HANDLE) {
+            log.push(format!("session handle not reported: {why}"));
+        }
+        if let Some(from) = &ctx.resume {
+            log.push(format!(
+                "resumed from attempt {}: the original prompt resent{}",
+                from.attempt,
+                if request.prompt.is_empty() {
+                    ""
+                } else {
+                    ", then the continuation"
+                }
+            ));
+        }
         let mut retry = 0u32;
         let outcome = loop {
             let exchange = self.exchange(&client, key.as_deref(), request, &ctx, &mut log);
@@ -723,7 +830,7 @@ mod tests {
             },
             ..Default::default()
         };
-        let body = backend.body(&request);
+        let body = backend.body(&request, None);
         assert_eq!(body["messages"][0]["role"], "system");
         assert_eq!(body["messages"][1]["content"], "earlier");
         assert_eq!(body["messages"][2]["content"], "p");
@@ -732,6 +839,53 @@ mod tests {
         assert_eq!(
             backend.endpoint("chat/completions"),
             "http://h/v1/chat/completions"
+        );
+    }
+
+    #[test]
+    fn a_resumed_body_resends_the_original_prompt_then_the_continuation() {
+        let backend = OpenAiBackend::new(OpenAiConfig::new("o", "http://h/v1", "m"));
+        let from = ResumeFrom {
+            session: SESSION_HANDLE.into(),
+            attempt: 1,
+            original_prompt: "the task".into(),
+        };
+        let mut request = ContractRequest {
+            prompt: "go on".into(),
+            instructions: "be brief".into(),
+            ..Default::default()
+        };
+        let roles_and_texts = |body: serde_json::Value| -> Vec<(String, String)> {
+            body["messages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|m| {
+                    (
+                        m["role"].as_str().unwrap().to_owned(),
+                        m["content"].as_str().unwrap().to_owned(),
+                    )
+                })
+                .collect()
+        };
+        let pair = |r: &str, t: &str| (r.to_owned(), t.to_owned());
+        assert_eq!(
+            roles_and_texts(backend.body(&request, Some(&from))),
+            [
+                pair("system", "be brief"),
+                pair("user", "the task"),
+                pair("user", "go on")
+            ]
+        );
+        request.prompt.clear();
+        assert_eq!(
+            roles_and_texts(backend.body(&request, Some(&from))),
+            [pair("system", "be brief"), pair("user", "the task")],
+            "no continuation: the original conversation is asked again"
+        );
+        assert_eq!(
+            agent_exec_contract::check_session_handle(SESSION_HANDLE),
+            Ok(())
         );
     }
 }

@@ -7,10 +7,10 @@ mod support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_exec_backends::openai::{OpenAiBackend, OpenAiConfig};
+use agent_exec_backends::openai::{OpenAiBackend, OpenAiConfig, SESSION_HANDLE};
 use agent_exec_contract::{
     Backend, Capability, ContractRequest, ContractResult, ErrorCode, EventKind, EventSink,
-    ExecutionContext, Outcome, Registry, ResolveError, SideEffects,
+    ExecutionContext, Outcome, Registry, ResolveError, ResumeFrom, SessionReporter, SideEffects,
 };
 use futures::StreamExt as _;
 use support::ScriptedServer;
@@ -212,16 +212,20 @@ async fn capabilities_are_verified_by_a_real_probe() {
         .await
         .unwrap();
     assert_eq!(resolved.name, "llm");
-    // Two probes, sent at once: the one-token completion and the structured-output one.
+    // Three probes, sent at once: the one-token completion, the structured-output one
+    // and the resume one.
     let probes = server.requests();
-    assert_eq!(probes.len(), 2, "{probes:?}");
+    assert_eq!(probes.len(), 3, "{probes:?}");
     assert!(
         probes.iter().all(|p| p.execution_id.is_none()),
         "the probes are not executions"
     );
     let plain = probes
         .iter()
-        .find(|p| p.body.get("response_format").is_none())
+        .find(|p| {
+            p.body.get("response_format").is_none()
+                && p.body["messages"].as_array().unwrap().len() == 1
+        })
         .unwrap();
     assert_eq!(plain.body["max_tokens"], 1);
 
@@ -336,5 +340,201 @@ async fn a_server_that_ignores_response_format_does_not_verify_structured_output
         matches!(refused, Err(ResolveError::MissingCapability { .. })),
         "{:?}",
         refused.err()
+    );
+}
+
+/// Runs `request` as a resumed attempt continuing `session`; returns the result and the
+/// handles the attempt reported.
+async fn run_resumed(
+    backend: &OpenAiBackend,
+    request: &ContractRequest,
+    session: &str,
+    original_prompt: &str,
+) -> (ContractResult, Vec<String>) {
+    let (reporter, handles) = SessionReporter::channel();
+    let mut ctx = ExecutionContext::new(EventSink::discard());
+    ctx.attempt = 2;
+    ctx.session = reporter;
+    ctx.resume = Some(ResumeFrom {
+        session: session.into(),
+        attempt: 1,
+        original_prompt: original_prompt.into(),
+    });
+    let result = backend.execute(request, ctx).await;
+    (result, handles.collect().await)
+}
+
+fn messages(body: &serde_json::Value) -> Vec<(String, String)> {
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["role"].as_str().unwrap().to_owned(),
+                m["content"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn every_attempt_reports_its_handle_before_the_answer_arrives() {
+    let server = ScriptedServer::start();
+    let backend = backend(&server, "hang");
+    let (reporter, mut handles) = SessionReporter::channel();
+    let (sink, mut events) = EventSink::channel();
+    let mut ctx = ExecutionContext::new(sink);
+    ctx.session = reporter;
+    let cancellation = ctx.cancellation.clone();
+    let request = request("sh-1", "x");
+    let run = tokio::spawn(async move { backend.execute(&request, ctx).await });
+    // The stream hangs after its first token: the handle is there already, which is
+    // what a runner SIGKILLed at this point leaves in the journal.
+    let first = tokio::time::timeout(Duration::from_secs(10), events.next())
+        .await
+        .expect("the first token arrives");
+    assert!(first.is_some());
+    assert_eq!(handles.try_recv().as_deref(), Ok(SESSION_HANDLE));
+    cancellation.cancel(agent_exec_contract::CancelCause::Caller);
+    let result = run.await.unwrap();
+    assert_eq!(result.outcome, Outcome::Canceled, "{result:?}");
+}
+
+#[tokio::test]
+async fn a_resumed_attempt_resends_the_original_prompt_and_the_continuation() {
+    let server = ScriptedServer::start();
+    let mut continuation = request("rs-1", "You were interrupted; finish the task.");
+    continuation.instructions = "be brief".into();
+    let (result, handles) = run_resumed(
+        &backend(&server, "echo"),
+        &continuation,
+        SESSION_HANDLE,
+        "summarise the changelog",
+    )
+    .await;
+    assert_eq!(result.outcome, Outcome::Succeeded, "{result:?}");
+    assert_eq!(result.text, "echo: You were interrupted; finish the task.");
+    assert!(
+        result.logs.contains("resumed from attempt 1"),
+        "{}",
+        result.logs
+    );
+    assert_eq!(
+        handles,
+        [SESSION_HANDLE],
+        "the resumed attempt reports it too"
+    );
+    let sent = server.requests();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].execution_id.as_deref(), Some("rs-1"));
+    let pair = |r: &str, t: &str| (r.to_owned(), t.to_owned());
+    assert_eq!(
+        messages(&sent[0].body),
+        [
+            pair("system", "be brief"),
+            pair("user", "summarise the changelog"),
+            pair("user", "You were interrupted; finish the task."),
+        ]
+    );
+
+    // No continuation prompt: the original conversation is asked again, as it was.
+    let (result, _) = run_resumed(
+        &backend(&server, "echo"),
+        &request("rs-2", ""),
+        SESSION_HANDLE,
+        "summarise the changelog",
+    )
+    .await;
+    assert_eq!(result.text, "echo: summarise the changelog", "{result:?}");
+    let sent = server.requests();
+    assert_eq!(
+        messages(&sent[1].body),
+        [pair("user", "summarise the changelog")]
+    );
+}
+
+#[tokio::test]
+async fn a_foreign_session_handle_is_refused_and_nothing_is_sent() {
+    let server = ScriptedServer::start();
+    for foreign in [
+        "0199a213-81c0-7800-8aa1-bbab2a035a53",
+        "openai-conversation-v0",
+    ] {
+        let (result, handles) = run_resumed(
+            &backend(&server, "echo"),
+            &request("rf-1", "go on"),
+            foreign,
+            "the task",
+        )
+        .await;
+        assert_eq!(result.outcome, Outcome::Failed, "{result:?}");
+        let err = result.err.unwrap();
+        assert_eq!(err.code, ErrorCode::Internal);
+        assert_eq!(err.side_effects, SideEffects::None);
+        assert!(!err.retryable);
+        assert!(
+            err.reason.contains(foreign) && err.reason.contains(SESSION_HANDLE),
+            "{}",
+            err.reason
+        );
+        assert!(handles.is_empty(), "a refused attempt reports nothing");
+    }
+    assert!(server.requests().is_empty(), "{:?}", server.requests());
+}
+
+#[tokio::test]
+async fn resume_is_verified_by_a_probe_of_the_resumed_shape() {
+    let server = ScriptedServer::start();
+    let verification = backend(&server, "echo").verify().await;
+    assert!(
+        verification.verified.contains(&Capability::Resume),
+        "{verification:?}"
+    );
+    let probe = server
+        .requests()
+        .into_iter()
+        .find(|p| p.body["messages"].as_array().is_some_and(|m| m.len() == 2))
+        .expect("a probe of two messages");
+    assert!(
+        probe.execution_id.is_none(),
+        "the probe is not an execution"
+    );
+    assert_eq!(
+        messages(&probe.body)
+            .iter()
+            .map(|(role, _)| role.as_str())
+            .collect::<Vec<_>>(),
+        ["user", "user"]
+    );
+    assert_eq!(probe.body["max_tokens"], 1);
+
+    // A server whose chat template insists on alternating roles refuses the resumed
+    // shape: everything else verifies, resume does not, and the problem says why.
+    let strict = backend(&server, "strict-roles").verify().await;
+    assert!(strict.verified.contains(&Capability::Text), "{strict:?}");
+    assert!(
+        strict.verified.contains(&Capability::StructuredOutput),
+        "{strict:?}"
+    );
+    assert!(!strict.verified.contains(&Capability::Resume), "{strict:?}");
+    assert!(
+        strict
+            .problems
+            .iter()
+            .any(|p| p.starts_with("resume:") && p.contains("must alternate")),
+        "{:?}",
+        strict.problems
+    );
+    let refused = resolve_llm(&server, "strict-roles", &[Capability::Resume]).await;
+    assert!(
+        matches!(refused, Err(ResolveError::MissingCapability { .. })),
+        "{:?}",
+        refused.err()
+    );
+    assert!(
+        resolve_llm(&server, "echo", &[Capability::Resume])
+            .await
+            .is_ok()
     );
 }

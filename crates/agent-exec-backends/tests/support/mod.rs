@@ -16,6 +16,7 @@
 //! | `echo-key` | streams `key: <Authorization header>`, the header split across three chunks (a careless server) |
 //! | `verbatim` | streams the last user message as it is (a scripted JSON answer), like `echo` otherwise |
 //! | `no-json` | like `echo`, and its probe ignores `response_format` (a server without structured output) |
+//! | `strict-roles` | like `echo`, but HTTP 400 for two messages of one role in a row, probes included (a chat template that insists on alternation) |
 //!
 //! Probe requests (no execution id header) succeed for every model but `reject`/`down`;
 //! a probe with a `json_schema` `response_format` is answered `{"ok":true}` (but by
@@ -203,6 +204,19 @@ async fn completions(
         .and_then(|m| m["content"].as_str())
         .unwrap_or_default()
         .to_owned();
+    if model == "strict-roles" {
+        let roles: Vec<&str> = body["messages"]
+            .as_array()
+            .map(|m| m.iter().filter_map(|m| m["role"].as_str()).collect())
+            .unwrap_or_default();
+        if roles.windows(2).any(|w| w[0] == w[1]) {
+            // The words of Hugging Face chat templates that demand alternation.
+            return error(
+                StatusCode::BAD_REQUEST,
+                "Conversation roles must alternate user/assistant/user/assistant/...",
+            );
+        }
+    }
     let Some(id) = execution_id else {
         // A probe.
         return match model.as_str() {
@@ -220,7 +234,7 @@ async fn completions(
         *n
     };
     match model.as_str() {
-        "echo" | "no-json" => echo(&prompt),
+        "echo" | "no-json" | "strict-roles" => echo(&prompt),
         "verbatim" => say(&prompt, &prompt),
         "silent" => stream_response(futures::stream::iter(vec![
             Ok(finish()),
