@@ -138,8 +138,13 @@ program = \"$program\"
 model = \"scripted/scripted\"
 env = { PI_CODING_AGENT_DIR = \"$dir/pi-agent\", HOME = \"$dir/home\", PI_SCRIPTED_KEY = \"dummy-bench-key\" }"
       # PiBackend::kind_args for the CLI's default tool policy (`reasoning`: --no-tools);
-      # the prompt is on stdin; PI_OFFLINE=1 is the backend's default environment.
-      direct=("$program" --mode json --no-session --model scripted/scripted --no-tools)
+      # the prompt is on stdin; PI_OFFLINE=1 is the backend's default environment. pi
+      # keeps its session (for resume) in the execution's own folder under the state
+      # directory; the direct run keeps it in one folder of its own (argv_fix maps the
+      # one onto the other for the argv check).
+      mkdir -p "$dir/sessions"
+      direct=("$program" --mode json --session-dir "$dir/sessions" --model scripted/scripted --no-tools)
+      argv_fix="s#^$XDG_STATE_HOME/agent-exec/sessions/agent-native/[0-9a-f]\{32\}\$#$dir/sessions#"
       direct_env=("PI_CODING_AGENT_DIR=$dir/pi-agent" "HOME=$dir/home" "PI_SCRIPTED_KEY=dummy-bench-key" "PI_OFFLINE=1")
       prompt_stdin=1
       answer='"text":"bench: done"'
@@ -151,7 +156,9 @@ env = { PI_CODING_AGENT_DIR = \"$dir/pi-agent\", HOME = \"$dir/home\", PI_SCRIPT
       printf '{"providers": {"agent-exec-probe": {"baseUrl": "http://127.0.0.1:%s/v1", "api": "openai-completions", "apiKey": "agent-exec-probe", "models": [{"id": "probe"}]}}}\n' \
         "$refused" >"$dir/pi-probe/models.json"
       echo '{"retry": {"enabled": false, "provider": {"maxRetries": 0}}}' >"$dir/pi-probe/settings.json"
-      probe=(sh -c 'echo "agent-exec format probe" | PI_CODING_AGENT_DIR="$1" "$0" --mode json --no-session --no-tools --model agent-exec-probe/probe >/dev/null' "$program" "$dir/pi-probe")
+      # Then, for resume, a second pi continuing the probe's session file (the real
+      # probe stops it at its session header; this one runs to its refused request).
+      probe=(sh -c 'd=$(mktemp -d) && echo "agent-exec format probe" | PI_CODING_AGENT_DIR="$1" "$0" --mode json --session-dir "$d" --no-tools --model agent-exec-probe/probe >/dev/null && f=$(ls "$d"/*.jsonl) && echo "agent-exec resume probe" | PI_CODING_AGENT_DIR="$1" "$0" --mode json --session-dir "$d" --session "$f" --no-tools --model agent-exec-probe/probe >/dev/null; s=$?; rm -rf "$d"; exit $s' "$program" "$dir/pi-probe")
       ;;
     acp)
       # Slot: an ACP agent (codex-acp) — direct means driving the same JSON-RPC session
@@ -166,6 +173,7 @@ for kind in "$@"; do
   dir="$work/$kind"
   mkdir -p "$dir/ws"
   probe=()
+  argv_fix=""
   setup_kind "$kind" "$dir" || continue
   # The same backend twice: the measured one, and one whose program is a wrapper that
   # records its argv, to check that `direct` is exactly what agent-exec runs.
@@ -185,9 +193,9 @@ EOF
     echo "$kind: agent-exec run failed:" >&2; cat "$dir/sanity.err" >&2; exit 1; }
   [ "$out" = "bench: done" ] || { echo "$kind: agent-exec printed '$out', expected 'bench: done'" >&2; exit 1; }
   expected=$(printf '%s\n' "${direct[@]:1}")
-  if [ "$(cat "$dir/argv.log")" != "$expected" ]; then
+  if [ "$(sed "$argv_fix" "$dir/argv.log")" != "$expected" ]; then
     echo "$kind: the direct argv differs from what agent-exec runs:" >&2
-    diff <(echo "$expected") "$dir/argv.log" >&2 || true
+    diff <(echo "$expected") <(sed "$argv_fix" "$dir/argv.log") >&2 || true
     exit 1
   fi
 

@@ -13,8 +13,12 @@
 //!   with codex's `--disable` feature switches.
 //! * [`claude_code`]: Claude Code (`claude -p --output-format stream-json --verbose`),
 //!   prompt on stdin, tool policy enforced through `--tools`.
-//! * [`pi`]: the pi coding agent (`pi --mode json --no-session`), kind `agent-native`
-//!   (deprecated alias `pi-native`), prompt on stdin, tool policy through `--tools`.
+//! * [`pi`]: the pi coding agent (`pi --mode json --session-dir DIR`), kind `agent-native`
+//!   (deprecated alias `pi-native`), prompt on stdin, tool policy through `--tools`;
+//!   resumes with `--session FILE`.
+//! * [`session_store`]: one folder per execution under agent-exec's state directory
+//!   where a program keeps the sessions a later process resumes (named by a hash of
+//!   the execution id, `0700`, never through a link).
 //! * [`acp`]: any Agent Client Protocol agent over stdio, with the ACP SDK as the client;
 //!   serves `fs/*` only inside the workspace root and answers permission requests from
 //!   the tool policy.
@@ -47,4 +51,5 @@ pub mod openai;
 pub(crate) mod output;
 pub mod pi;
 pub mod redact;
+pub mod session_store;
 pub mod sse;

@@ -1,8 +1,8 @@
 //! The `agent-native` backend (deprecated alias `pi-native`): the pi coding agent
 //! (npm `@mariozechner/pi-coding-agent`, bin `pi`) run headless as
-//! `pi --mode json --no-session [--model M] [tool flags] [--append-system-prompt FILE]
-//! [args…]` with the prompt on stdin, in the workspace root, driven by
-//! [`crate::agent_program::drive`].
+//! `pi --mode json --session-dir DIR [--session FILE] [--model M] [tool flags]
+//! [--append-system-prompt FILE] [args…]` with the prompt on stdin, in the workspace
+//! root, driven by [`crate::agent_program::drive`].
 //!
 //! `pi --mode json` writes one JSON object a line: a `session` header, then pi's
 //! `AgentSessionEvent`s — `agent_start`, `turn_start`, `message_start` /
@@ -62,10 +62,22 @@
 //! (the driver's table); no configured or inherited credential value appears in a
 //! reason or in logs.
 //!
-//! Deliberately not done: sessions (`--no-session`: each execution is fresh, nothing
-//! is written to `~/.pi/agent/sessions`); pi's own provider configuration
-//! (`models.json` in `PI_CODING_AGENT_DIR`, default `~/.pi/agent`) is the user's, and
-//! this backend only names the model.
+//! * Resume: pi keeps each execution's sessions in that execution's folder of the
+//!   [`SessionStore`] (`--session-dir`; never `~/.pi/agent/sessions`). The `session`
+//!   header's id is the handle, reported from inside [`StreamParser::line`] the moment
+//!   it is read, and only when it is a UUID ([`check_handle`]). A resumed attempt maps
+//!   the handle back to `<timestamp>_<id>.jsonl` by listing that folder only
+//!   ([`session_file_matches`]) and runs `--session FILE` with the continuation prompt
+//!   (the request's `context` is in the session already, so it is not rendered again).
+//!   The folder is removed after a `succeeded` attempt. `verify` proves it: the probe's
+//!   session file must exist, and a second pi on `--session FILE` must name the same
+//!   session. Decision: the handle is the id, not the file's path — a path from the
+//!   journal would be trusted input naming a file; the id only selects among files the
+//!   folder listing shows.
+//!
+//! Deliberately not done: pi's own provider configuration (`models.json` in
+//! `PI_CODING_AGENT_DIR`, default `~/.pi/agent`) is the user's, and this backend only
+//! names the model; a sweep of session folders nobody resumed.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -73,12 +85,13 @@ use std::time::Duration;
 
 use agent_exec_contract::{
     Backend, BackendDescriptor, Capability, ContractRequest, ContractResult, Error, ErrorCode,
-    Event, EventKind, ExecutionContext, Outcome, SideEffects, Usage, Verification,
+    Event, EventKind, ExecutionContext, Outcome, SessionReporter, SideEffects, Usage, Verification,
 };
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
 use crate::agent_program::{self, ProgramConfig, StreamParser, Verdict};
+use crate::session_store::SessionStore;
 
 /// The kind name in config (`kind = "agent-native"`).
 pub const KIND: &str = "agent-native";
@@ -92,8 +105,11 @@ pub const DEFAULT_PROGRAM: &str = "pi";
 /// What to install when the program is missing.
 pub const INSTALL_HINT: &str = "install @mariozechner/pi-coding-agent (npm i -g @mariozechner/pi-coding-agent; needs Node >= 20.6)";
 
-/// The kind's own flags, before the model and the tool flags.
-pub const JSON_MODE_FLAGS: [&str; 3] = ["--mode", "json", "--no-session"];
+/// The kind's own flags, before the session, model and tool flags.
+pub const JSON_MODE_FLAGS: [&str; 2] = ["--mode", "json"];
+
+/// The flag of a run whose session is not kept (no session store).
+pub const NO_SESSION_FLAG: &str = "--no-session";
 
 /// How long each `verify` probe may take (Node start-up on a loaded machine).
 const PROBE_TIMEOUT: Duration = Duration::from_secs(30);
@@ -146,8 +162,11 @@ pub struct Assistant {
 /// What one line of `pi --mode json` means.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Line {
-    /// The `session` header (its format version, when given).
-    Session { version: Option<u64> },
+    /// The `session` header: its format version and the session's id, when given.
+    Session {
+        version: Option<u64>,
+        id: Option<String>,
+    },
     /// Assistant text streaming in.
     TextDelta(String),
     /// Thinking text streaming in.
@@ -212,6 +231,7 @@ enum Key {
     Result,
     IsError,
     Version,
+    Id,
     Other,
 }
 
@@ -279,6 +299,7 @@ name_enum!(Key, "a field name", Key::Other, {
     "result" => Key::Result,
     "isError" => Key::IsError,
     "version" => Key::Version,
+    "id" => Key::Id,
 });
 
 name_enum!(EventKey, "a field name", EventKey::Other, {
@@ -307,6 +328,7 @@ struct RawLine {
     result: Option<Value>,
     is_error: Option<Value>,
     version: Option<Value>,
+    id: Option<Value>,
 }
 
 /// The fields of an `assistantMessageEvent` that matter.
@@ -361,6 +383,9 @@ impl<'de> serde::Deserialize<'de> for RawLine {
                         }
                         Key::Version if wants(kind, &[K::Session]) => {
                             raw.version = Some(map.next_value()?);
+                        }
+                        Key::Id if wants(kind, &[K::Session]) => {
+                            raw.id = Some(map.next_value()?);
                         }
                         _ => {
                             map.next_value::<IgnoredAny>()?;
@@ -449,6 +474,7 @@ impl RawLine {
         match kind {
             Kind::Session => Line::Session {
                 version: self.version.as_ref().and_then(Value::as_u64),
+                id: self.id.as_ref().and_then(Value::as_str).map(str::to_owned),
             },
             Kind::MessageUpdate => self.event.map_or(Line::Other, RawEvent::into_line),
             Kind::MessageEnd => self
@@ -599,12 +625,38 @@ pub struct PiStream {
     verdict: Verdict,
     session_version: Option<u64>,
     saw_session: bool,
+    /// The session header's id, when it was a usable handle ([`check_handle`]).
+    session_id: Option<String>,
+    /// Where the session's id is reported the moment the header shows it.
+    reporter: Option<SessionReporter>,
+    /// Why the header's id was not reported (for the logs).
+    session_problem: Option<String>,
     ended: bool,
 }
 
 impl PiStream {
     pub fn new() -> Self {
         PiStream::default()
+    }
+
+    /// A stream that reports the session header's id to `reporter` as soon as it is
+    /// read (a channel send inside [`StreamParser::line`], so a runner killed a moment
+    /// later has already handed it to the journal).
+    pub fn with_reporter(reporter: SessionReporter) -> Self {
+        PiStream {
+            reporter: Some(reporter),
+            ..PiStream::default()
+        }
+    }
+
+    /// The session's id from the header, when it was a usable handle.
+    pub fn session_id(&self) -> Option<&str> {
+        self.session_id.as_deref()
+    }
+
+    /// Why the header's id was refused as a handle, if it was.
+    pub fn session_problem(&self) -> Option<&str> {
+        self.session_problem.as_deref()
     }
 
     /// Whether the `session` header was seen (pi's JSON mode starts with it).
@@ -722,6 +774,42 @@ pub fn classify(message: &str) -> ErrorCode {
     }
 }
 
+/// Checks that `handle` is a pi session id as agent-exec uses it: a valid contract
+/// handle ([`check_session_handle`](agent_exec_contract::check_session_handle)) that is
+/// also a UUID (`8-4-4-4-12` hex digits, what pi 0.73 writes in its session header).
+/// Anything else is refused on both sides: never reported, never resumed.
+pub fn check_handle(handle: &str) -> Result<(), String> {
+    agent_exec_contract::check_session_handle(handle)?;
+    let groups: Vec<&str> = handle.split('-').collect();
+    let shaped = groups.len() == 5
+        && groups
+            .iter()
+            .zip([8usize, 4, 4, 4, 12])
+            .all(|(group, len)| group.len() == len && group.bytes().all(|b| b.is_ascii_hexdigit()));
+    if shaped {
+        Ok(())
+    } else {
+        Err(format!(
+            "pi session handle {handle:?} is not a session id (a UUID)"
+        ))
+    }
+}
+
+/// Whether `name` (a file name listed from a session folder) is the file pi 0.73
+/// writes for session `id`: `<timestamp>_<id>.jsonl`, the timestamp being letters,
+/// digits and `-` only (`2026-12-02T00-31-39-337Z`).
+pub fn session_file_matches(name: &str, id: &str) -> bool {
+    name.strip_suffix(".jsonl")
+        .and_then(|stem| stem.strip_suffix(id))
+        .and_then(|head| head.strip_suffix('_'))
+        .is_some_and(|stamp| {
+            !stamp.is_empty()
+                && stamp
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        })
+}
+
 impl StreamParser for PiStream {
     fn line(&mut self, line: &[u8], events: &mut Vec<Event>) {
         let event = |kind: EventKind, text: String, tool: String, detail: String| Event {
@@ -731,9 +819,25 @@ impl StreamParser for PiStream {
             detail,
         };
         match parse_line(line) {
-            Line::Session { version } => {
+            Line::Session { version, id } => {
                 self.saw_session = true;
                 self.session_version = version;
+                match id.as_deref().map(check_handle) {
+                    Some(Ok(())) => {
+                        if let (Some(reporter), Some(id)) = (&self.reporter, &id) {
+                            // Checked already; a refusal here cannot happen, and would
+                            // only mean the id is not journaled.
+                            if let Err(problem) = reporter.report(id) {
+                                self.session_problem = Some(problem);
+                            }
+                        }
+                        self.session_id = id;
+                    }
+                    Some(Err(problem)) => self.session_problem = Some(problem),
+                    None => {
+                        self.session_problem = Some("the session header has no id".to_owned());
+                    }
+                }
             }
             Line::TextDelta(text) => events.push(Event::text_delta(text)),
             Line::ReasoningDelta(text) => events.push(event(
@@ -795,11 +899,27 @@ impl StreamParser for PiStream {
 
 // ---------------------------------------------------------------------------------
 
-/// The `agent-native` backend. Holds only its configuration: every execution is a
-/// fresh `pi` process with no session.
+/// The `agent-native` backend. Holds its configuration and where pi's sessions are
+/// kept (per execution, see [`crate::session_store`]); nothing else carries over
+/// between executions.
 #[derive(Debug, Clone)]
 pub struct PiBackend {
     config: ProgramConfig,
+    sessions: Option<SessionStore>,
+}
+
+/// How one attempt tells pi about its session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionArgs<'a> {
+    /// Not kept: `--no-session` (no session store).
+    Ephemeral,
+    /// A new session, written in this folder: `--session-dir DIR`.
+    New(&'a std::path::Path),
+    /// The session file (inside `dir`) to continue: `--session-dir DIR --session FILE`.
+    Resume {
+        dir: &'a std::path::Path,
+        file: &'a std::path::Path,
+    },
 }
 
 /// pi's built-in tools (0.73): the names an allowlist may use.
@@ -835,7 +955,17 @@ impl PiBackend {
     /// A backend for `config` (`program` defaults to `pi` on `PATH`). Problems are
     /// reported by [`Backend::verify`] and at run time, never by a panic.
     pub fn new(config: ProgramConfig) -> Self {
-        PiBackend { config }
+        PiBackend {
+            config,
+            sessions: SessionStore::default_for(KIND),
+        }
+    }
+
+    /// The same backend keeping pi's sessions in `store` instead of the state
+    /// directory (tests; an embedder with its own state folder).
+    pub fn with_session_store(mut self, store: SessionStore) -> Self {
+        self.sessions = Some(store);
+        self
     }
 
     fn program(&self) -> &str {
@@ -843,7 +973,9 @@ impl PiBackend {
     }
 
     fn declared() -> Vec<Capability> {
-        crate::agent_program::AGENT_CLI_CAPABILITIES.to_vec()
+        let mut declared = crate::agent_program::AGENT_CLI_CAPABILITIES.to_vec();
+        declared.push(Capability::Resume);
+        declared
     }
 
     fn adapter_version(program_version: &str) -> String {
@@ -855,15 +987,28 @@ impl PiBackend {
         crate::agent_program::adapter_version(KIND, &program)
     }
 
-    /// The kind's own arguments: [`JSON_MODE_FLAGS`], the model, the tool flags from
-    /// the request's policy, and `--append-system-prompt instructions_file` when
-    /// given. An unknown tool profile is refused.
+    /// The kind's own arguments: [`JSON_MODE_FLAGS`], the session flags, the model, the
+    /// tool flags from the request's policy, and `--append-system-prompt
+    /// instructions_file` when given. An unknown tool profile is refused.
     pub fn kind_args(
         &self,
         request: &ContractRequest,
         instructions_file: Option<&std::path::Path>,
+        session: SessionArgs<'_>,
     ) -> Result<Vec<String>, Error> {
         let mut args: Vec<String> = JSON_MODE_FLAGS.iter().map(|s| (*s).to_owned()).collect();
+        match session {
+            SessionArgs::Ephemeral => args.push(NO_SESSION_FLAG.into()),
+            SessionArgs::New(dir) => {
+                args.extend(["--session-dir".into(), dir.display().to_string()]);
+            }
+            SessionArgs::Resume { dir, file } => args.extend([
+                "--session-dir".into(),
+                dir.display().to_string(),
+                "--session".into(),
+                file.display().to_string(),
+            ]),
+        }
         if let Some(model) = &self.config.model {
             args.push("--model".into());
             args.push(model.clone());
@@ -895,6 +1040,80 @@ impl PiBackend {
         );
         env.insert("AGENT_EXEC_ATTEMPT".to_owned(), attempt.to_string());
         env
+    }
+}
+
+/// Where one attempt's session lives (see [`PiBackend::session_for`]).
+enum AttemptSession {
+    Ephemeral,
+    New(std::path::PathBuf),
+    Resume {
+        dir: std::path::PathBuf,
+        file: std::path::PathBuf,
+    },
+}
+
+impl AttemptSession {
+    fn args(&self) -> SessionArgs<'_> {
+        match self {
+            AttemptSession::Ephemeral => SessionArgs::Ephemeral,
+            AttemptSession::New(dir) => SessionArgs::New(dir),
+            AttemptSession::Resume { dir, file } => SessionArgs::Resume { dir, file },
+        }
+    }
+}
+
+impl PiBackend {
+    /// The session of this attempt. A fresh attempt gets the execution's folder (or,
+    /// when it cannot be made, an ephemeral session and a note: the run itself does
+    /// not need it). A resumed one continues the file of `ctx.resume`'s handle, found
+    /// by listing the execution's folder; a handle that is not a pi session id, or
+    /// no such file, is refused before pi starts (`agent.internal`: agent-exec's own
+    /// record is unusable; side effects `none`).
+    fn session_for(
+        &self,
+        request: &ContractRequest,
+        ctx: &ExecutionContext,
+        notes: &mut Vec<String>,
+    ) -> Result<AttemptSession, Error> {
+        let refuse = |reason: String| Error::new(ErrorCode::Internal, reason, SideEffects::None);
+        let Some(from) = &ctx.resume else {
+            let Some(store) = &self.sessions else {
+                notes.push(
+                    "pi's session is not kept (no state directory), so this attempt cannot be resumed"
+                        .to_owned(),
+                );
+                return Ok(AttemptSession::Ephemeral);
+            };
+            return Ok(match store.folder(&request.execution_id) {
+                Ok(dir) => AttemptSession::New(dir),
+                Err(problem) => {
+                    notes.push(format!(
+                        "pi's session is not kept, so this attempt cannot be resumed: {problem}"
+                    ));
+                    AttemptSession::Ephemeral
+                }
+            });
+        };
+        check_handle(&from.session)
+            .map_err(|problem| refuse(format!("cannot resume: {problem}")))?;
+        let store = self.sessions.as_ref().ok_or_else(|| {
+            refuse("cannot resume: pi's sessions are not kept (no state directory)".to_owned())
+        })?;
+        let file = store
+            .find(&request.execution_id, |name| {
+                session_file_matches(name, &from.session)
+            })
+            .map_err(|problem| {
+                refuse(format!(
+                    "cannot resume pi session {} of attempt {}: {problem}",
+                    from.session, from.attempt
+                ))
+            })?;
+        Ok(AttemptSession::Resume {
+            dir: store.path_of(&request.execution_id),
+            file,
+        })
     }
 }
 
@@ -988,7 +1207,16 @@ async fn probe_version(program: &str, env: &BTreeMap<String, String>) -> Result<
 /// The format check `verify` runs: pi in JSON mode against a provider on a loopback
 /// port nobody listens on, so no model is needed and nothing leaves the machine. The
 /// stream must be pi's (session header, `agent_end`) and end in a failed verdict.
-async fn probe_json_mode(program: &str, user_env: &BTreeMap<String, String>) -> Result<(), String> {
+///
+/// The same run also proves sessions (the inner result, for `resume`): it keeps its
+/// session in a probe folder (`--session-dir`, as a real run), whose header id must
+/// be a usable handle with its file `<timestamp>_<id>.jsonl` in that folder; then a
+/// second pi is started with `--session FILE`, and its header must name the same
+/// session — pi really continues a session file, not just accepts the flag.
+async fn probe_json_mode(
+    program: &str,
+    user_env: &BTreeMap<String, String>,
+) -> Result<Result<(), String>, String> {
     let folder = crate::agent_program::ProbeFolder::new()?;
     let agent_dir = &folder.home;
     let port = crate::agent_program::refused_loopback_port()?;
@@ -1009,8 +1237,21 @@ async fn probe_json_mode(program: &str, user_env: &BTreeMap<String, String>) -> 
         agent_dir.display().to_string(),
     );
     env.insert("PI_OFFLINE".to_owned(), "1".to_owned());
-    let mut args: Vec<String> = JSON_MODE_FLAGS.iter().map(|s| (*s).to_owned()).collect();
-    args.extend(["--no-tools", "--model", "agent-exec-probe/probe"].map(str::to_owned));
+    let store = SessionStore::at(agent_dir.join("sessions"));
+    let probe_id = "agent-exec-format-probe";
+    let sessions = store.folder(probe_id)?;
+    let backend = PiBackend {
+        config: ProgramConfig::new(KIND),
+        sessions: None,
+    };
+    let probe_args = |session: SessionArgs<'_>| -> Result<Vec<String>, String> {
+        let mut args = backend
+            .kind_args(&ContractRequest::default(), None, session)
+            .map_err(|e| e.reason)?;
+        args.extend(["--model", "agent-exec-probe/probe"].map(str::to_owned));
+        Ok(args)
+    };
+    let args = probe_args(SessionArgs::New(&sessions))?;
     let mut stream = PiStream::new();
     let mut events = Vec::new();
     let probe = crate::agent_program::FormatProbe {
@@ -1029,14 +1270,51 @@ async fn probe_json_mode(program: &str, user_env: &BTreeMap<String, String>) -> 
     })
     .await?;
     match stream.verdict() {
-        Verdict::Failed { .. } if seen.proven => Ok(()),
-        verdict => Err(format!(
-            "`{program} --mode json` did not speak the expected event stream (session header: {}, agent_end: {}, verdict: {verdict:?}; {})",
-            stream.saw_session(),
-            stream.ended(),
+        Verdict::Failed { .. } if seen.proven => {}
+        verdict => {
+            return Err(format!(
+                "`{program} --mode json` did not speak the expected event stream (session header: {}, agent_end: {}, verdict: {verdict:?}; {})",
+                stream.saw_session(),
+                stream.ended(),
+                seen.describe()
+            ));
+        }
+    }
+
+    // Resume: the session file, then a second pi continuing it.
+    let Some(id) = stream.session_id().map(str::to_owned) else {
+        return Ok(Err(format!(
+            "pi's session header gave no usable session id: {}",
+            stream.session_problem().unwrap_or("no id")
+        )));
+    };
+    let file = match store.find(probe_id, |name| session_file_matches(name, &id)) {
+        Ok(file) => file,
+        Err(problem) => return Ok(Err(format!("pi kept no session file for {id}: {problem}"))),
+    };
+    let args = probe_args(SessionArgs::Resume {
+        dir: &sessions,
+        file: &file,
+    })?;
+    let mut resumed = PiStream::new();
+    let probe = crate::agent_program::FormatProbe {
+        args: &args,
+        stdin: b"agent-exec resume probe",
+        ..probe
+    };
+    let seen = crate::agent_program::probe_stream(&probe, &mut |line| {
+        resumed.line(line, &mut events);
+        events.clear();
+        resumed.saw_session()
+    })
+    .await?;
+    Ok(match resumed.session_id() {
+        Some(again) if seen.proven && again == id => Ok(()),
+        again => Err(format!(
+            "`{program} --session FILE` did not continue session {id} (its header named {again:?}; {})",
             seen.describe()
         )),
-    }
+    })
 }
 
 #[async_trait::async_trait]
@@ -1072,14 +1350,17 @@ impl Backend for PiBackend {
             }
         };
         let adapter_version = Self::adapter_version(&number);
-        if let Err(problem) = format {
-            return crate::agent_program::format_unproven(
-                name,
-                adapter_version,
-                &self.redact(&problem),
-                INSTALL_HINT,
-            );
-        }
+        let sessions = match format {
+            Ok(sessions) => sessions,
+            Err(problem) => {
+                return crate::agent_program::format_unproven(
+                    name,
+                    adapter_version,
+                    &self.redact(&problem),
+                    INSTALL_HINT,
+                );
+            }
+        };
         let mut verified = vec![
             Capability::Text,
             Capability::Files,
@@ -1089,6 +1370,14 @@ impl Backend for PiBackend {
         ];
         let mut problems = Vec::new();
         crate::agent_program::verify_cancel(&mut verified, &mut problems);
+        match (sessions, &self.sessions) {
+            (Ok(()), Some(_)) => verified.push(Capability::Resume),
+            (Ok(()), None) => problems.push(
+                "resume: there is no state directory to keep pi's sessions in (set XDG_STATE_HOME or HOME)"
+                    .to_owned(),
+            ),
+            (Err(problem), _) => problems.push(format!("resume: {}", self.redact(&problem))),
+        }
         Verification {
             verified,
             adapter_version,
@@ -1104,7 +1393,15 @@ impl Backend for PiBackend {
                 SideEffects::None,
             ));
         }
-        let prompt = crate::agent_program::render_prompt(request);
+        let prompt = match &ctx.resume {
+            // The conversation so far is in the session already: only the
+            // continuation prompt (and the deliverables, as a reminder) is new.
+            Some(_) => crate::agent_program::render_prompt(&ContractRequest {
+                context: Vec::new(),
+                ..request.clone()
+            }),
+            None => crate::agent_program::render_prompt(request),
+        };
         if prompt.trim().is_empty() {
             // pi trims stdin and does nothing with an empty prompt.
             return ContractResult::failed(Error::new(
@@ -1128,7 +1425,17 @@ impl Backend for PiBackend {
                 }
             }
         };
-        let kind_args = match self.kind_args(request, instructions.as_ref().map(|f| f.path())) {
+        let mut notes = Vec::new();
+        let session = match self.session_for(request, &ctx, &mut notes) {
+            Ok(session) => session,
+            Err(err) => return ContractResult::failed(err),
+        };
+        let session_args = session.args();
+        let kind_args = match self.kind_args(
+            request,
+            instructions.as_ref().map(|f| f.path()),
+            session_args,
+        ) {
             Ok(args) => args,
             Err(err) => return ContractResult::failed(err),
         };
@@ -1140,9 +1447,37 @@ impl Backend for PiBackend {
             &request.workspace.root,
         );
         run.env = self.environment(request, ctx.attempt);
-        let mut stream = PiStream::new();
+        // Reported only when pi keeps the session: an ephemeral one cannot be resumed.
+        let mut stream = match session_args {
+            SessionArgs::Ephemeral => PiStream::new(),
+            _ => PiStream::with_reporter(ctx.session.clone()),
+        };
         let mut result = agent_program::drive(run, &mut stream, &ctx).await;
         drop(instructions);
+        if let Some(problem) = stream.session_problem() {
+            notes.push(format!(
+                "pi's session id was not reported, so this attempt cannot be resumed: {problem}"
+            ));
+        }
+        if let (Some(resumed), Some(id)) = (&ctx.resume, stream.session_id())
+            && resumed.session != id
+        {
+            notes.push(format!(
+                "pi continued session {id}, not the requested {}",
+                resumed.session
+            ));
+        }
+        // A succeeded execution is never resumed: its sessions go (see session_store).
+        if result.outcome == Outcome::Succeeded
+            && !matches!(session_args, SessionArgs::Ephemeral)
+            && let Some(store) = &self.sessions
+            && let Err(problem) = store.remove(&request.execution_id)
+        {
+            notes.push(format!("pi's session folder was not removed: {problem}"));
+        }
+        for note in &notes {
+            crate::output::push_line(&mut result.logs, note);
+        }
         if let Some(err) = result.err.as_mut() {
             err.reason = self.redact(&err.reason);
             // pi already retried (its `retry` setting); what is left is transient
@@ -1246,7 +1581,10 @@ mod tests {
         );
         assert_eq!(
             parse_line(br#"{"type":"session","version":3,"id":"x"}"#),
-            Line::Session { version: Some(3) }
+            Line::Session {
+                version: Some(3),
+                id: Some("x".into())
+            }
         );
         assert_eq!(parse_line(br#"{"type":"queue_update"}"#), Line::Other);
         assert_eq!(parse_line(b"not json"), Line::Unrecognised);
@@ -1461,10 +1799,35 @@ mod tests {
             tool_policy: policy("workspace", &[]),
             ..ContractRequest::default()
         };
-        let args = backend.kind_args(&request, None).unwrap();
+        let args = backend
+            .kind_args(&request, None, SessionArgs::Ephemeral)
+            .unwrap();
         assert_eq!(args, ["--mode", "json", "--no-session"]);
+        let dir = std::path::Path::new("/state/s");
+        let file = dir.join("t_1.jsonl");
+        assert_eq!(
+            backend
+                .kind_args(&request, None, SessionArgs::New(dir))
+                .unwrap(),
+            ["--mode", "json", "--session-dir", "/state/s"]
+        );
+        assert_eq!(
+            backend
+                .kind_args(&request, None, SessionArgs::Resume { dir, file: &file })
+                .unwrap(),
+            [
+                "--mode",
+                "json",
+                "--session-dir",
+                "/state/s",
+                "--session",
+                "/state/s/t_1.jsonl"
+            ]
+        );
         request.tool_policy = policy("everything", &[]);
-        let err = backend.kind_args(&request, None).unwrap_err();
+        let err = backend
+            .kind_args(&request, None, SessionArgs::Ephemeral)
+            .unwrap_err();
         assert_eq!(err.code, ErrorCode::ToolRejected);
         assert_eq!(err.side_effects, SideEffects::None);
     }
@@ -1501,7 +1864,160 @@ mod tests {
         );
     }
 
+    const ID: &str = "01a2342a-a615-70e2-8844-5cd0d1b80423";
+
+    #[test]
+    fn the_session_header_id_is_reported_once_checked() {
+        let (reporter, mut receiver) = agent_exec_contract::SessionReporter::channel();
+        let mut stream = PiStream::with_reporter(reporter);
+        let mut events = Vec::new();
+        let header = format!(r#"{{"type":"session","version":3,"id":"{ID}","cwd":"/w"}}"#);
+        stream.line(header.as_bytes(), &mut events);
+        assert!(events.is_empty());
+        assert_eq!(stream.session_id(), Some(ID));
+        assert_eq!(receiver.try_recv().unwrap(), ID);
+
+        // An id that is not a session id is neither kept nor reported.
+        let (reporter, mut receiver) = agent_exec_contract::SessionReporter::channel();
+        let mut stream = PiStream::with_reporter(reporter);
+        stream.line(
+            br#"{"type":"session","version":3,"id":"../../etc/passwd"}"#,
+            &mut events,
+        );
+        assert_eq!(stream.session_id(), None);
+        assert!(
+            stream.session_problem().unwrap().contains("session handle"),
+            "{:?}",
+            stream.session_problem()
+        );
+        drop(stream);
+        assert!(receiver.try_recv().is_err(), "nothing was reported");
+    }
+
+    #[test]
+    fn only_uuids_are_pi_handles() {
+        assert_eq!(check_handle(ID), Ok(()));
+        assert_eq!(check_handle(&ID.to_uppercase()), Ok(()));
+        for bad in [
+            "",
+            "--session",
+            "../x",
+            "01a2342a-a615-70e2-8844",
+            "01a2342a-a615-70e2-8844-5cd0d1b80423-1",
+            "01a2342a_a615_70e2_8844_5cd0d1b80423",
+            "g1a2342a-a615-70e2-8844-5cd0d1b80423",
+            "01a2342a-a615-70e2-8844-5cd0d1b8042/",
+        ] {
+            assert!(check_handle(bad).is_err(), "{bad:?} accepted");
+        }
+    }
+
+    #[test]
+    fn session_files_are_matched_by_pis_own_name() {
+        let name = format!("2026-12-02T00-32-19-990Z_{ID}.jsonl");
+        assert!(session_file_matches(&name, ID));
+        assert!(!session_file_matches(&format!("_{ID}.jsonl"), ID));
+        assert!(!session_file_matches(&format!("x_{ID}.json"), ID));
+        assert!(!session_file_matches(&format!("a.b_{ID}.jsonl"), ID));
+        assert!(!session_file_matches(&format!("x_{ID}x.jsonl"), ID));
+        assert!(!session_file_matches(
+            &name,
+            "01a2342a-a615-70e2-8844-5cd0d1b80424"
+        ));
+    }
+
+    #[test]
+    fn a_resume_with_a_bad_handle_or_no_session_file_is_refused_before_pi_starts() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SessionStore::at(dir.path());
+        // A program that would fail loudly if it were ever started.
+        let mut config = ProgramConfig::new(KIND);
+        config.program = Some("/nonexistent/pi".into());
+        let backend = PiBackend::new(config).with_session_store(store.clone());
+        let request = ContractRequest {
+            execution_id: "e-1".into(),
+            prompt: "go on".into(),
+            workspace: agent_exec_contract::WorkspaceHandle {
+                root: dir.path().display().to_string(),
+                writable: Vec::new(),
+            },
+            ..ContractRequest::default()
+        };
+        let resume = |session: &str| {
+            let mut ctx = ExecutionContext::new(agent_exec_contract::EventSink::discard());
+            ctx.resume = Some(agent_exec_contract::ResumeFrom {
+                session: session.into(),
+                attempt: 1,
+                original_prompt: "start".into(),
+            });
+            ctx
+        };
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        for bad in ["--help", "../../x", "a/b"] {
+            let result = rt.block_on(backend.execute(&request, resume(bad)));
+            assert_eq!(result.outcome, Outcome::Failed, "{result:?}");
+            let err = result.err.unwrap();
+            assert_eq!(err.code, ErrorCode::Internal);
+            assert_eq!(err.side_effects, SideEffects::None);
+            assert!(err.reason.starts_with("cannot resume: "), "{}", err.reason);
+        }
+        // A well-formed id whose file is not in the execution's folder.
+        let result = rt.block_on(backend.execute(&request, resume(ID)));
+        let err = result.err.unwrap();
+        assert_eq!(err.side_effects, SideEffects::None);
+        assert!(
+            err.reason.contains("cannot resume pi session"),
+            "{}",
+            err.reason
+        );
+        // Nor does a file of that id in another execution's folder count.
+        let other = store.folder("e-2").unwrap();
+        std::fs::write(other.join(format!("t_{ID}.jsonl")), "{}").unwrap();
+        store.folder("e-1").unwrap();
+        let result = rt.block_on(backend.execute(&request, resume(ID)));
+        assert!(
+            result
+                .err
+                .unwrap()
+                .reason
+                .contains("no matching session file"),
+        );
+    }
+
     proptest! {
+        #[test]
+        fn handles_from_any_header_are_checked_ids(id in "[ -~]{0,48}") {
+            let header = serde_json::json!({"type": "session", "version": 3, "id": id}).to_string();
+            let (reporter, mut receiver) = agent_exec_contract::SessionReporter::channel();
+            let mut stream = PiStream::with_reporter(reporter);
+            stream.line(header.as_bytes(), &mut Vec::new());
+            let accepted = check_handle(&id).is_ok();
+            prop_assert_eq!(stream.session_id().is_some(), accepted);
+            prop_assert_eq!(stream.session_problem().is_some(), !accepted);
+            drop(stream);
+            let reported = receiver.try_recv().ok();
+            prop_assert_eq!(reported.is_some(), accepted);
+            if let Some(handle) = reported {
+                prop_assert!(agent_exec_contract::check_session_handle(&handle).is_ok());
+                prop_assert!(!handle.contains('/') && !handle.starts_with('-'));
+            }
+        }
+
+        #[test]
+        fn file_matching_never_panics_and_needs_the_exact_id(
+            name in "[ -~]{0,80}",
+            id in "[0-9a-f-]{0,40}",
+        ) {
+            if session_file_matches(&name, &id) {
+                let expected_suffix = format!("_{id}.jsonl");
+                prop_assert!(name.ends_with(&expected_suffix));
+                prop_assert!(!name.contains('/'));
+            }
+        }
+
         #[test]
         fn never_panics_on_any_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
             let mut stream = PiStream::new();

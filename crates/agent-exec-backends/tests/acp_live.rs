@@ -21,7 +21,8 @@ use agent_exec_backends::acp::{AcpBackend, KIND};
 use agent_exec_backends::agent_program::ProgramConfig;
 use agent_exec_contract::{
     Backend, CancelCause, Cancellation, Capability, ContractRequest, ContractResult, ErrorCode,
-    Event, EventKind, EventSink, Outcome, Resolved, SideEffects, ToolPolicy, WorkspaceHandle,
+    Event, EventKind, EventSink, ExecutionContext, Outcome, Resolved, ResumeFrom, SessionReporter,
+    SideEffects, ToolPolicy, WorkspaceHandle,
 };
 use agent_exec_runtime::{RunOptions, Runtime, procfs};
 use model_script::{Script, ScriptedServer, Turn};
@@ -424,10 +425,141 @@ async fn verify_is_a_real_acp_handshake() {
         );
     }
     assert!(!verification.verified.contains(&Capability::Usage));
+    // codex-acp 0.16.0 advertises `loadSession`: resume is verified from that answer.
+    assert!(
+        verification.verified.contains(&Capability::Resume),
+        "{verification:?}"
+    );
     assert!(
         verification.adapter_version.contains("codex-acp 0."),
         "agentInfo from initialize: {verification:?}"
     );
     // No model was asked.
     assert!(rig.server.requests().is_empty());
+}
+
+/// Runs `request` on the backend itself with `resume`, canceling once `until` resolves;
+/// returns the result, the events and the session handles reported.
+async fn execute_attempt(
+    rig: &Rig,
+    request: &ContractRequest,
+    resume: Option<ResumeFrom>,
+    until: impl std::future::Future<Output = ()>,
+) -> (ContractResult, Vec<Event>, Vec<String>) {
+    let (sink, mut rx) = EventSink::channel();
+    let (reporter, mut handles) = SessionReporter::channel();
+    let mut ctx = ExecutionContext::new(sink);
+    ctx.session = reporter;
+    ctx.attempt = if resume.is_some() { 2 } else { 1 };
+    ctx.resume = resume;
+    let cancellation = ctx.cancellation.clone();
+    let run = rig.backend.execute(request, ctx);
+    tokio::pin!(run);
+    let result = tokio::time::timeout(Duration::from_secs(60), async {
+        tokio::select! {
+            result = &mut run => result,
+            () = until => {
+                cancellation.cancel(CancelCause::Caller);
+                run.await
+            }
+        }
+    })
+    .await
+    .expect("the attempt did not end within 60 s");
+    let mut events = Vec::new();
+    while let Ok(event) = rx.try_recv() {
+        events.push(event);
+    }
+    let mut reported = Vec::new();
+    while let Ok(handle) = handles.try_recv() {
+        reported.push(handle);
+    }
+    (result, events, reported)
+}
+
+#[tokio::test]
+async fn a_canceled_session_is_resumed_with_session_load_and_its_replay_is_not_emitted() {
+    let rig = Rig::new(vec![
+        exec_command(
+            "call_1",
+            "printf 'step one' > one.txt; echo tool-output-one",
+            10_000,
+        ),
+        // The model's next answer never comes: attempt 1 is canceled while it waits.
+        Turn::text("thinking").ending(model_script::Ending::Hang),
+        Turn::text("resumed and done"),
+    ]);
+    let mut request = rig.request("acp-live-resume", "do step one, then finish", &["execute"]);
+    let original_prompt = request.prompt.clone();
+    let second_request = async {
+        while rig.server.requests().len() < 2 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    let (first, events, handles) = execute_attempt(&rig, &request, None, second_request).await;
+    // Canceled — or, on a loaded machine, `unknown` when the leader's exit status is
+    // not collected in time (`cancel_requested`): either may be resumed.
+    assert!(
+        matches!(first.outcome, Outcome::Canceled | Outcome::Unknown),
+        "{first:?}"
+    );
+    assert_eq!(
+        first.err.as_ref().unwrap().side_effects,
+        SideEffects::Possible
+    );
+    assert!(events.iter().any(|e| e.kind == EventKind::ToolExecStart));
+    assert_eq!(
+        std::fs::read_to_string(rig.path("one.txt")).unwrap(),
+        "step one"
+    );
+    assert_eq!(handles.len(), 1, "{handles:?}");
+    let handle = handles[0].clone();
+    agent_exec_contract::check_session_handle(&handle).unwrap();
+
+    request.prompt = "continue where you stopped".into();
+    let resume = ResumeFrom {
+        session: handle.clone(),
+        attempt: 1,
+        original_prompt: original_prompt.clone(),
+    };
+    let (second, events, handles) =
+        execute_attempt(&rig, &request, Some(resume), std::future::pending()).await;
+    assert_eq!(second.outcome, Outcome::Succeeded, "{second:#?}");
+    assert_eq!(second.text, "resumed and done");
+    assert_eq!(handles, std::slice::from_ref(&handle));
+    // The replay of attempt 1 (its prompt, its tool call) is not this attempt's.
+    assert!(
+        events
+            .iter()
+            .all(|e| !matches!(e.kind, EventKind::ToolExecStart | EventKind::ToolExecEnd)),
+        "{events:#?}"
+    );
+    assert_eq!(text_of(&events), "resumed and done");
+    assert!(
+        second.logs.contains("session/load replayed"),
+        "{}",
+        second.logs
+    );
+    // The model was sent the earlier turns — the tool call and its output — and the
+    // continuation prompt.
+    let requests = rig.server.requests();
+    assert_eq!(requests.len(), 3, "{requests:#?}");
+    let input = requests[2].body["input"].as_array().unwrap().clone();
+    let shown = serde_json::Value::Array(input.clone()).to_string();
+    assert!(shown.contains(&original_prompt), "{shown}");
+    assert!(
+        input
+            .iter()
+            .any(|item| item["type"] == "function_call" && item["call_id"] == "call_1"),
+        "no earlier tool call in {shown}"
+    );
+    assert!(
+        input
+            .iter()
+            .any(|item| item["type"] == "function_call_output"
+                && item["call_id"] == "call_1"
+                && item["output"].to_string().contains("tool-output-one")),
+        "no earlier tool output in {shown}"
+    );
+    assert!(shown.contains("continue where you stopped"), "{shown}");
 }

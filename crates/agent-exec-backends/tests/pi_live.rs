@@ -16,10 +16,11 @@ use std::time::Duration;
 
 use agent_exec_backends::agent_program::ProgramConfig;
 use agent_exec_backends::pi::{self, PiBackend};
+use agent_exec_backends::session_store::SessionStore;
 use agent_exec_contract::{
     Backend, CancelCause, Cancellation, Capability, ContractRequest, ContractResult, ErrorCode,
-    Event, EventKind, EventSink, Outcome, Registry, Resolved, SideEffects, ToolPolicy, Usage,
-    Verification, WorkspaceHandle,
+    Event, EventKind, EventSink, ExecutionContext, Outcome, Registry, Resolved, ResumeFrom,
+    SessionReporter, SideEffects, ToolPolicy, Usage, Verification, WorkspaceHandle,
 };
 use agent_exec_runtime::{RunOptions, Runtime, procfs};
 use model_script::{Ending, Script, ScriptedServer, Turn};
@@ -81,9 +82,18 @@ impl Fixture {
         config
     }
 
+    /// Where this fixture's pi sessions are kept (not the user's state directory).
+    fn sessions(&self) -> SessionStore {
+        SessionStore::at(self.home.path().join("sessions"))
+    }
+
+    fn backend(&self) -> PiBackend {
+        PiBackend::new(self.config()).with_session_store(self.sessions())
+    }
+
     fn resolved(&self) -> Resolved {
         Resolved {
-            backend: Arc::new(PiBackend::new(self.config())),
+            backend: Arc::new(self.backend()),
             name: pi::KIND.into(),
             deprecation_warning: None,
             verification: verified().clone(),
@@ -113,7 +123,7 @@ fn verified() -> &'static Verification {
     static VERIFIED: OnceLock<Verification> = OnceLock::new();
     VERIFIED.get_or_init(|| {
         let fixture = Fixture::new(Vec::new());
-        let backend = PiBackend::new(fixture.config());
+        let backend = fixture.backend();
         // Its own thread and runtime: callers are inside a test's runtime.
         let verification = std::thread::spawn(move || {
             tokio::runtime::Builder::new_current_thread()
@@ -200,9 +210,7 @@ async fn the_agent_writes_a_deliverable_with_its_own_tool() {
     ]);
     // Through the registry, by the deprecated alias: the real probe decides.
     let mut registry = Registry::new();
-    registry
-        .register(Arc::new(PiBackend::new(fixture.config())))
-        .unwrap();
+    registry.register(Arc::new(fixture.backend())).unwrap();
     registry.alias(pi::DEPRECATED_ALIAS, pi::KIND, true);
     let resolved = registry
         .resolve(
@@ -373,6 +381,170 @@ async fn killing_the_agent_mid_run_is_unknown() {
     );
 }
 
+/// Runs `request` on the backend itself (no runtime) with `ctx`, collecting the events
+/// and every session handle it reported.
+async fn execute(
+    backend: &PiBackend,
+    request: &ContractRequest,
+    mut ctx: ExecutionContext,
+    until: impl std::future::Future<Output = ()>,
+) -> (ContractResult, Vec<Event>, Vec<String>) {
+    let (sink, mut rx) = EventSink::channel();
+    let (reporter, mut handles) = SessionReporter::channel();
+    ctx.events = sink;
+    ctx.session = reporter;
+    let cancellation = ctx.cancellation.clone();
+    let run = backend.execute(request, ctx);
+    tokio::pin!(run);
+    let result = tokio::select! {
+        result = &mut run => result,
+        () = until => {
+            cancellation.cancel(CancelCause::Caller);
+            run.await
+        }
+    };
+    let mut events = Vec::new();
+    while let Ok(event) = rx.try_recv() {
+        events.push(event);
+    }
+    let mut reported = Vec::new();
+    while let Ok(handle) = handles.try_recv() {
+        reported.push(handle);
+    }
+    (result, events, reported)
+}
+
+/// Resolves once the scripted server has received `n` requests.
+async fn requests_reach(server: &ScriptedServer, n: usize) {
+    while server.requests().len() < n {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_canceled_run_is_resumed_inside_its_own_pi_session() {
+    let fixture = Fixture::new(vec![
+        Turn::tool_call(
+            "call_1",
+            "bash",
+            json!({"command": "printf 'step one' > one.txt; echo tool-output-one"}),
+        ),
+        // The model's next answer never comes: attempt 1 is canceled while it waits.
+        Turn::text("thinking").ending(Ending::Hang),
+        Turn::text("resumed and done"),
+    ]);
+    let backend = fixture.backend();
+    let mut request = fixture.request("pi-resume", "do step one, then finish");
+    let original_prompt = request.prompt.clone();
+
+    // Attempt 1: the tool runs, then it is canceled waiting for the model.
+    let (first, events, handles) = execute(
+        &backend,
+        &request,
+        ExecutionContext::new(EventSink::discard()),
+        requests_reach(&fixture.server, 2),
+    )
+    .await;
+    // Canceled — or, on a loaded machine, `unknown` when the leader's exit status is
+    // not collected in time (`cancel_requested`): either may be resumed.
+    assert!(
+        matches!(first.outcome, Outcome::Canceled | Outcome::Unknown),
+        "{first:?}"
+    );
+    assert_eq!(
+        first.err.as_ref().unwrap().side_effects,
+        SideEffects::Possible
+    );
+    position(&events, EventKind::ToolExecEnd, "bash");
+    assert_eq!(handles.len(), 1, "{handles:?}");
+    let handle = handles[0].clone();
+    pi::check_handle(&handle).unwrap();
+    // The session is kept in the execution's own folder, under the file pi named.
+    let file = fixture
+        .sessions()
+        .find("pi-resume", |name| pi::session_file_matches(name, &handle))
+        .unwrap();
+    assert!(file.starts_with(fixture.sessions().root()));
+
+    // Attempt 2 continues that session with the continuation prompt.
+    request.prompt = "continue where you stopped".into();
+    let mut ctx = ExecutionContext::new(EventSink::discard());
+    ctx.attempt = 2;
+    ctx.resume = Some(ResumeFrom {
+        session: handle.clone(),
+        attempt: 1,
+        original_prompt: original_prompt.clone(),
+    });
+    let (second, events, handles) = execute(&backend, &request, ctx, std::future::pending()).await;
+    assert_eq!(second.outcome, Outcome::Succeeded, "{second:?}");
+    assert_eq!(second.text, "resumed and done");
+    assert_eq!(
+        handles,
+        std::slice::from_ref(&handle),
+        "the same session, reported again"
+    );
+    // Nothing of attempt 1 is replayed as this attempt's events.
+    assert!(
+        events.iter().all(|e| e.kind != EventKind::ToolExecStart),
+        "{events:?}"
+    );
+    // What the model was sent on resume: the earlier turns (the prompt, the tool call
+    // with its arguments, the tool's output), then the continuation prompt last.
+    let requests = fixture.server.requests();
+    assert_eq!(requests.len(), 3);
+    let messages = requests[2].body["messages"].as_array().unwrap().clone();
+    let shown = serde_json::Value::Array(messages.clone()).to_string();
+    let user_texts: Vec<String> = messages
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| m["content"].to_string())
+        .collect();
+    assert_eq!(user_texts.len(), 2, "{shown}");
+    assert!(user_texts[0].contains(&original_prompt), "{shown}");
+    assert!(
+        user_texts[1].contains("continue where you stopped"),
+        "{shown}"
+    );
+    let call = messages
+        .iter()
+        .find(|m| m["role"] == "assistant" && m["tool_calls"][0]["id"] == "call_1")
+        .unwrap_or_else(|| panic!("no earlier tool call in {shown}"));
+    assert!(
+        call["tool_calls"][0]["function"]["arguments"]
+            .as_str()
+            .unwrap()
+            .contains("tool-output-one")
+    );
+    let output = messages
+        .iter()
+        .find(|m| m["role"] == "tool" && m["tool_call_id"] == "call_1")
+        .unwrap_or_else(|| panic!("no earlier tool output in {shown}"));
+    assert!(
+        output["content"].to_string().contains("tool-output-one"),
+        "{shown}"
+    );
+    assert_eq!(
+        messages.last().unwrap()["role"],
+        "user",
+        "the continuation comes last: {shown}"
+    );
+    // A succeeded execution is never resumed: its session folder is gone.
+    assert!(!fixture.sessions().path_of("pi-resume").exists());
+    assert_eq!(
+        std::fs::read_to_string(fixture.workspace.path().join("one.txt")).unwrap(),
+        "step one"
+    );
+}
+
+#[tokio::test]
+async fn verify_proves_resume_with_a_real_session_file() {
+    assert!(
+        verified().verified.contains(&Capability::Resume),
+        "{:?}",
+        verified()
+    );
+}
+
 #[tokio::test]
 async fn a_failed_model_call_is_failed_and_retryable() {
     let fixture = Fixture::new(vec![Turn::text("partial").ending(Ending::Disconnect)]);
@@ -521,6 +693,7 @@ fn record_streams() {
         let config = fixture.config();
         let mut child = std::process::Command::new(pi_program())
             .args(pi::JSON_MODE_FLAGS)
+            .arg(pi::NO_SESSION_FLAG)
             .args(["--model", "scripted/scripted"])
             .envs(&config.env)
             .env("PI_OFFLINE", "1")

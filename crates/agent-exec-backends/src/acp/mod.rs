@@ -31,9 +31,16 @@
 //! — report zero, never a guess, and `usage` is not a declared capability.
 //! `usage_update` (context window fill) is logged, not counted.
 //!
-//! Not done, deliberately: terminals (declined), MCP servers for the session, session
-//! load/resume (each execution is a fresh session: no state across executions),
-//! protocol v2 (draft).
+//! Resume: the id `session/new` answered is reported as the attempt's session handle
+//! at once; a resumed attempt (`ctx.resume`) sends `session/load` for it instead —
+//! only to an agent whose `initialize` answer advertises `loadSession`, which is also
+//! what `verify` requires before it verifies `resume`. The agent's replay of the
+//! earlier conversation is not this attempt's: it is neither emitted nor counted as
+//! tools run (`session.rs`). The session's storage is the agent's own (codex-acp:
+//! its `CODEX_HOME`); agent-exec keeps only the id.
+//!
+//! Not done, deliberately: terminals (declined), MCP servers for the session, the
+//! unstable `session/resume`, protocol v2 (draft).
 
 pub mod fs;
 pub mod policy;
@@ -83,6 +90,7 @@ impl AcpBackend {
             Capability::Stream,
             Capability::Tools,
             Capability::Cancel,
+            Capability::Resume,
         ]
     }
 
@@ -123,7 +131,7 @@ impl Backend for AcpBackend {
             Ok(program) => program,
             Err(problem) => return Verification::failed(problem),
         };
-        let agent = match handshake(&program, &self.config, VERIFY_TIMEOUT).await {
+        let (agent, load_session) = match handshake(&program, &self.config, VERIFY_TIMEOUT).await {
             Ok(agent) => agent,
             Err(problem) => {
                 return Verification::failed(format!("backend `{}`: {problem}", self.config.name));
@@ -141,6 +149,15 @@ impl Backend for AcpBackend {
                 .to_owned(),
         ];
         crate::agent_program::verify_cancel(&mut verified, &mut problems);
+        // What the agent itself says in the handshake, not its name or version.
+        if load_session {
+            verified.push(Capability::Resume);
+        } else {
+            problems.push(
+                "resume: the agent does not advertise `loadSession` in its `initialize` answer"
+                    .to_owned(),
+            );
+        }
         Verification {
             verified,
             adapter_version: format!("{} {agent}", Self::adapter_version()),
@@ -189,6 +206,14 @@ impl Backend for AcpBackend {
                 ));
             }
         };
+        // A handle is data: checked again here, whatever the journal holds.
+        let resume = match &ctx.resume {
+            None => None,
+            Some(from) => match agent_exec_contract::check_session_handle(&from.session) {
+                Ok(()) => Some(from.session.clone()),
+                Err(problem) => return internal(format!("cannot resume: {problem}")),
+            },
+        };
         let fs =
             match fs::WorkspaceFs::new(root, &request.workspace.writable, policy.allows_writes()) {
                 Ok(fs) => fs,
@@ -202,6 +227,7 @@ impl Backend for AcpBackend {
             cwd: fs.root().display().to_string(),
             prompt: prompt_text(request),
             grace: Duration::from_millis(self.config.grace_ms),
+            resume,
         };
         let mut result = session::run(launch, fs, policy, &ctx).await;
         // The agent's stderr tail and error bodies may quote a key it was given.
@@ -220,12 +246,13 @@ fn prompt_text(request: &ContractRequest) -> String {
 }
 
 /// Spawns the agent, asks `initialize`, and returns "NAME VERSION" from its
-/// `agentInfo` (or "protocol v1" when it gives none). The tree is terminated after.
+/// `agentInfo` (or "protocol v1" when it gives none) and whether it advertises
+/// `loadSession`. The tree is terminated after.
 async fn handshake(
     program: &str,
     config: &ProgramConfig,
     timeout: Duration,
-) -> Result<String, String> {
+) -> Result<(String, bool), String> {
     use tokio_util::compat::{TokioAsyncReadCompatExt as _, TokioAsyncWriteCompatExt as _};
     let mut command = tokio::process::Command::new(program);
     command
@@ -271,10 +298,11 @@ async fn handshake(
         Ok(Ok(response)) => response,
     };
     session::check_version(&response)?;
-    Ok(match response.agent_info {
+    let name = match response.agent_info {
         Some(info) => format!("{} {}", info.name, info.version),
         None => "protocol v1".to_owned(),
-    })
+    };
+    Ok((name, response.agent_capabilities.load_session))
 }
 
 #[cfg(test)]

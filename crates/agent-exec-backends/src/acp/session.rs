@@ -39,14 +39,14 @@ use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     CancelNotification, ClientCapabilities, ContentBlock, FileSystemCapabilities, Implementation,
-    InitializeRequest, InitializeResponse, NewSessionRequest, PromptRequest, PromptResponse,
-    ReadTextFileRequest, ReadTextFileResponse, RequestPermissionRequest, SessionId,
+    InitializeRequest, InitializeResponse, LoadSessionRequest, NewSessionRequest, PromptRequest,
+    PromptResponse, ReadTextFileRequest, ReadTextFileResponse, RequestPermissionRequest, SessionId,
     SessionNotification, StopReason, TextContent, WriteTextFileRequest, WriteTextFileResponse,
 };
 use agent_client_protocol::{Agent, Client, Lines};
 use agent_exec_contract::{
     Cancellation, ContractResult, Error, ErrorCode, Event, EventKind, EventSink, ExecutionContext,
-    Outcome, SideEffects, Usage,
+    Outcome, SessionReporter, SideEffects, Usage,
 };
 use agent_exec_runtime::process::{ProcessTree, Termination};
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
@@ -61,14 +61,16 @@ use crate::output::{Reader, join_bounded, push_line};
 const WATCH_EVERY: Duration = Duration::from_millis(250);
 /// How long the connection may still deliver after the leader exited on its own.
 const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(2);
-/// How long `initialize` and `session/new` may each take: nothing has run yet, so an
-/// agent silent for this long is a failure without side effects, not a hang.
+/// How long `initialize` and `session/new` (or `session/load`) may each take: no turn
+/// has run yet, so an agent silent for this long is a failure without side effects,
+/// not a hang.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long the agent may take to exit by itself once its stdin is closed, before the
 /// tree gets SIGTERM. Short on purpose: codex-acp 0.16 never exits on EOF (measured:
 /// still running 12 minutes later), so every run would pay this wait in full. The
-/// session is not reused (each execution starts a fresh one), so an agent cut short by
-/// SIGTERM here loses nothing the contract needs.
+/// turn is answered by then, and the agent records its conversation as it goes
+/// (codex-acp: its rollout file, which the live resume test reloads after a SIGTERM),
+/// so an agent cut short here loses nothing the contract or a resume needs.
 const EXIT_ON_EOF: Duration = Duration::from_millis(50);
 
 /// What one attempt needs, beyond the request.
@@ -80,6 +82,9 @@ pub(super) struct Launch {
     pub cwd: String,
     pub prompt: String,
     pub grace: Duration,
+    /// The session to continue with `session/load` (a checked handle), instead of
+    /// `session/new`.
+    pub resume: Option<String>,
 }
 
 /// How far the protocol got (written as it goes, so an abandoned connection still
@@ -92,6 +97,10 @@ enum Progress {
     InitRefused(String),
     /// `session/new` was refused.
     SessionRefused(String),
+    /// Resume asked for, but the agent does not advertise `loadSession`.
+    LoadUnsupported,
+    /// `session/load` was refused.
+    LoadRefused(String),
     /// The prompt was sent; no answer yet.
     Prompting,
     /// `session/cancel` was sent while the prompt ran.
@@ -116,8 +125,14 @@ struct Shared {
     cancel_sent: bool,
     /// Tools whose permission the policy refused, in order.
     refused: Vec<String>,
-    /// Our session, once `session/new` answered; updates for another are not ours.
+    /// Our session, once `session/new` answered (or as `session/load` was sent);
+    /// updates for another are not ours.
     session: Option<SessionId>,
+    /// `session/load` is replaying the earlier conversation: its updates are the
+    /// earlier attempts' work, not this attempt's events (nor its tools).
+    replaying: bool,
+    /// How many updates the replay carried (for the logs).
+    replayed: usize,
 }
 
 type SharedState = Arc<Mutex<Shared>>;
@@ -187,6 +202,8 @@ pub(super) async fn run(
         cancel_sent: false,
         refused: Vec::new(),
         session: None,
+        replaying: false,
+        replayed: 0,
     }));
     // Boxed, not stack-pinned: it must really be dropped (closing the agent's stdin)
     // before the tree is waited for.
@@ -198,9 +215,13 @@ pub(super) async fn run(
         fs,
         policy,
         ctx.events.clone(),
+        ctx.session.clone(),
         ctx.cancellation.clone(),
-        launch.prompt.clone(),
-        launch.grace,
+        Turn {
+            prompt: launch.prompt.clone(),
+            resume: launch.resume.clone(),
+            grace: launch.grace,
+        },
     ));
 
     let mut tick = tokio::time::interval(WATCH_EVERY);
@@ -369,6 +390,18 @@ fn settle(
             format!("`{program}` refused `session/new`: {message}"),
             SideEffects::None,
         )),
+        Progress::LoadUnsupported => ContractResult::failed(Error::new(
+            ErrorCode::MissingCapability,
+            format!(
+                "cannot resume: `{program}` does not advertise `loadSession` in its `initialize` answer"
+            ),
+            SideEffects::None,
+        )),
+        Progress::LoadRefused(message) => ContractResult::failed(Error::new(
+            ErrorCode::ProviderRejected,
+            format!("`{program}` refused `session/load`: {message}"),
+            SideEffects::None,
+        )),
         Progress::Lost(reason) if !shared.heard => ContractResult::failed(Error::new(
             ErrorCode::ProviderRejected,
             format!("`{program}` closed the connection before answering anything: {reason}"),
@@ -500,9 +533,9 @@ async fn converse(
     fs: WorkspaceFs,
     policy: Policy,
     events: EventSink,
+    reporter: SessionReporter,
     cancellation: Cancellation,
-    prompt: String,
-    grace: Duration,
+    turn: Turn,
 ) {
     let fs = Arc::new(fs);
     let policy = Arc::new(policy);
@@ -524,6 +557,10 @@ async fn converse(
                         "an update for another session ({}) was ignored",
                         notification.session_id.0
                     ));
+                    return Ok(());
+                }
+                if shared.replaying {
+                    shared.replayed += 1;
                     return Ok(());
                 }
                 shared.mapper.update(&notification.update, &mut batch);
@@ -599,7 +636,7 @@ async fn converse(
         let shared = Arc::clone(&shared);
         let root = fs.root().to_path_buf();
         async move |cx: ConnectionTo<Agent>| {
-            let progress = conversation(&cx, &shared, root, prompt, &cancellation, grace).await;
+            let progress = conversation(&cx, &shared, root, turn, &reporter, &cancellation).await;
             lock(&shared).progress = progress;
             // `notify_one` keeps the permit if the driver is not waiting yet.
             concluded.notify_one();
@@ -627,15 +664,29 @@ async fn converse(
     }
 }
 
-/// initialize → session/new → session/prompt, each raced with the cancellation.
+/// What the conversation sends: the prompt, the session to resume (if any), the
+/// cancel grace.
+struct Turn {
+    prompt: String,
+    resume: Option<String>,
+    grace: Duration,
+}
+
+/// initialize → session/new (or session/load) → session/prompt, each raced with the
+/// cancellation.
 async fn conversation(
     cx: &ConnectionTo<Agent>,
     shared: &SharedState,
     root: std::path::PathBuf,
-    prompt: String,
+    turn: Turn,
+    reporter: &SessionReporter,
     cancellation: &Cancellation,
-    grace: Duration,
 ) -> Progress {
+    let Turn {
+        prompt,
+        resume,
+        grace,
+    } = turn;
     let initialize = cx.send_request(initialize_request()).block_task();
     let initialized = tokio::select! {
         biased;
@@ -646,28 +697,36 @@ async fn conversation(
         }
         answer = initialize => answer,
     };
-    match initialized {
+    let can_load = match initialized {
         Ok(response) => {
             if let Err(problem) = check_version(&response) {
                 return Progress::InitRefused(problem);
             }
+            response.agent_capabilities.load_session
         }
         Err(e) => return Progress::InitRefused(rpc_error_text(&e)),
-    }
-
-    let new_session = cx.send_request(NewSessionRequest::new(root)).block_task();
-    let session_id: SessionId = tokio::select! {
-        biased;
-        () = cancellation.cancelled() => return Progress::CanceledEarly,
-        () = cx.incoming_closed() => return Progress::Lost("the agent closed its stdout".into()),
-        () = tokio::time::sleep(HANDSHAKE_TIMEOUT) => {
-            return Progress::SessionRefused(format!("no answer to `session/new` within {HANDSHAKE_TIMEOUT:?}"));
-        }
-        answer = new_session => match answer {
-            Ok(session) => session.session_id,
-            Err(e) => return Progress::SessionRefused(rpc_error_text(&e)),
-        },
     };
+
+    let session_id = match resume {
+        None => match new_session(cx, root, cancellation).await {
+            Ok(id) => id,
+            Err(progress) => return progress,
+        },
+        Some(_) if !can_load => return Progress::LoadUnsupported,
+        Some(id) => {
+            let id = SessionId::new(id);
+            if let Err(progress) = load_session(cx, shared, root, id.clone(), cancellation).await {
+                return progress;
+            }
+            id
+        }
+    };
+    // Journaled at once: a runner killed from here on leaves the handle behind.
+    if let Err(problem) = reporter.report(&session_id.0) {
+        lock(shared).notes.push(format!(
+            "the agent's session id was not reported, so this attempt cannot be resumed: {problem}"
+        ));
+    }
 
     {
         let mut shared = lock(shared);
@@ -707,6 +766,67 @@ async fn conversation(
         Err(e) if cx.is_incoming_closed() => Progress::Lost(e.message),
         Err(e) => Progress::PromptFailed(rpc_error_text(&e)),
     }
+}
+
+/// `session/new` in `root`: the new session's id, or how it failed.
+async fn new_session(
+    cx: &ConnectionTo<Agent>,
+    root: std::path::PathBuf,
+    cancellation: &Cancellation,
+) -> Result<SessionId, Progress> {
+    let new_session = cx.send_request(NewSessionRequest::new(root)).block_task();
+    tokio::select! {
+        biased;
+        () = cancellation.cancelled() => Err(Progress::CanceledEarly),
+        () = cx.incoming_closed() => Err(Progress::Lost("the agent closed its stdout".into())),
+        () = tokio::time::sleep(HANDSHAKE_TIMEOUT) => Err(Progress::SessionRefused(format!(
+            "no answer to `session/new` within {HANDSHAKE_TIMEOUT:?}"
+        ))),
+        answer = new_session => match answer {
+            Ok(session) => Ok(session.session_id),
+            Err(e) => Err(Progress::SessionRefused(rpc_error_text(&e))),
+        },
+    }
+}
+
+/// `session/load` of `id` in `root`. The agent replays the earlier conversation as
+/// `session/update`s before it answers (ACP: "When all the conversation entries have
+/// been streamed to the Client, the Agent MUST respond"), and the SDK handles every
+/// message before the answer is routed — so everything between sending the request
+/// and its answer is replay, which `replaying` keeps out of this attempt's events and
+/// its side effects (the earlier attempt's tools are not this one's). Decision: not
+/// the unstable `session/resume` (no replay to filter, but not in protocol v1).
+async fn load_session(
+    cx: &ConnectionTo<Agent>,
+    shared: &SharedState,
+    root: std::path::PathBuf,
+    id: SessionId,
+    cancellation: &Cancellation,
+) -> Result<(), Progress> {
+    {
+        let mut shared = lock(shared);
+        shared.session = Some(id.clone());
+        shared.replaying = true;
+    }
+    let load = cx
+        .send_request(LoadSessionRequest::new(id, root))
+        .block_task();
+    let answered = tokio::select! {
+        biased;
+        () = cancellation.cancelled() => Err(Progress::CanceledEarly),
+        () = cx.incoming_closed() => Err(Progress::Lost("the agent closed its stdout".into())),
+        () = tokio::time::sleep(HANDSHAKE_TIMEOUT) => Err(Progress::LoadRefused(format!(
+            "no answer to `session/load` within {HANDSHAKE_TIMEOUT:?}"
+        ))),
+        answer = load => answer.map(|_| ()).map_err(|e| Progress::LoadRefused(rpc_error_text(&e))),
+    };
+    let mut shared = lock(shared);
+    shared.replaying = false;
+    let replayed = shared.replayed;
+    shared.notes.push(format!(
+        "session/load replayed {replayed} update(s) of the earlier conversation; not emitted as this attempt's events"
+    ));
+    answered
 }
 
 /// A JSON-RPC error as text: its message, and its data when there is some (the SDK
@@ -780,6 +900,18 @@ end_turn() {
         workspace: &std::path::Path,
         cancel_on_tool_start: bool,
     ) -> (ContractResult, Vec<Event>) {
+        let (result, events, _) =
+            run_peer_resuming(script, workspace, cancel_on_tool_start, None).await;
+        (result, events)
+    }
+
+    /// [`run_peer`], resuming `resume` when given; also returns the handles reported.
+    async fn run_peer_resuming(
+        script: &str,
+        workspace: &std::path::Path,
+        cancel_on_tool_start: bool,
+        resume: Option<&str>,
+    ) -> (ContractResult, Vec<Event>, Vec<String>) {
         let mut config = ProgramConfig::new("acp-test");
         config.program = Some("sh".into());
         config.args = vec!["-c".into(), format!("{PEER}\n{script}")];
@@ -797,7 +929,14 @@ end_turn() {
             ..ContractRequest::default()
         };
         let (sink, mut rx) = EventSink::channel();
-        let ctx = ExecutionContext::new(sink);
+        let mut ctx = ExecutionContext::new(sink);
+        let (reporter, mut handles) = agent_exec_contract::SessionReporter::channel();
+        ctx.session = reporter;
+        ctx.resume = resume.map(|session| agent_exec_contract::ResumeFrom {
+            session: session.to_owned(),
+            attempt: 1,
+            original_prompt: "first".into(),
+        });
         // Events are collected as they come; the cancel (if asked) fires once the
         // agent's tool call was seen, not after a guessed delay.
         let cancellation = ctx.cancellation.clone();
@@ -814,7 +953,124 @@ end_turn() {
         });
         let result = AcpBackend::new(config).execute(&request, ctx).await;
         let events = collector.await.unwrap();
-        (result, events)
+        let mut reported = Vec::new();
+        while let Ok(handle) = handles.try_recv() {
+            reported.push(handle);
+        }
+        (result, events, reported)
+    }
+
+    #[tokio::test]
+    async fn the_new_sessions_id_is_reported_as_the_handle() {
+        let dir = tempfile::tempdir().unwrap();
+        let (result, _, handles) = run_peer_resuming(
+            "handshake; end_turn end_turn; cat >/dev/null",
+            dir.path(),
+            false,
+            None,
+        )
+        .await;
+        assert_eq!(result.outcome, Outcome::Succeeded, "{result:#?}");
+        assert_eq!(handles, ["s"]);
+    }
+
+    #[tokio::test]
+    async fn session_load_replay_is_not_this_attempts_events_or_tools() {
+        let dir = tempfile::tempdir().unwrap();
+        // The agent replays the old turn (its tool call included) before it answers
+        // `session/load`, then runs the new prompt.
+        let (result, events, handles) = run_peer_resuming(
+            r#"cd "$0" 2>/dev/null
+answer '{"protocolVersion":1,"agentCapabilities":{"loadSession":true}}'
+IFS= read -r line; printf '%s\n' "$line" > load.json
+load_id=$(printf '%s' "$line" | sed -n 's/.*"id":\("[^"]*"\|[0-9]*\).*/\1/p')
+update '{"sessionUpdate":"user_message_chunk","content":{"type":"text","text":"first"}}'
+update '{"sessionUpdate":"tool_call","toolCallId":"old","title":"rm -rf build","kind":"execute","status":"in_progress"}'
+update '{"sessionUpdate":"tool_call_update","toolCallId":"old","status":"completed"}'
+update '{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"old answer"}}'
+printf '{"jsonrpc":"2.0","id":%s,"result":{}}\n' "$load_id"
+IFS= read -r line; prompt_id=$(printf '%s' "$line" | sed -n 's/.*"id":\("[^"]*"\|[0-9]*\).*/\1/p')
+printf '%s\n' "$line" > prompt.json
+update '{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"new answer"}}'
+end_turn end_turn
+cat >/dev/null"#,
+            dir.path(),
+            false,
+            Some("s"),
+        )
+        .await;
+        assert_eq!(result.outcome, Outcome::Succeeded, "{result:#?}");
+        assert_eq!(result.text, "new answer");
+        let kinds: Vec<EventKind> = events.iter().map(|e| e.kind.clone()).collect();
+        assert_eq!(kinds, [EventKind::TextDelta, EventKind::MessageEnd]);
+        assert!(
+            result.logs.contains("session/load replayed 4 update(s)"),
+            "{}",
+            result.logs
+        );
+        let load = std::fs::read_to_string(dir.path().join("load.json")).unwrap();
+        assert!(load.contains(r#""method":"session/load""#), "{load}");
+        assert!(load.contains(r#""sessionId":"s""#), "{load}");
+        let prompt = std::fs::read_to_string(dir.path().join("prompt.json")).unwrap();
+        assert!(prompt.contains(r#""method":"session/prompt""#), "{prompt}");
+        assert_eq!(handles, ["s"], "the resumed session is reported again");
+
+        // The replayed tool is not this attempt's side effect: a failure after the
+        // replay says `none`.
+        let (result, _, _) = run_peer_resuming(
+            r#"answer '{"protocolVersion":1,"agentCapabilities":{"loadSession":true}}'
+IFS= read -r line; load_id=$(printf '%s' "$line" | sed -n 's/.*"id":\("[^"]*"\|[0-9]*\).*/\1/p')
+update '{"sessionUpdate":"tool_call","toolCallId":"old","title":"rm","kind":"delete","status":"completed"}'
+printf '{"jsonrpc":"2.0","id":%s,"result":{}}\n' "$load_id"
+IFS= read -r line; prompt_id=$(printf '%s' "$line" | sed -n 's/.*"id":\("[^"]*"\|[0-9]*\).*/\1/p')
+end_turn max_tokens
+cat >/dev/null"#,
+            dir.path(),
+            false,
+            Some("s"),
+        )
+        .await;
+        assert_eq!(result.outcome, Outcome::Failed, "{result:#?}");
+        assert_eq!(err(&result).1, SideEffects::None);
+    }
+
+    #[tokio::test]
+    async fn resume_without_load_session_or_with_a_bad_handle_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let (result, _, handles) = run_peer_resuming(
+            r#"cd "$0" 2>/dev/null
+answer '{"protocolVersion":1,"agentCapabilities":{"loadSession":false}}'
+IFS= read -r line && printf '%s\n' "$line" > next.json
+cat >/dev/null"#,
+            dir.path(),
+            false,
+            Some("s"),
+        )
+        .await;
+        assert_eq!(result.outcome, Outcome::Failed, "{result:#?}");
+        let (code, effects, reason) = err(&result);
+        assert_eq!(
+            (code, effects),
+            (ErrorCode::MissingCapability, SideEffects::None)
+        );
+        assert!(reason.contains("loadSession"), "{reason}");
+        assert!(handles.is_empty());
+        // Nothing was asked after the handshake: no session/new passed off as a resume.
+        assert!(!dir.path().join("next.json").exists());
+
+        // A handle that is not an id never reaches the agent (which is not started).
+        let (result, _, _) = run_peer_resuming(
+            r#"cd "$0" 2>/dev/null; echo started > started.txt; cat >/dev/null"#,
+            dir.path(),
+            false,
+            Some("--config=evil"),
+        )
+        .await;
+        assert_eq!(result.outcome, Outcome::Failed, "{result:#?}");
+        let (code, effects, reason) = err(&result);
+        assert_eq!((code, effects), (ErrorCode::Internal, SideEffects::None));
+        assert!(reason.starts_with("cannot resume: "), "{reason}");
+        assert!(!dir.path().join("started.txt").exists());
     }
 
     fn err(result: &ContractResult) -> (ErrorCode, SideEffects, String) {
