@@ -113,7 +113,7 @@ env = { $env_table }"
       # ClaudeCodeBackend::agent_run for the CLI's default tool policy (`reasoning`: no
       # tools, no MCP servers); the prompt is on stdin.
       direct=("$program" -p --output-format stream-json --verbose --permission-mode bypassPermissions
-        --no-session-persistence --tools= --strict-mcp-config)
+        --tools= --strict-mcp-config)
       prompt_stdin=1
       answer='"result":"bench: done"'
       # ClaudeCodeBackend::verify: `claude --version`, then `claude --help` (format check).

@@ -1,10 +1,14 @@
 //! The `codex exec --json` stream: arbitrary bytes, split into lines, go through the
-//! pure line parser and through `CodexStream` (the fold into a verdict, usage and
-//! events) exactly as the driver feeds them; nothing may panic.
+//! pure line parser and through `CodexStream` (the fold into a verdict, usage, events
+//! and the session handle) exactly as the driver feeds them; nothing may panic. The
+//! session handle the stream yields is the one the driver reports and a resume later
+//! puts in argv: whatever the bytes, a handle the contract's check accepts is never an
+//! option or a path, and a UUID (what `exec resume` is given) always passes that check.
 #![no_main]
 
-use agent_exec_backends::agent_program::StreamParser as _;
+use agent_exec_backends::agent_program::{StreamParser as _, is_uuid};
 use agent_exec_backends::codex::{CodexStream, parse_line};
+use agent_exec_contract::check_session_handle;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -14,6 +18,15 @@ fuzz_target!(|data: &[u8]| {
         let _ = parse_line(line);
         stream.line(line, &mut events);
         let _ = stream.verdict();
+        if let Some(handle) = stream.session() {
+            assert!(!handle.is_empty());
+            if check_session_handle(handle).is_ok() {
+                assert!(!handle.starts_with('-') && !handle.contains('/'));
+            }
+            if is_uuid(handle) {
+                assert!(check_session_handle(handle).is_ok());
+            }
+        }
     }
     let _ = stream.usage();
 });

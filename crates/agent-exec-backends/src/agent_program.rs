@@ -76,6 +76,12 @@ pub trait StreamParser: Send {
     fn verdict(&self) -> Verdict;
     /// Usage as the program reported it (zero when it did not).
     fn usage(&self) -> Usage;
+    /// The program's own session handle (a Codex thread id, a Claude Code session id)
+    /// once the stream has shown it; `None` before, or for a program without one. The
+    /// parser only records it; [`drive`] reports it (see [`agent_exec_contract::session`]).
+    fn session(&self) -> Option<&str> {
+        None
+    }
 }
 
 /// How to run the program for one attempt.
@@ -218,14 +224,36 @@ pub fn render_prompt(request: &agent_exec_contract::ContractRequest) -> String {
         prompt.push('\n');
     }
     prompt.push_str(&request.prompt);
-    if !request.targets.is_empty() {
+    push_targets(&mut prompt, &request.targets);
+    prompt
+}
+
+/// The deliverables to write, below the prompt.
+fn push_targets(prompt: &mut String, targets: &[String]) {
+    if !targets.is_empty() {
         prompt.push_str("\n\nWrite these files (paths relative to the working directory):\n");
-        for target in &request.targets {
+        for target in targets {
             prompt.push_str(&format!("- {target}\n"));
         }
     }
+}
+
+/// What a resumed attempt sends on stdin: the continuation prompt (the request's
+/// `prompt`; [`DEFAULT_CONTINUATION`] when empty) and the deliverables again. Not
+/// `context`: the program's own conversation already holds it.
+pub fn render_continuation(request: &agent_exec_contract::ContractRequest) -> String {
+    let mut prompt = if request.prompt.is_empty() {
+        DEFAULT_CONTINUATION.to_owned()
+    } else {
+        request.prompt.clone()
+    };
+    push_targets(&mut prompt, &request.targets);
     prompt
 }
+
+/// The continuation prompt of a resume that was given none.
+pub const DEFAULT_CONTINUATION: &str =
+    "You were interrupted. Continue the task where you left off; do not redo finished steps.";
 
 /// Verifies `Cancel` for a backend that runs a process tree: whole-tree cancellation
 /// needs `/proc` to find the tree, so without it `Cancel` is a problem, not a claim.
@@ -340,6 +368,62 @@ struct Reading {
     lines: usize,
     tool_started: bool,
     notes: Vec<String>,
+    /// The session handle last reported (or refused), so each is reported once.
+    session: Option<String>,
+}
+
+impl Reading {
+    /// Reports the parser's session handle the moment it is new: before the line's
+    /// events go out, so a runner killed right after still left it in the journal.
+    fn report_session(&mut self, parser: &dyn StreamParser, ctx: &ExecutionContext) {
+        let Some(handle) = parser.session() else {
+            return;
+        };
+        if self.session.as_deref() == Some(handle) {
+            return;
+        }
+        if let Err(reason) = ctx.session.report(handle) {
+            // The reason, not the handle: a refused value is outside input.
+            self.notes.push(format!(
+                "the stream's session handle was not recorded: {reason}"
+            ));
+        }
+        self.session = Some(handle.to_owned());
+    }
+}
+
+/// The session a resumed attempt continues (`ctx.resume`), checked again here: a
+/// journal row is outside input, so a handle that is not an id never reaches an argv.
+/// `Ok(None)`: a fresh run. The refusal is `failed` before anything starts.
+pub fn resume_session<'a>(
+    ctx: &'a ExecutionContext,
+    backend: &str,
+) -> Result<Option<&'a str>, Error> {
+    let Some(resume) = &ctx.resume else {
+        return Ok(None);
+    };
+    agent_exec_contract::check_session_handle(&resume.session)
+        .map(|()| Some(resume.session.as_str()))
+        .map_err(|reason| {
+            Error::new(
+                ErrorCode::Internal,
+                format!("backend `{backend}` cannot resume: {reason}"),
+                SideEffects::None,
+            )
+        })
+}
+
+/// Whether `handle` is a UUID (8-4-4-4-12 hex digits). Codex and Claude Code take a
+/// session *name* in the same argument as its id, so only a UUID is passed on: a
+/// handle that merely passed [`agent_exec_contract::check_session_handle`] could
+/// still pick another conversation by name.
+pub fn is_uuid(handle: &str) -> bool {
+    let groups: Vec<&str> = handle.split('-').collect();
+    groups.len() == 5
+        && groups
+            .iter()
+            .zip([8, 4, 4, 4, 12])
+            .all(|(group, len)| group.len() == len && group.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
 async fn read_until_end(
@@ -403,6 +487,7 @@ async fn read_until_end(
                             let content = trim_newline(&line);
                             if !content.is_empty() {
                                 parser.line(content, &mut events);
+                                state.report_session(parser, ctx);
                             }
                             for event in events.drain(..) {
                                 if event.kind == EventKind::ToolExecStart {
@@ -1006,10 +1091,11 @@ mod tests {
     use super::*;
     use agent_exec_contract::{CancelCause, EventSink};
 
-    /// Lines: `tool NAME`, `done TEXT`, `fail TEXT`, anything else ignored.
+    /// Lines: `tool NAME`, `done TEXT`, `fail TEXT`, `session ID`, anything else ignored.
     #[derive(Default)]
     struct Lines {
         verdict: Verdict,
+        session: Option<String>,
     }
 
     impl StreamParser for Lines {
@@ -1024,6 +1110,8 @@ mod tests {
                 });
             } else if let Some(text) = line.strip_prefix("done ") {
                 self.verdict = Verdict::Completed(text.to_owned());
+            } else if let Some(id) = line.strip_prefix("session ") {
+                self.session = Some(id.to_owned());
             } else if let Some(text) = line.strip_prefix("fail ") {
                 self.verdict = Verdict::Failed {
                     code: ErrorCode::ProviderRejected,
@@ -1039,6 +1127,9 @@ mod tests {
                 prompt_tokens: 3,
                 completion_tokens: 4,
             }
+        }
+        fn session(&self) -> Option<&str> {
+            self.session.as_deref()
         }
     }
 
@@ -1084,6 +1175,107 @@ mod tests {
             events.last().map(|e| e.kind.clone()),
             Some(EventKind::MessageEnd)
         );
+    }
+
+    #[tokio::test]
+    async fn a_session_handle_is_reported_once_as_the_stream_shows_it_and_a_bad_one_never() {
+        let (sink, _rx) = EventSink::channel();
+        let mut ctx = ExecutionContext::new(sink);
+        let (reporter, mut handles) = agent_exec_contract::SessionReporter::channel();
+        ctx.session = reporter;
+        // A repeated handle is not reported again; a refused one is noted, not sent.
+        let script = "echo 'session s-1'; echo 'tool a'; echo 'session s-1'; \
+                      echo 'session ../x'; echo 'session s-2'; echo 'done ok'";
+        let result = drive(run(script), &mut Lines::default(), &ctx).await;
+        drop(ctx);
+        assert_eq!(result.outcome, Outcome::Succeeded, "{result:?}");
+        let mut got = Vec::new();
+        while let Ok(handle) = handles.try_recv() {
+            got.push(handle);
+        }
+        assert_eq!(got, ["s-1", "s-2"], "once each; the path-like one dropped");
+        assert!(
+            result
+                .logs
+                .contains("the stream's session handle was not recorded"),
+            "{}",
+            result.logs
+        );
+        assert!(!result.logs.contains("../x"), "{}", result.logs);
+    }
+
+    #[tokio::test]
+    async fn a_handle_is_reported_before_the_program_is_killed() {
+        // SIGKILL right after the handle line: the journal must still get it.
+        let (sink, _rx) = EventSink::channel();
+        let mut ctx = ExecutionContext::new(sink);
+        let (reporter, mut handles) = agent_exec_contract::SessionReporter::channel();
+        ctx.session = reporter;
+        let result = drive(
+            run("echo 'session s-9'; echo 'tool a'; kill -KILL $$"),
+            &mut Lines::default(),
+            &ctx,
+        )
+        .await;
+        assert_eq!(result.outcome, Outcome::Unknown, "{result:?}");
+        assert_eq!(handles.try_recv().ok(), Some("s-9".to_owned()));
+    }
+
+    #[test]
+    fn resume_refuses_a_handle_that_is_not_an_id_and_uuids_are_recognised() {
+        let mut ctx = ExecutionContext::new(EventSink::discard());
+        assert_eq!(resume_session(&ctx, "b").ok(), Some(None));
+        for bad in ["--foo", "../x", "a b", ""] {
+            ctx.resume = Some(agent_exec_contract::ResumeFrom {
+                session: bad.into(),
+                attempt: 1,
+                original_prompt: "p".into(),
+            });
+            let refused = resume_session(&ctx, "b").unwrap_err();
+            assert_eq!(refused.code, ErrorCode::Internal, "{bad:?}");
+            assert_eq!(refused.side_effects, SideEffects::None, "{bad:?}");
+            assert!(
+                refused.reason.contains("backend `b` cannot resume"),
+                "{refused:?}"
+            );
+        }
+        ctx.resume = Some(agent_exec_contract::ResumeFrom {
+            session: "s-1".into(),
+            attempt: 1,
+            original_prompt: "p".into(),
+        });
+        assert_eq!(resume_session(&ctx, "b").ok(), Some(Some("s-1")));
+        assert!(is_uuid("01a2342a-70a9-7080-b1dd-42fcf176d61f"));
+        assert!(is_uuid("1CA84C62-883D-4ACF-BBA8-E40C215865C5"));
+        for not in [
+            "s-1",
+            "01a2342a-70a9-7080-b1dd-42fcf176d61",
+            "01a2342a-70a9-7080-b1dd-42fcf176d61f0",
+            "01a2342a_70a9-7080-b1dd-42fcf176d61f",
+            "g1a2342a-70a9-7080-b1dd-42fcf176d61f",
+            "01a2342a-70a9-7080-b1dd-42fcf176d61f-0",
+        ] {
+            assert!(!is_uuid(not), "{not}");
+        }
+    }
+
+    #[test]
+    fn the_continuation_carries_the_prompt_and_targets_but_not_the_context() {
+        let mut request = agent_exec_contract::ContractRequest {
+            prompt: "go on".into(),
+            context: vec![agent_exec_contract::Message {
+                role: "user".into(),
+                content: "earlier words".into(),
+            }],
+            targets: vec!["out.md".into()],
+            ..Default::default()
+        };
+        let continued = render_continuation(&request);
+        assert!(continued.starts_with("go on\n"), "{continued}");
+        assert!(continued.ends_with("- out.md\n"), "{continued}");
+        assert!(!continued.contains("earlier words"), "{continued}");
+        request.prompt.clear();
+        assert!(render_continuation(&request).starts_with(DEFAULT_CONTINUATION));
     }
 
     #[tokio::test]

@@ -40,7 +40,7 @@
 //!
 //! ## The process
 //! `claude -p --output-format stream-json --verbose --permission-mode
-//! bypassPermissions --no-session-persistence [--model=M] [tool flags]
+//! bypassPermissions [--resume=SESSION] [--model=M] [tool flags]
 //! [--append-system-prompt=INSTRUCTIONS] <config args>`, the prompt on **stdin** (prior
 //! `context` above it as a transcript, the `targets` to write below it, rendered as for
 //! codex), the workspace root as working directory, `AGENT_EXEC_EXECUTION_ID` and
@@ -49,8 +49,17 @@
 //! argument by the kernel, and is swallowed as a value by a variadic option (`--tools
 //! a b PROMPT`) that a user put in `args`. Options with a value use the `--opt=value`
 //! form so a value starting with `-` is never read as an option.
-//! `--no-session-persistence`: a backend holds no state across executions, so nothing
-//! is saved for `--resume`. Bypassing permission prompts is required headless (nobody
+//! Sessions: Claude Code saves each run's conversation where it keeps every session
+//! (`projects/` under its config folder, `CLAUDE_CONFIG_DIR` or `~/.claude`), and the
+//! `init` line's `session_id` is reported as the execution's session handle
+//! ([`StreamParser::session`]) at once. A resumed attempt runs `--resume=ID` (a UUID
+//! only: the flag also takes a session *name*) with the continuation prompt on stdin.
+//! Decision: persist, not `--no-session-persistence` — a runner killed mid-run can
+//! only be resumed from a conversation on disk; Claude Code's own retention
+//! (`cleanupPeriodDays`) removes old ones, agent-exec deletes nothing in a folder it
+//! does not own. Not taken: `--session-id` (our own UUID up front) — the init line
+//! arrives before the first model call, so nothing worth resuming precedes it.
+//! Bypassing permission prompts is required headless (nobody
 //! answers them); the [`ToolPolicy`] is enforced instead through `--tools`:
 //!
 //! * an `allowlist` → exactly those built-in tools (`--tools=A,B`; names must be plain
@@ -681,6 +690,10 @@ impl StreamParser for ClaudeCodeStream {
     fn usage(&self) -> Usage {
         self.usage
     }
+
+    fn session(&self) -> Option<&str> {
+        Some(self.session_id.as_str()).filter(|id| !id.is_empty())
+    }
 }
 
 /// The tool Claude Code adds under `--json-schema`, through which the model answers.
@@ -738,12 +751,40 @@ impl ClaudeCodeBackend {
     fn declared() -> Vec<Capability> {
         let mut declared = crate::agent_program::AGENT_CLI_CAPABILITIES.to_vec();
         declared.push(Capability::StructuredOutput);
+        declared.push(Capability::Resume);
         declared
     }
 
     /// How `request` is run: program, argv, stdin, working directory. Refuses a tool
     /// policy it cannot enforce.
     pub fn agent_run(&self, request: &ContractRequest) -> Result<AgentRun, Error> {
+        self.run_for(request, None)
+    }
+
+    /// How a resumed attempt of `request` continues `session`: the same run with
+    /// `--resume=SESSION` and only the continuation on stdin. Refuses a handle that is
+    /// not a UUID (`--resume` also takes a session *name*, and a handle is data).
+    pub fn resumed_run(&self, request: &ContractRequest, session: &str) -> Result<AgentRun, Error> {
+        let name = &self.config.name;
+        agent_exec_contract::check_session_handle(session)
+            .and_then(|()| {
+                agent_program::is_uuid(session)
+                    .then_some(())
+                    .ok_or_else(|| {
+                        "the session handle is not a Claude Code session id (a UUID)".to_owned()
+                    })
+            })
+            .map_err(|reason| {
+                Error::new(
+                    ErrorCode::Internal,
+                    format!("backend `{name}` cannot resume: {reason}"),
+                    SideEffects::None,
+                )
+            })?;
+        self.run_for(request, Some(session))
+    }
+
+    fn run_for(&self, request: &ContractRequest, resume: Option<&str>) -> Result<AgentRun, Error> {
         if request.workspace.root.is_empty() {
             return Err(Error::new(
                 ErrorCode::Internal,
@@ -760,10 +801,12 @@ impl ClaudeCodeBackend {
             "--verbose",
             "--permission-mode",
             "bypassPermissions",
-            "--no-session-persistence",
         ]
         .map(str::to_owned)
         .to_vec();
+        if let Some(session) = resume {
+            args.push(format!("--resume={session}"));
+        }
         if let Some(model) = &self.config.model {
             args.push(format!("--model={model}"));
         }
@@ -788,8 +831,12 @@ impl ClaudeCodeBackend {
             args.push(format!("--json-schema={schema}"));
         }
         // The same rendering as codex: prior `context` as a transcript above the
-        // prompt, the deliverables to write below it.
-        let prompt = crate::agent_program::render_prompt(request);
+        // prompt, the deliverables to write below it; resumed, the session already
+        // holds the conversation, so only the continuation.
+        let prompt = match resume {
+            Some(_) => agent_program::render_continuation(request),
+            None => agent_program::render_prompt(request),
+        };
         Ok(self.config.agent_run(
             self.program(),
             args,
@@ -812,8 +859,19 @@ impl ClaudeCodeBackend {
     /// `with_schema`: with `--json-schema` too; proven only when the init line lists
     /// the `StructuredOutput` tool Claude Code adds for it (a program that accepted the
     /// flag and ignored it would not).
-    async fn probe_format(&self, with_tools: bool, with_schema: bool) -> Result<(), String> {
-        let folder = agent_program::ProbeFolder::new()?;
+    ///
+    /// `resume`: `--resume=ID` on an earlier probe's session in the same `folder`;
+    /// proven only when the init line names that session — for an id it has no saved
+    /// conversation for, Claude Code prints a bare error `result` and no `init` — so
+    /// the session was kept and found, which `--help` cannot show. Returns the
+    /// session id of the init line.
+    async fn probe_format(
+        &self,
+        folder: &agent_program::ProbeFolder,
+        with_tools: bool,
+        with_schema: bool,
+        resume: Option<&str>,
+    ) -> Result<String, String> {
         let mut request = folder.request(with_tools);
         if with_schema {
             request.output_schema = Some(serde_json::json!({
@@ -822,7 +880,11 @@ impl ClaudeCodeBackend {
                 "required": ["ok"]
             }));
         }
-        let run = self.agent_run(&request).map_err(|e| e.reason)?;
+        let run = match resume {
+            Some(session) => self.resumed_run(&request, session),
+            None => self.agent_run(&request),
+        }
+        .map_err(|e| e.reason)?;
         let port = agent_program::refused_loopback_port()?;
         let mut env = run.env.clone();
         for (key, value) in [
@@ -865,7 +927,15 @@ impl ClaudeCodeBackend {
                 run.program, stream.tools
             ));
         }
-        Ok(())
+        if let Some(session) = resume
+            && stream.session_id != session
+        {
+            return Err(format!(
+                "`{} --resume` started session {:?}, not the probe's own",
+                run.program, stream.session_id
+            ));
+        }
+        Ok(stream.session_id)
     }
 
     /// `text` with every credential-looking value (configured or inherited: Claude
@@ -936,29 +1006,46 @@ impl Backend for ClaudeCodeBackend {
         // speaks stream-json but cannot hold a tool policy from one that does not.
         // With `--json-schema` first (one probe when everything holds), then without
         // it, then without the tool flags: each fallback says what it could not prove.
-        let with_tools = match self.probe_format(true, true).await {
-            Ok(()) => {
-                verified.push(Capability::StructuredOutput);
-                Ok(())
+        let folder = match agent_program::ProbeFolder::new() {
+            Ok(folder) => folder,
+            Err(problem) => {
+                return agent_program::format_unproven(
+                    name,
+                    adapter_version,
+                    &problem,
+                    INSTALL_HINT,
+                );
             }
-            Err(with_schema) => match self.probe_format(true, false).await {
-                Ok(()) => {
+        };
+        let with_tools = match self.probe_format(&folder, true, true, None).await {
+            Ok(session) => {
+                verified.push(Capability::StructuredOutput);
+                Ok((true, session))
+            }
+            Err(with_schema) => match self.probe_format(&folder, true, false, None).await {
+                Ok(session) => {
                     problems.push(format!(
                         "structured-output: {}; upgrade @anthropic-ai/claude-code",
                         self.redact(&with_schema)
                     ));
-                    Ok(())
+                    Ok((true, session))
                 }
                 Err(e) => Err(e),
             },
         };
-        match with_tools {
-            Ok(()) => verified.push(Capability::Tools),
-            Err(with_tools) => match self.probe_format(false, false).await {
-                Ok(()) => problems.push(format!(
-                    "tools: `{program}` does not run with `--tools`/`--strict-mcp-config`, so a tool policy cannot be enforced ({}); upgrade @anthropic-ai/claude-code",
-                    self.redact(&with_tools)
-                )),
+        let (with_tools, session) = match with_tools {
+            Ok(probed) => {
+                verified.push(Capability::Tools);
+                probed
+            }
+            Err(with_tools) => match self.probe_format(&folder, false, false, None).await {
+                Ok(session) => {
+                    problems.push(format!(
+                        "tools: `{program}` does not run with `--tools`/`--strict-mcp-config`, so a tool policy cannot be enforced ({}); upgrade @anthropic-ai/claude-code",
+                        self.redact(&with_tools)
+                    ));
+                    (false, session)
+                }
                 Err(problem) => {
                     return agent_program::format_unproven(
                         name,
@@ -968,6 +1055,21 @@ impl Backend for ClaudeCodeBackend {
                     );
                 }
             },
+        };
+        // Resume is proven by doing it: `--resume` on the session the probe just saved.
+        let resumed = if agent_program::is_uuid(&session) {
+            self.probe_format(&folder, with_tools, false, Some(&session))
+                .await
+                .map(drop)
+        } else {
+            Err("the init line carried no session id (a UUID)".to_owned())
+        };
+        match resumed {
+            Ok(()) => verified.push(Capability::Resume),
+            Err(problem) => problems.push(format!(
+                "resume: `{program} --resume` did not continue a session it had saved ({}); upgrade @anthropic-ai/claude-code, and keep `--no-session-persistence` out of `args`",
+                self.redact(&problem)
+            )),
         }
         crate::agent_program::verify_cancel(&mut verified, &mut problems);
         Verification {
@@ -978,7 +1080,15 @@ impl Backend for ClaudeCodeBackend {
     }
 
     async fn execute(&self, request: &ContractRequest, ctx: ExecutionContext) -> ContractResult {
-        let run = match self.agent_run(request) {
+        let session = match agent_program::resume_session(&ctx, &self.config.name) {
+            Ok(session) => session,
+            Err(error) => return ContractResult::failed(error),
+        };
+        let run = match session {
+            Some(session) => self.resumed_run(request, session),
+            None => self.agent_run(request),
+        };
+        let run = match run {
             Ok(run) => run,
             Err(error) => return ContractResult::failed(error),
         };
@@ -1255,6 +1365,68 @@ mod tests {
     }
 
     #[test]
+    fn sessions_persist_and_a_resumed_run_continues_one_by_uuid_only() {
+        let backend = ClaudeCodeBackend::new(ProgramConfig::new("cc"));
+        let request = ContractRequest {
+            prompt: "carry on".into(),
+            context: vec![agent_exec_contract::Message {
+                role: "user".into(),
+                content: "said before".into(),
+            }],
+            workspace: agent_exec_contract::WorkspaceHandle {
+                root: "/w".into(),
+                writable: Vec::new(),
+            },
+            ..Default::default()
+        };
+        let fresh = backend.agent_run(&request).unwrap();
+        // Resume needs the conversation on disk.
+        assert!(
+            !fresh.args.iter().any(|a| a == "--no-session-persistence"),
+            "{:?}",
+            fresh.args
+        );
+        assert!(!fresh.args.iter().any(|a| a.starts_with("--resume")));
+        let id = "1ca84c62-883d-4acf-bba8-e40c215865c5";
+        let resumed = backend.resumed_run(&request, id).unwrap();
+        assert!(
+            resumed.args.contains(&format!("--resume={id}")),
+            "{:?}",
+            resumed.args
+        );
+        let without: Vec<&String> = resumed
+            .args
+            .iter()
+            .filter(|a| !a.starts_with("--resume="))
+            .collect();
+        assert_eq!(without, fresh.args.iter().collect::<Vec<_>>(), "same flags");
+        let stdin = String::from_utf8(resumed.stdin.unwrap()).unwrap();
+        assert_eq!(stdin, "carry on", "the session holds the context already");
+        for bad in ["--foo", "../x", "a-session-name", "-p"] {
+            let refused = backend.resumed_run(&request, bad).unwrap_err();
+            assert_eq!(refused.code, ErrorCode::Internal, "{bad}");
+            assert_eq!(refused.side_effects, SideEffects::None);
+            assert!(refused.reason.contains("cannot resume"), "{refused:?}");
+        }
+    }
+
+    #[test]
+    fn the_init_line_session_id_is_the_session_handle() {
+        let (_, parser) = events_of(&[
+            r#"{"type":"system","subtype":"init","session_id":"1ca84c62-883d-4acf-bba8-e40c215865c5","model":"m","tools":[]}"#,
+        ]);
+        assert_eq!(
+            parser.session(),
+            Some("1ca84c62-883d-4acf-bba8-e40c215865c5")
+        );
+        // A bogus `--resume` answers with a bare result carrying the id: not a session.
+        let (_, parser) = events_of(&[
+            r#"{"type":"result","subtype":"error_during_execution","is_error":true,"session_id":"1ca84c62-883d-4acf-bba8-e40c215865c6"}"#,
+        ]);
+        assert_eq!(parser.session(), None);
+    }
+
+    #[test]
     fn credential_values_are_redacted() {
         let mut config = ProgramConfig::new("cc");
         config
@@ -1277,6 +1449,20 @@ mod tests {
     }
 
     proptest! {
+        /// The twin of the fuzz target's session check: the init line's `session_id`
+        /// is kept verbatim (the reporter decides what is an id), and a UUID passes
+        /// the contract's check and [`agent_program::is_uuid`].
+        #[test]
+        fn any_init_session_id_is_the_session_verbatim(id in "\\PC{0,40}", uuid in "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}") {
+            let mut parser = ClaudeCodeStream::new();
+            let mut events = Vec::new();
+            let line = serde_json::json!({"type": "system", "subtype": "init", "session_id": id}).to_string();
+            parser.line(line.as_bytes(), &mut events);
+            prop_assert_eq!(parser.session(), Some(id.as_str()).filter(|i| !i.is_empty()));
+            prop_assert!(agent_program::is_uuid(&uuid));
+            prop_assert!(agent_exec_contract::check_session_handle(&uuid).is_ok());
+        }
+
         #[test]
         fn never_panics_on_any_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
             let mut parser = ClaudeCodeStream::new();

@@ -48,10 +48,19 @@
 //!   `agent_message` is then the JSON, which the runtime validates (codex's promise is
 //!   not a proof). Verified by the format probe run with the flag.
 //!
+//! * Resume: `thread.started`'s `thread_id` is the session handle
+//!   ([`StreamParser::session`]; the driver reports it at once). A resumed attempt runs
+//!   `codex exec resume [the same flags] THREAD -` with the continuation on stdin; the
+//!   thread id must be a UUID (`exec resume` also takes a thread *name* there). The
+//!   thread lives where codex keeps every session — `$CODEX_HOME/sessions/…` (the
+//!   user's, or the config's `CODEX_HOME`) — so a later process resumes it after the
+//!   runner died; agent-exec removes none (codex's own files, in a folder it does not
+//!   own). Verified by resuming the format probe's own thread.
+//!
 //! Deliberately not done: MCP servers declared in the user's own codex config are not
-//! switched off by the policy (give agent-exec a `CODEX_HOME` without them); no
-//! `codex exec resume` (each execution is a fresh codex thread); `--ephemeral` is not
-//! forced, so the user's codex keeps its own session log.
+//! switched off by the policy (give agent-exec a `CODEX_HOME` without them);
+//! `--ephemeral` is not forced (it would make `resume` impossible), so codex keeps its
+//! own session log.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -89,7 +98,10 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(15);
 /// What one line of `codex exec --json` means.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Line {
-    /// Events to emit, in order (may be empty, e.g. `thread.started`).
+    /// `thread.started`: codex's thread id, the session handle `exec resume` takes
+    /// (empty when the line has none).
+    ThreadStarted(String),
+    /// Events to emit, in order (may be empty, e.g. `turn.started`).
     Events(Vec<Event>),
     /// A completed assistant message: its text is emitted and is the result text.
     AgentMessage(String),
@@ -110,6 +122,13 @@ pub fn parse_line(line: &[u8]) -> Line {
         return Line::Unrecognised;
     };
     match kind {
+        "thread.started" => Line::ThreadStarted(
+            value
+                .get("thread_id")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+        ),
         "turn.completed" => {
             let usage = value.get("usage");
             let field = |name: &str| {
@@ -215,6 +234,8 @@ pub struct CodexStream {
     /// The last top-level `error` line (not final by itself).
     last_error: Option<String>,
     usage: Usage,
+    /// From `thread.started`: the session handle (a resumed run starts the same one).
+    thread_id: Option<String>,
 }
 
 impl CodexStream {
@@ -227,6 +248,8 @@ impl CodexStream {
 impl StreamParser for CodexStream {
     fn line(&mut self, line: &[u8], events: &mut Vec<Event>) {
         match parse_line(line) {
+            Line::ThreadStarted(id) if !id.is_empty() => self.thread_id = Some(id),
+            Line::ThreadStarted(_) => {}
             Line::Events(more) => events.extend(more),
             Line::AgentMessage(text) => {
                 events.push(Event::text_delta(text.clone()));
@@ -262,6 +285,10 @@ impl StreamParser for CodexStream {
 
     fn usage(&self) -> Usage {
         self.usage
+    }
+
+    fn session(&self) -> Option<&str> {
+        self.thread_id.as_deref()
     }
 }
 
@@ -344,7 +371,28 @@ impl CodexBackend {
     fn declared() -> Vec<Capability> {
         let mut declared = crate::agent_program::AGENT_CLI_CAPABILITIES.to_vec();
         declared.push(Capability::StructuredOutput);
+        declared.push(Capability::Resume);
         declared
+    }
+
+    /// The thread a resumed attempt continues, or why it cannot: the handle is checked
+    /// again ([`agent_program::resume_session`]) and must be a UUID, since `exec
+    /// resume` also takes a thread *name* in the same place.
+    fn resume_thread<'a>(
+        &self,
+        ctx: &'a ExecutionContext,
+    ) -> Result<Option<&'a str>, agent_exec_contract::Error> {
+        let name = &self.config.name;
+        match agent_program::resume_session(ctx, name)? {
+            Some(id) if !agent_program::is_uuid(id) => Err(agent_exec_contract::Error::new(
+                ErrorCode::Internal,
+                format!(
+                    "backend `{name}` cannot resume: the session handle is not a codex thread id (a UUID)"
+                ),
+                agent_exec_contract::SideEffects::None,
+            )),
+            thread => Ok(thread),
+        }
     }
 
     fn adapter_version(program_version: &str) -> String {
@@ -391,18 +439,32 @@ impl CodexBackend {
 
     /// The format probe: `codex exec --json` with the run's own flags (the default tool
     /// policy's `--disable`s when `with_tools`), its model provider pointed at a refused
-    /// loopback port and a throw-away `CODEX_HOME`. Proven by `thread.started` then
-    /// `turn.started` on stdout; codex would then retry the provider for minutes, so
-    /// the probe stops it there (about 0.3 s in all). The model request never leaves the machine.
+    /// loopback port and `folder`'s throw-away `CODEX_HOME`. Proven by `thread.started`
+    /// then `turn.started` on stdout; codex would then retry the provider for minutes,
+    /// so the probe stops it there (about 0.3 s in all). The model request never leaves
+    /// the machine. Returns the thread id `thread.started` carried.
     ///
     /// `with_schema`: with `--output-schema` too — codex reads and parses the file
     /// before it starts the thread (a missing or malformed one ends it there), so a
     /// started thread proves the flag is understood, not merely accepted.
-    async fn probe_format(&self, with_tools: bool, with_schema: bool) -> Result<(), String> {
-        let folder = agent_program::ProbeFolder::new()?;
+    ///
+    /// `resume`: run `exec resume` on that thread (an earlier probe's, in the same
+    /// `folder`) instead; proven only when codex starts *that* thread again — it
+    /// refuses an id it has no session file for ("no rollout found"), so this proves
+    /// the session was kept and found, which `exec resume --help` cannot.
+    async fn probe_format(
+        &self,
+        folder: &agent_program::ProbeFolder,
+        with_tools: bool,
+        with_schema: bool,
+        resume: Option<&str>,
+    ) -> Result<String, String> {
         let request = folder.request(with_tools);
         let port = agent_program::refused_loopback_port()?;
         let mut args = self.kind_args(&request)?;
+        if resume.is_some() {
+            args = resumed(args);
+        }
         let _schema_file = if with_schema {
             let schema = serde_json::json!({
                 "type": "object",
@@ -424,11 +486,11 @@ impl CodexBackend {
             ),
             "-c".to_owned(),
             "model_provider=\"agent_exec_probe\"".to_owned(),
-            "-".to_owned(),
         ]);
+        args.extend(prompt_tail(resume));
         let mut env = self.config.env.clone();
         env.insert("CODEX_HOME".to_owned(), folder.home.display().to_string());
-        let (mut thread, mut turn) = (false, false);
+        let (mut thread, mut turn) = (None::<String>, false);
         let probe = agent_program::FormatProbe {
             program: self.program(),
             args: &args,
@@ -439,23 +501,28 @@ impl CodexBackend {
             install_hint: INSTALL_HINT,
         };
         let seen = agent_program::probe_stream(&probe, &mut |line| {
-            let kind = serde_json::from_slice::<Value>(line)
-                .ok()
-                .and_then(|v| v.get("type").and_then(Value::as_str).map(str::to_owned));
-            match kind.as_deref() {
-                Some("thread.started") => thread = true,
-                Some("turn.started") if thread => turn = true,
+            match parse_line(line) {
+                // A resumed probe must start the thread it was given, no other.
+                Line::ThreadStarted(id) if resume.is_none_or(|wanted| wanted == id) => {
+                    thread = Some(id)
+                }
+                Line::Events(_) if thread.is_some() && is_turn_started(line) => turn = true,
                 _ => {}
             }
-            thread && turn
+            thread.is_some() && turn
         })
         .await?;
-        seen.proof(|| {
-            format!(
+        seen.proof(|| match resume {
+            None => format!(
                 "`{} exec --json` did not start a thread and a turn on stdout",
                 self.program()
-            )
-        })
+            ),
+            Some(_) => format!(
+                "`{} exec resume --json` did not start the probe's own thread again",
+                self.program()
+            ),
+        })?;
+        Ok(thread.unwrap_or_default())
     }
 
     /// `text` with every credential value replaced by `[redacted]`
@@ -464,6 +531,31 @@ impl CodexBackend {
     pub fn redact(&self, text: &str) -> String {
         crate::redact::redact_credentials(&self.config.env, text)
     }
+}
+
+/// `exec …` → `exec resume …`: the same flags, since `exec resume` (0.171) takes each
+/// of them — `--json`, `--skip-git-repo-check`,
+/// `--dangerously-bypass-approvals-and-sandbox`, `--model`, `--disable`, `-c`,
+/// `--output-schema` — so a resumed turn is held to the same tool policy as a fresh
+/// one. (It has no `-C`; the workspace is the working directory either way.)
+fn resumed(mut args: Vec<String>) -> Vec<String> {
+    args.insert(1, "resume".to_owned());
+    args
+}
+
+/// The last arguments: `-` (the prompt on stdin), after the thread id when resuming.
+fn prompt_tail(resume: Option<&str>) -> Vec<String> {
+    resume
+        .map(str::to_owned)
+        .into_iter()
+        .chain(["-".to_owned()])
+        .collect()
+}
+
+fn is_turn_started(line: &[u8]) -> bool {
+    serde_json::from_slice::<Value>(line)
+        .ok()
+        .is_some_and(|v| v.get("type").and_then(Value::as_str) == Some("turn.started"))
 }
 
 /// The message `turn.failed` gets when codex gave none (see [`message`]).
@@ -637,13 +729,34 @@ impl Backend for CodexBackend {
         };
         let adapter_version = Self::adapter_version(&format!("codex-cli {number}"));
         let with_tools = verified.contains(&Capability::Tools);
+        let folder = match agent_program::ProbeFolder::new() {
+            Ok(folder) => folder,
+            Err(problem) => {
+                return agent_program::format_unproven(
+                    name,
+                    adapter_version,
+                    &problem,
+                    INSTALL_HINT,
+                );
+            }
+        };
         // With `--output-schema` first (one probe when it holds); without it, to tell
         // a codex that speaks the stream but not structured output from one that
         // speaks neither.
-        match self.probe_format(with_tools, true).await {
-            Ok(()) => verified.push(Capability::StructuredOutput),
-            Err(with_schema) => {
-                if let Err(problem) = self.probe_format(with_tools, false).await {
+        let thread = match self.probe_format(&folder, with_tools, true, None).await {
+            Ok(thread) => {
+                verified.push(Capability::StructuredOutput);
+                thread
+            }
+            Err(with_schema) => match self.probe_format(&folder, with_tools, false, None).await {
+                Ok(thread) => {
+                    problems.push(format!(
+                        "structured-output: `{program} exec --output-schema` did not start a run ({}); upgrade @openai/codex",
+                        self.redact(&with_schema)
+                    ));
+                    thread
+                }
+                Err(problem) => {
                     return agent_program::format_unproven(
                         name,
                         adapter_version,
@@ -651,11 +764,23 @@ impl Backend for CodexBackend {
                         INSTALL_HINT,
                     );
                 }
-                problems.push(format!(
-                    "structured-output: `{program} exec --output-schema` did not start a run ({}); upgrade @openai/codex",
-                    self.redact(&with_schema)
-                ));
-            }
+            },
+        };
+        // Resume is proven by doing it: `exec resume` on the thread the probe just
+        // started (and killed), in the same throw-away CODEX_HOME.
+        let resumed = if agent_program::is_uuid(&thread) {
+            self.probe_format(&folder, with_tools, false, Some(&thread))
+                .await
+                .map(drop)
+        } else {
+            Err("`thread.started` carried no thread id (a UUID)".to_owned())
+        };
+        match resumed {
+            Ok(()) => verified.push(Capability::Resume),
+            Err(problem) => problems.push(format!(
+                "resume: `{program} exec resume` did not continue a thread it had started ({}); upgrade @openai/codex, and keep `--ephemeral` out of `args`",
+                self.redact(&problem)
+            )),
         }
         crate::agent_program::verify_cancel(&mut verified, &mut problems);
         Verification {
@@ -683,6 +808,13 @@ impl Backend for CodexBackend {
                 ));
             }
         };
+        let thread = match self.resume_thread(&ctx) {
+            Ok(thread) => thread,
+            Err(error) => return ContractResult::failed(error),
+        };
+        if thread.is_some() {
+            kind_args = resumed(kind_args);
+        }
         // Held until the run is over: codex reads the file at start.
         let _schema_file = match request.output_schema.as_ref().map(Self::schema_arg) {
             None => None,
@@ -700,11 +832,16 @@ impl Backend for CodexBackend {
         };
         // The prompt on stdin (`-`), not in argv: argv is readable by every local user
         // in /proc/*/cmdline and capped at 128 KiB an argument.
+        // Resumed, the thread already holds the conversation: only the continuation.
+        let prompt = match thread {
+            Some(_) => agent_program::render_continuation(request),
+            None => agent_program::render_prompt(request),
+        };
         let mut run = self.config.agent_run(
             self.program(),
             kind_args,
-            vec!["-".into()],
-            Some(crate::agent_program::render_prompt(request).into_bytes()),
+            prompt_tail(thread),
+            Some(prompt.into_bytes()),
             &request.workspace.root,
         );
         let ours: BTreeMap<String, String> = [
@@ -773,6 +910,14 @@ mod tests {
         );
         assert_eq!(
             parse_line(br#"{"type":"thread.started","thread_id":"t"}"#),
+            Line::ThreadStarted("t".into())
+        );
+        assert_eq!(
+            parse_line(br#"{"type":"thread.started","thread_id":7}"#),
+            Line::ThreadStarted(String::new())
+        );
+        assert_eq!(
+            parse_line(br#"{"type":"turn.started"}"#),
             Line::Events(vec![])
         );
         assert_eq!(parse_line(b"not json"), Line::Unrecognised);
@@ -805,6 +950,98 @@ mod tests {
         assert_eq!(stream.verdict(), Verdict::Completed("second".into()));
         assert_eq!(stream.usage().prompt_tokens, 7);
         assert_eq!(stream.usage().completion_tokens, 2);
+    }
+
+    #[test]
+    fn the_thread_id_is_the_session_and_the_last_one_wins() {
+        // Recorded from codex-cli 0.171.0 (`exec --json`, and `exec resume` on it).
+        let (stream, events) = fold(&[
+            r#"{"type":"thread.started","thread_id":"01a2342a-70a9-7080-b1dd-42fcf176d61f"}"#,
+            r#"{"type":"turn.started"}"#,
+        ]);
+        assert!(events.is_empty(), "{events:?}");
+        assert_eq!(
+            stream.session(),
+            Some("01a2342a-70a9-7080-b1dd-42fcf176d61f")
+        );
+        let (stream, _) = fold(&[
+            r#"{"type":"thread.started","thread_id":"a"}"#,
+            r#"{"type":"thread.started"}"#,
+            r#"{"type":"thread.started","thread_id":"b"}"#,
+        ]);
+        assert_eq!(stream.session(), Some("b"));
+        assert_eq!(CodexStream::new().session(), None);
+    }
+
+    #[test]
+    fn a_resumed_run_is_exec_resume_with_the_same_flags_then_the_thread_and_stdin() {
+        let backend = CodexBackend::new(ProgramConfig::new("cx"));
+        let request = ContractRequest::default();
+        let fresh = backend.kind_args(&request).unwrap();
+        let resumed_args = resumed(fresh.clone());
+        assert_eq!(resumed_args[..2], ["exec", "resume"]);
+        assert_eq!(
+            resumed_args[2..],
+            fresh[1..],
+            "every flag of a fresh run, in order"
+        );
+        assert!(
+            resumed_args
+                .windows(2)
+                .any(|w| w == ["--disable", "shell_tool"]),
+            "the default policy still holds: {resumed_args:?}"
+        );
+        let id = "01a2342a-70a9-7080-b1dd-42fcf176d61f";
+        assert_eq!(prompt_tail(Some(id)), [id, "-"]);
+        assert_eq!(prompt_tail(None), ["-"]);
+    }
+
+    #[test]
+    fn a_resume_handle_that_is_not_a_thread_uuid_never_reaches_argv() {
+        let backend = CodexBackend::new(ProgramConfig::new("cx"));
+        let mut ctx = ExecutionContext::new(agent_exec_contract::EventSink::discard());
+        for bad in ["--foo", "../x", "my-thread-name", "-c"] {
+            ctx.resume = Some(agent_exec_contract::ResumeFrom {
+                session: bad.into(),
+                attempt: 1,
+                original_prompt: "p".into(),
+            });
+            let refused = backend.resume_thread(&ctx).unwrap_err();
+            assert_eq!(refused.code, ErrorCode::Internal, "{bad}");
+            assert_eq!(refused.side_effects, agent_exec_contract::SideEffects::None);
+        }
+        let id = "01a2342a-70a9-7080-b1dd-42fcf176d61f";
+        ctx.resume = Some(agent_exec_contract::ResumeFrom {
+            session: id.into(),
+            attempt: 1,
+            original_prompt: "p".into(),
+        });
+        assert_eq!(backend.resume_thread(&ctx).ok(), Some(Some(id)));
+    }
+
+    #[tokio::test]
+    async fn a_refused_resume_handle_fails_before_codex_starts() {
+        // `program` does not exist: reaching the spawn would fail differently.
+        let mut config = ProgramConfig::new("cx");
+        config.program = Some("/nonexistent/codex".into());
+        let backend = CodexBackend::new(config);
+        let mut ctx = ExecutionContext::new(agent_exec_contract::EventSink::discard());
+        ctx.resume = Some(agent_exec_contract::ResumeFrom {
+            session: "--foo".into(),
+            attempt: 1,
+            original_prompt: "p".into(),
+        });
+        let request = ContractRequest {
+            workspace: agent_exec_contract::WorkspaceHandle {
+                root: "/".into(),
+                writable: Vec::new(),
+            },
+            ..ContractRequest::default()
+        };
+        let result = backend.execute(&request, ctx).await;
+        let err = result.err.unwrap();
+        assert_eq!(err.code, ErrorCode::Internal);
+        assert!(err.reason.contains("cannot resume"), "{}", err.reason);
     }
 
     #[test]
@@ -989,9 +1226,24 @@ mod tests {
             let _ = parse_line(&bytes);
         }
 
+        /// The twin of the fuzz target's session check: any `thread_id` string is kept
+        /// as it is (the reporter, not the parser, decides what is an id), and a UUID
+        /// always passes the contract's check.
         #[test]
-        fn never_panics_on_typed_objects(kind in "(item\\.started|item\\.completed|turn\\.completed|turn\\.failed|error|x)", body in "[ -~]{0,40}") {
-            let line = format!(r#"{{"type":"{kind}","item":{{"type":"{body}"}},"usage":{{"input_tokens":"{body}"}}}}"#);
+        fn any_thread_id_is_the_session_verbatim(id in "\\PC{0,40}", uuid in "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}") {
+            let mut stream = CodexStream::new();
+            let mut events = Vec::new();
+            let line = serde_json::json!({"type": "thread.started", "thread_id": id}).to_string();
+            stream.line(line.as_bytes(), &mut events);
+            prop_assert_eq!(stream.session(), Some(id.as_str()).filter(|i| !i.is_empty()));
+            prop_assert!(events.is_empty());
+            prop_assert!(agent_program::is_uuid(&uuid));
+            prop_assert!(agent_exec_contract::check_session_handle(&uuid).is_ok());
+        }
+
+        #[test]
+        fn never_panics_on_typed_objects(kind in "(item\\.started|item\\.completed|turn\\.completed|turn\\.failed|thread\\.started|error|x)", body in "[ -~]{0,40}") {
+            let line = format!(r#"{{"type":"{kind}","thread_id":"{body}","item":{{"type":"{body}"}},"usage":{{"input_tokens":"{body}"}}}}"#);
             let _ = parse_line(line.as_bytes());
         }
     }

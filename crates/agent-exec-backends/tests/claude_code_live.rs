@@ -576,10 +576,12 @@ async fn verify_probes_the_real_program_and_names_the_package_when_missing() {
         Capability::Tools,
         Capability::Cancel,
         Capability::Usage,
+        // Proven by `--resume` on the probe's own saved session.
+        Capability::Resume,
     ] {
         assert!(
             verification.verified.contains(&capability),
-            "{capability:?}"
+            "{capability:?}: {verification:?}"
         );
     }
     let version = verification
@@ -885,4 +887,104 @@ async fn structured_output_goes_through_json_schema_and_is_checked_by_the_runtim
     assert!(err.reason.contains("not JSON"), "{}", err.reason);
     assert_eq!(err.side_effects, SideEffects::None, "no tool ran");
     assert!(result.text.is_empty(), "{result:#?}");
+}
+
+/// Resume, end to end on the real Claude Code: attempt 1 runs a Bash tool, then
+/// `claude` is SIGKILLed while its next model request is in flight; the session id it
+/// reported from the `init` line goes back in as `ctx.resume`, and attempt 2
+/// (`--resume=ID`) continues that session: its model request carries the earlier tool
+/// call and its output.
+#[tokio::test]
+async fn a_killed_run_resumes_its_own_session_and_the_model_sees_the_earlier_turns() {
+    let s = setup(|_| {
+        vec![
+            Turn::tool_call(
+                "toolu_r1",
+                "Bash",
+                json!({"command": "echo TOOL-OUTPUT-c41"}),
+            ),
+            // The model never answers the tool's output: claude is killed while it waits.
+            Turn::default().ending(model_script::Ending::Hang),
+            Turn::text("resumed and done"),
+        ]
+    });
+    let request = s.request("run the marker command", "workspace");
+    let backend: Arc<dyn Backend> = s.backend.clone();
+    let server = &s.server;
+    let (first, reported) =
+        agents::run_until_killed(backend.clone(), request.clone(), "claude", || {
+            // The second request carries the tool's output: the session holds both turns.
+            server.requests().len() >= 2
+        })
+        .await;
+    assert_eq!(first.outcome, Outcome::Unknown, "{first:#?}");
+    assert_eq!(
+        reported.len(),
+        1,
+        "one session, reported once: {reported:?}"
+    );
+    let session = reported[0].clone();
+    assert!(
+        agent_exec_backends::agent_program::is_uuid(&session),
+        "{session}"
+    );
+
+    let mut continuation = request.clone();
+    continuation.prompt = "please continue".into();
+    let (second, again) = agents::run_resumed(
+        backend,
+        continuation,
+        agent_exec_contract::ResumeFrom {
+            session: session.clone(),
+            attempt: 1,
+            original_prompt: request.prompt.clone(),
+        },
+    )
+    .await;
+    assert_eq!(second.outcome, Outcome::Succeeded, "{second:#?}");
+    assert_eq!(second.text, "resumed and done");
+    assert_eq!(again, [session], "Claude Code continued the same session");
+
+    let requests = s.server.requests();
+    assert_eq!(
+        requests.len(),
+        3,
+        "{:#?}",
+        requests.iter().map(|r| &r.body).collect::<Vec<_>>()
+    );
+    let resumed = requests[2].body["messages"].to_string();
+    for earlier in ["run the marker command", "toolu_r1", "TOOL-OUTPUT-c41"] {
+        assert!(
+            resumed.contains(earlier),
+            "the resumed request lacks {earlier:?}: {resumed}"
+        );
+    }
+    assert!(resumed.contains("please continue"), "{resumed}");
+    assert_eq!(s.server.requests_past_script(), 0);
+}
+
+/// `--no-session-persistence` in `args` keeps no conversation, and `verify` shows it:
+/// the `--resume` probe finds no session, so `resume` is not verified (the rest is).
+#[tokio::test]
+async fn without_saved_sessions_resume_is_not_verified() {
+    let s = setup_with(
+        |_| Vec::new(),
+        |config| config.args = vec!["--no-session-persistence".into()],
+    );
+    let verification = s.backend.verify().await;
+    assert!(
+        !verification.verified.contains(&Capability::Resume),
+        "{verification:?}"
+    );
+    assert!(
+        verification.verified.contains(&Capability::Tools),
+        "only resume is lost: {verification:?}"
+    );
+    assert!(
+        verification
+            .problems
+            .iter()
+            .any(|p| p.starts_with("resume:")),
+        "{verification:?}"
+    );
 }

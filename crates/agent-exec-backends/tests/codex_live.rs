@@ -513,6 +513,8 @@ async fn verify_reports_the_real_version_and_a_missing_program_says_what_to_inst
         Capability::Tools,
         Capability::Cancel,
         Capability::StructuredOutput,
+        // Proven by `exec resume` on the probe's own thread.
+        Capability::Resume,
     ] {
         assert!(
             verification.verified.contains(&capability),
@@ -662,4 +664,104 @@ async fn structured_output_goes_through_output_schema_and_is_checked_by_the_runt
         err.reason
     );
     assert!(result.text.is_empty());
+}
+
+/// Resume, end to end on the real codex: attempt 1 runs a tool call, then codex is
+/// SIGKILLed while its next model request is in flight; the thread id it reported
+/// from `thread.started` goes back in as `ctx.resume`, and attempt 2 (`codex exec
+/// resume`) continues that thread: the model request it makes carries the earlier
+/// tool call and its output, under the same tool set.
+#[tokio::test]
+async fn a_killed_run_resumes_in_its_own_thread_and_the_model_sees_the_earlier_turns() {
+    let rig = Rig::new(vec![
+        exec_command("call_r1", "echo TOOL-OUTPUT-7f3", 10_000),
+        // The model never answers the tool's output: codex is killed while it waits.
+        Turn::default().ending(Ending::Hang),
+        Turn::text("resumed and done").with_usage(140, 12),
+    ]);
+    let mut request = rig.request("codex-live-resume", "run the marker command");
+    request.tool_policy = ToolPolicy {
+        profile: String::new(),
+        allowlist: vec!["exec_command".into()],
+    };
+    let backend: Arc<dyn Backend> = rig.backend.clone();
+    let server = &rig.server;
+    let (first, reported) =
+        agents::run_until_killed(backend.clone(), request.clone(), "codex", || {
+            // The second request carries the tool's output: the thread has both turns.
+            server.requests().len() >= 2
+        })
+        .await;
+    assert_eq!(first.outcome, Outcome::Unknown, "{first:#?}");
+    assert_eq!(reported.len(), 1, "one thread, reported once: {reported:?}");
+    let thread = reported[0].clone();
+    assert!(
+        agent_exec_backends::agent_program::is_uuid(&thread),
+        "{thread}"
+    );
+
+    let mut continuation = request.clone();
+    continuation.prompt = "please continue".into();
+    let (second, again) = agents::run_resumed(
+        backend,
+        continuation,
+        agent_exec_contract::ResumeFrom {
+            session: thread.clone(),
+            attempt: 1,
+            original_prompt: request.prompt.clone(),
+        },
+    )
+    .await;
+    assert_eq!(second.outcome, Outcome::Succeeded, "{second:#?}");
+    assert_eq!(second.text, "resumed and done");
+    assert_eq!(again, [thread], "codex continued the same thread");
+
+    let requests = rig.server.requests();
+    assert_eq!(
+        requests.len(),
+        3,
+        "{:#?}",
+        requests.iter().map(|r| &r.body).collect::<Vec<_>>()
+    );
+    let resumed = requests[2].body.to_string();
+    for earlier in ["run the marker command", "call_r1", "TOOL-OUTPUT-7f3"] {
+        assert!(
+            resumed.contains(earlier),
+            "the resumed request lacks {earlier:?}: {resumed}"
+        );
+    }
+    assert!(resumed.contains("please continue"), "{resumed}");
+    assert_eq!(
+        offered_tools(&requests[2].body),
+        offered_tools(&requests[0].body),
+        "the resumed turn is held to the same tool set"
+    );
+    assert_eq!(rig.server.requests_past_script(), 0);
+}
+
+/// `verify` proves `resume` by doing it (`exec resume` on the format probe's own
+/// thread, in its throw-away `CODEX_HOME`; the real codex verifies it in
+/// `verify_reports_the_real_version…`): with `--ephemeral` in `args` no session is
+/// kept, and the probe shows it — `--help` would not.
+#[tokio::test]
+async fn an_ephemeral_codex_does_not_verify_resume() {
+    let mut config = ProgramConfig::new(KIND);
+    config.program = Some(codex_program().display().to_string());
+    config.args = vec!["--ephemeral".into()];
+    let verification = CodexBackend::new(config).verify().await;
+    assert!(
+        !verification.verified.contains(&Capability::Resume),
+        "{verification:#?}"
+    );
+    assert!(
+        verification.verified.contains(&Capability::Text),
+        "only resume is lost: {verification:#?}"
+    );
+    assert!(
+        verification
+            .problems
+            .iter()
+            .any(|p| p.starts_with("resume:")),
+        "{verification:#?}"
+    );
 }

@@ -2,8 +2,10 @@
 //! that logs every start: `run` probes once, later `run`s take the cached probe, a
 //! touched program is probed again, `backends --verify` always probes.
 //!
-//! The runs ask for a capability codex does not declare (`resume`), so each stops
-//! right after resolution — verification is all they do, and no model is called.
+//! The runs ask for a tool profile codex cannot enforce, so each stops right after
+//! resolution, before codex starts (`agent.tool_rejected`) — verification is all they
+//! do, and no model is called. (They asked for `resume` while codex lacked it; codex
+//! declares every capability now.)
 #![allow(clippy::unwrap_used)]
 
 use std::path::{Path, PathBuf};
@@ -82,7 +84,8 @@ impl Sandbox {
             .unwrap()
     }
 
-    /// A run that verifies codex and stops at resolution (codex has no `resume`).
+    /// A run that verifies codex (requiring `tools`, so a failed probe refuses it)
+    /// and stops before codex starts: the tool profile is one codex cannot enforce.
     fn run(&self) {
         let ws = self.path("ws");
         let out = self.agent_exec(&[
@@ -91,16 +94,20 @@ impl Sandbox {
             "codex",
             "--prompt",
             "x",
+            "--json",
             "--require",
-            "resume",
+            "tools",
+            "--tool-profile",
+            "telepathy",
             "--workspace",
             ws.to_str().unwrap(),
         ]);
+        let stdout = String::from_utf8_lossy(&out.stdout);
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert_eq!(out.status.code(), Some(1), "{stdout} {stderr}");
         assert!(
-            stderr.contains("lacks verified capabilities: resume"),
-            "not refused for `resume` alone (did the probe fail?): {stderr}"
+            stdout.contains("agent.tool_rejected"),
+            "not refused for the tool profile alone (did the probe fail?): {stdout} {stderr}"
         );
     }
 

@@ -5,8 +5,12 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
-use agent_exec_contract::{Backend, Capability, Resolved, Verification};
+use agent_exec_contract::{
+    Backend, Capability, ContractRequest, ContractResult, EventSink, ExecutionContext, Resolved,
+    ResumeFrom, SessionReporter, Verification,
+};
 
 /// The npm-installed `bin` (from `$AGENT_EXEC_NPM_BIN`, else `$PEERS_DIR`, else the
 /// workspace's `target/peers`), or a panic naming the npm `package` to install.
@@ -41,4 +45,92 @@ pub fn resolved(backend: Arc<dyn Backend>, name: &str, verified: &[Capability]) 
             ..Default::default()
         },
     }
+}
+
+/// The live process whose executable path contains `exe_contains` and whose working
+/// directory is `workspace`: the agent program of a run there (each test has its own
+/// workspace, so parallel tests do not see each other's agents; a tool's shell or the
+/// npm launcher is `bash`/`node`, not the agent).
+pub fn agent_pid_in(workspace: &Path, exe_contains: &str) -> Option<i32> {
+    let workspace = std::fs::canonicalize(workspace).ok()?;
+    std::fs::read_dir("/proc")
+        .ok()?
+        .flatten()
+        .find_map(|entry| {
+            let pid: i32 = entry.file_name().to_str()?.parse().ok()?;
+            let exe = std::fs::read_link(entry.path().join("exe")).ok()?;
+            let cwd = std::fs::read_link(entry.path().join("cwd")).ok()?;
+            let alive = agent_exec_runtime::procfs::stat(pid).is_some_and(|s| !s.is_gone());
+            (alive && cwd == workspace && exe.to_string_lossy().contains(exe_contains))
+                .then_some(pid)
+        })
+}
+
+/// Attempt 1 of `request` on `backend`, straight through `Backend::execute` with a
+/// session channel: once `ready()` holds (polled), the agent process (see
+/// [`agent_pid_in`]) is SIGKILLed, as a dying machine would. Returns the result and
+/// every session handle the backend reported.
+pub async fn run_until_killed(
+    backend: Arc<dyn Backend>,
+    request: ContractRequest,
+    agent_exe: &str,
+    ready: impl Fn() -> bool,
+) -> (ContractResult, Vec<String>) {
+    let workspace = PathBuf::from(&request.workspace.root);
+    let (sink, _events) = EventSink::channel();
+    let mut ctx = ExecutionContext::new(sink);
+    let (reporter, mut handles) = SessionReporter::channel();
+    ctx.session = reporter;
+    let mut run = tokio::spawn(async move { backend.execute(&request, ctx).await });
+    let mut killed = false;
+    for _ in 0..1200 {
+        if run.is_finished() {
+            break;
+        }
+        if ready()
+            && let Some(pid) = agent_pid_in(&workspace, agent_exe)
+        {
+            let status = std::process::Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status()
+                .unwrap();
+            assert!(status.success(), "kill -KILL {pid}");
+            killed = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(killed, "the run ended or stalled before it could be killed");
+    let result = tokio::time::timeout(Duration::from_secs(30), &mut run)
+        .await
+        .expect("a killed agent must not hang the run")
+        .unwrap();
+    (result, drain_handles(&mut handles))
+}
+
+/// Attempt `from.attempt + 1` of `request`, resuming `from` on `backend`. Returns the
+/// result and the session handles this attempt reported.
+pub async fn run_resumed(
+    backend: Arc<dyn Backend>,
+    request: ContractRequest,
+    from: ResumeFrom,
+) -> (ContractResult, Vec<String>) {
+    let (sink, _events) = EventSink::channel();
+    let mut ctx = ExecutionContext::new(sink);
+    let (reporter, mut handles) = SessionReporter::channel();
+    ctx.session = reporter;
+    ctx.attempt = from.attempt + 1;
+    ctx.resume = Some(from);
+    let result = tokio::time::timeout(Duration::from_secs(60), backend.execute(&request, ctx))
+        .await
+        .expect("the resumed run did not end within 60 s");
+    (result, drain_handles(&mut handles))
+}
+
+fn drain_handles(handles: &mut futures::channel::mpsc::UnboundedReceiver<String>) -> Vec<String> {
+    let mut got = Vec::new();
+    while let Ok(handle) = handles.try_recv() {
+        got.push(handle);
+    }
+    got
 }
