@@ -78,4 +78,6 @@ pub use agent_exec_contract::JournalHook;
 pub use executor::{
     DEFAULT_CANCEL_TIMEOUT, ResumeOptions, RunOptions, Runtime, cause_code, replay_allowed,
 };
-pub use process::{Confinement, ProcessTree, Sweep, Termination, become_subreaper};
+pub use process::{
+    Confinement, ProcessTree, Sweep, Termination, become_subreaper, terminate_runner_leftovers,
+};
