@@ -64,8 +64,8 @@
 //!
 //! * Resume: pi keeps each execution's sessions in that execution's folder of the
 //!   [`SessionStore`] (`--session-dir`; never `~/.pi/agent/sessions`). The `session`
-//!   header's id is the handle, reported from inside [`StreamParser::line`] the moment
-//!   it is read, and only when it is a UUID ([`check_handle`]). A resumed attempt maps
+//!   header's id is the handle ([`StreamParser::session`], which the driver reports the
+//!   moment it is read), and only when it is a UUID ([`check_handle`]). A resumed attempt maps
 //!   the handle back to `<timestamp>_<id>.jsonl` by listing that folder only
 //!   ([`session_file_matches`]) and runs `--session FILE` with the continuation prompt
 //!   (the request's `context` is in the session already, so it is not rendered again).
@@ -85,7 +85,7 @@ use std::time::Duration;
 
 use agent_exec_contract::{
     Backend, BackendDescriptor, Capability, ContractRequest, ContractResult, Error, ErrorCode,
-    Event, EventKind, ExecutionContext, Outcome, SessionReporter, SideEffects, Usage, Verification,
+    Event, EventKind, ExecutionContext, Outcome, SideEffects, Usage, Verification,
 };
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
@@ -627,9 +627,9 @@ pub struct PiStream {
     saw_session: bool,
     /// The session header's id, when it was a usable handle ([`check_handle`]).
     session_id: Option<String>,
-    /// Where the session's id is reported the moment the header shows it.
-    reporter: Option<SessionReporter>,
-    /// Why the header's id was not reported (for the logs).
+    /// Whether pi keeps this session (then [`StreamParser::session`] gives its id).
+    keeps_session: bool,
+    /// Why the header's id is not a usable handle (for the logs).
     session_problem: Option<String>,
     ended: bool,
 }
@@ -639,12 +639,13 @@ impl PiStream {
         PiStream::default()
     }
 
-    /// A stream that reports the session header's id to `reporter` as soon as it is
-    /// read (a channel send inside [`StreamParser::line`], so a runner killed a moment
-    /// later has already handed it to the journal).
-    pub fn with_reporter(reporter: SessionReporter) -> Self {
+    /// A stream of a run whose session pi keeps: [`StreamParser::session`] gives the
+    /// header's id once read, and the driver reports it at once (before the line's
+    /// events), so a runner killed a moment later has already handed it to the
+    /// journal. [`PiStream::new`] (an ephemeral run) has no handle to give.
+    pub fn keeping_session() -> Self {
         PiStream {
-            reporter: Some(reporter),
+            keeps_session: true,
             ..PiStream::default()
         }
     }
@@ -780,13 +781,7 @@ pub fn classify(message: &str) -> ErrorCode {
 /// Anything else is refused on both sides: never reported, never resumed.
 pub fn check_handle(handle: &str) -> Result<(), String> {
     agent_exec_contract::check_session_handle(handle)?;
-    let groups: Vec<&str> = handle.split('-').collect();
-    let shaped = groups.len() == 5
-        && groups
-            .iter()
-            .zip([8usize, 4, 4, 4, 12])
-            .all(|(group, len)| group.len() == len && group.bytes().all(|b| b.is_ascii_hexdigit()));
-    if shaped {
+    if agent_program::is_uuid(handle) {
         Ok(())
     } else {
         Err(format!(
@@ -823,16 +818,7 @@ impl StreamParser for PiStream {
                 self.saw_session = true;
                 self.session_version = version;
                 match id.as_deref().map(check_handle) {
-                    Some(Ok(())) => {
-                        if let (Some(reporter), Some(id)) = (&self.reporter, &id) {
-                            // Checked already; a refusal here cannot happen, and would
-                            // only mean the id is not journaled.
-                            if let Err(problem) = reporter.report(id) {
-                                self.session_problem = Some(problem);
-                            }
-                        }
-                        self.session_id = id;
-                    }
+                    Some(Ok(())) => self.session_id = id,
                     Some(Err(problem)) => self.session_problem = Some(problem),
                     None => {
                         self.session_problem = Some("the session header has no id".to_owned());
@@ -894,6 +880,10 @@ impl StreamParser for PiStream {
 
     fn usage(&self) -> Usage {
         self.usage
+    }
+
+    fn session(&self) -> Option<&str> {
+        self.session_id.as_deref().filter(|_| self.keeps_session)
     }
 }
 
@@ -1077,7 +1067,7 @@ impl PiBackend {
         notes: &mut Vec<String>,
     ) -> Result<AttemptSession, Error> {
         let refuse = |reason: String| Error::new(ErrorCode::Internal, reason, SideEffects::None);
-        let Some(from) = &ctx.resume else {
+        let Some(handle) = agent_program::resume_session(ctx, &self.config.name)? else {
             let Some(store) = &self.sessions else {
                 notes.push(
                     "pi's session is not kept (no state directory), so this attempt cannot be resumed"
@@ -1095,19 +1085,18 @@ impl PiBackend {
                 }
             });
         };
-        check_handle(&from.session)
-            .map_err(|problem| refuse(format!("cannot resume: {problem}")))?;
+        check_handle(handle).map_err(|problem| refuse(format!("cannot resume: {problem}")))?;
+        let attempt = ctx.resume.as_ref().map_or(0, |from| from.attempt);
         let store = self.sessions.as_ref().ok_or_else(|| {
             refuse("cannot resume: pi's sessions are not kept (no state directory)".to_owned())
         })?;
         let file = store
             .find(&request.execution_id, |name| {
-                session_file_matches(name, &from.session)
+                session_file_matches(name, handle)
             })
             .map_err(|problem| {
                 refuse(format!(
-                    "cannot resume pi session {} of attempt {}: {problem}",
-                    from.session, from.attempt
+                    "cannot resume pi session {handle} of attempt {attempt}: {problem}"
                 ))
             })?;
         Ok(AttemptSession::Resume {
@@ -1396,10 +1385,7 @@ impl Backend for PiBackend {
         let prompt = match &ctx.resume {
             // The conversation so far is in the session already: only the
             // continuation prompt (and the deliverables, as a reminder) is new.
-            Some(_) => crate::agent_program::render_prompt(&ContractRequest {
-                context: Vec::new(),
-                ..request.clone()
-            }),
+            Some(_) => crate::agent_program::render_continuation(request),
             None => crate::agent_program::render_prompt(request),
         };
         if prompt.trim().is_empty() {
@@ -1447,10 +1433,10 @@ impl Backend for PiBackend {
             &request.workspace.root,
         );
         run.env = self.environment(request, ctx.attempt);
-        // Reported only when pi keeps the session: an ephemeral one cannot be resumed.
+        // A handle only when pi keeps the session: an ephemeral one cannot be resumed.
         let mut stream = match session_args {
             SessionArgs::Ephemeral => PiStream::new(),
-            _ => PiStream::with_reporter(ctx.session.clone()),
+            _ => PiStream::keeping_session(),
         };
         let mut result = agent_program::drive(run, &mut stream, &ctx).await;
         drop(instructions);
@@ -1867,31 +1853,33 @@ mod tests {
     const ID: &str = "01a2342a-a615-70e2-8844-5cd0d1b80423";
 
     #[test]
-    fn the_session_header_id_is_reported_once_checked() {
-        let (reporter, mut receiver) = agent_exec_contract::SessionReporter::channel();
-        let mut stream = PiStream::with_reporter(reporter);
+    fn the_session_header_id_is_the_handle_once_checked() {
+        let mut stream = PiStream::keeping_session();
         let mut events = Vec::new();
         let header = format!(r#"{{"type":"session","version":3,"id":"{ID}","cwd":"/w"}}"#);
+        assert_eq!(stream.session(), None);
         stream.line(header.as_bytes(), &mut events);
         assert!(events.is_empty());
         assert_eq!(stream.session_id(), Some(ID));
-        assert_eq!(receiver.try_recv().unwrap(), ID);
+        assert_eq!(stream.session(), Some(ID));
+        // An ephemeral run's id is no handle: nothing to resume.
+        let mut ephemeral = PiStream::new();
+        ephemeral.line(header.as_bytes(), &mut events);
+        assert_eq!(ephemeral.session(), None);
 
-        // An id that is not a session id is neither kept nor reported.
-        let (reporter, mut receiver) = agent_exec_contract::SessionReporter::channel();
-        let mut stream = PiStream::with_reporter(reporter);
+        // An id that is not a session id is neither kept nor given as the handle.
+        let mut stream = PiStream::keeping_session();
         stream.line(
             br#"{"type":"session","version":3,"id":"../../etc/passwd"}"#,
             &mut events,
         );
         assert_eq!(stream.session_id(), None);
+        assert_eq!(stream.session(), None);
         assert!(
             stream.session_problem().unwrap().contains("session handle"),
             "{:?}",
             stream.session_problem()
         );
-        drop(stream);
-        assert!(receiver.try_recv().is_err(), "nothing was reported");
     }
 
     #[test]
@@ -1962,7 +1950,7 @@ mod tests {
             let err = result.err.unwrap();
             assert_eq!(err.code, ErrorCode::Internal);
             assert_eq!(err.side_effects, SideEffects::None);
-            assert!(err.reason.starts_with("cannot resume: "), "{}", err.reason);
+            assert!(err.reason.contains("cannot resume: "), "{}", err.reason);
         }
         // A well-formed id whose file is not in the execution's folder.
         let result = rt.block_on(backend.execute(&request, resume(ID)));
@@ -1991,16 +1979,14 @@ mod tests {
         #[test]
         fn handles_from_any_header_are_checked_ids(id in "[ -~]{0,48}") {
             let header = serde_json::json!({"type": "session", "version": 3, "id": id}).to_string();
-            let (reporter, mut receiver) = agent_exec_contract::SessionReporter::channel();
-            let mut stream = PiStream::with_reporter(reporter);
+            let mut stream = PiStream::keeping_session();
             stream.line(header.as_bytes(), &mut Vec::new());
             let accepted = check_handle(&id).is_ok();
             prop_assert_eq!(stream.session_id().is_some(), accepted);
             prop_assert_eq!(stream.session_problem().is_some(), !accepted);
-            drop(stream);
-            let reported = receiver.try_recv().ok();
-            prop_assert_eq!(reported.is_some(), accepted);
-            if let Some(handle) = reported {
+            let handle = stream.session().map(str::to_owned);
+            prop_assert_eq!(handle.is_some(), accepted);
+            if let Some(handle) = handle {
                 prop_assert!(agent_exec_contract::check_session_handle(&handle).is_ok());
                 prop_assert!(!handle.contains('/') && !handle.starts_with('-'));
             }

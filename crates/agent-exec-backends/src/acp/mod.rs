@@ -207,12 +207,9 @@ impl Backend for AcpBackend {
             }
         };
         // A handle is data: checked again here, whatever the journal holds.
-        let resume = match &ctx.resume {
-            None => None,
-            Some(from) => match agent_exec_contract::check_session_handle(&from.session) {
-                Ok(()) => Some(from.session.clone()),
-                Err(problem) => return internal(format!("cannot resume: {problem}")),
-            },
+        let resume = match crate::agent_program::resume_session(&ctx, &self.config.name) {
+            Ok(handle) => handle.map(str::to_owned),
+            Err(err) => return ContractResult::failed(err),
         };
         let fs =
             match fs::WorkspaceFs::new(root, &request.workspace.writable, policy.allows_writes()) {
