@@ -1,5 +1,5 @@
-//! `agent-exec resume`, end to end with the pinned Codex, Claude Code and pi against the
-//! scripted model servers (`model-script`): `agent-exec run` with an SQLite journal;
+//! `agent-exec resume`, end to end with the pinned Codex, Claude Code, pi and codex-acp
+//! against the scripted model servers (`model-script`): `agent-exec run` with an SQLite journal;
 //! the *runner* is SIGKILLed right after the agent's first tool call (the scripted
 //! server has seen the tool's output); `runs show` says `unknown`; `agent-exec resume`
 //! stops what the dead runner left running and continues the agent's own
@@ -7,6 +7,11 @@
 //! output) in the resumed request — and ends `succeeded` under the same execution id,
 //! with two attempts journaled, each with its session handle. Afterwards no process of
 //! either runner is alive.
+//!
+//! Not here: the `openai` backend (no tools, no process; its probe sends real
+//! completions to the same scripted server on every `run` and `resume`, which a
+//! sequential script cannot tell from the execution's). Its resume is tested against
+//! the scripted server at the backend level (`agent-exec-backends/tests/openai.rs`).
 //!
 //! The programs are found through `AGENT_EXEC_NPM_BIN` or `PEERS_DIR` (set by
 //! `scripts/test.sh`); a missing one fails the test with what to run.
@@ -150,6 +155,44 @@ impl Live {
         )
     }
 
+    /// codex-acp over the Agent Client Protocol (it advertises `loadSession`).
+    fn acp(turns: Vec<Turn>) -> Live {
+        let server = ScriptedServer::start(Script::new(turns));
+        let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+        let home = dir.path().join("codex-home");
+        std::fs::create_dir_all(&home).unwrap();
+        // As the backend's own live test: codex asks before every command that is not
+        // read-only, so the tool policy decides; no sandbox (no bubblewrap here).
+        std::fs::write(
+            home.join("config.toml"),
+            format!(
+                "approval_policy = \"untrusted\"\nsandbox_mode = \"danger-full-access\"\n\
+                 model = \"gpt-5.4-mini\"\nmodel_provider = \"scripted\"\n\n\
+                 [model_providers.scripted]\nname = \"scripted\"\nbase_url = \"{}\"\n\
+                 wire_api = \"responses\"\nenv_key = \"SCRIPTED_KEY\"\n",
+                server.base_url
+            ),
+        )
+        .unwrap();
+        let config = format!(
+            "[backends.acp]\nkind = \"acp\"\nprogram = {}\ngrace_ms = 1000\n\
+             env = {{ CODEX_HOME = {h}, HOME = {h}, SCRIPTED_KEY = \"dummy-key-for-model-script\" }}\n",
+            toml(
+                &npm_program("codex-acp", "@zed-industries/codex-acp")
+                    .display()
+                    .to_string()
+            ),
+            h = toml(&home.display().to_string()),
+        );
+        Live::with(
+            dir,
+            server,
+            "acp",
+            config,
+            vec!["--tool-profile", "workspace", "--allow-tool", "execute"],
+        )
+    }
+
     fn with(
         dir: tempfile::TempDir,
         server: ScriptedServer,
@@ -282,6 +325,12 @@ fn is_uuid(text: &str) -> bool {
 /// The scenario, for one backend whose first scripted turn is a shell call that
 /// prints `marker`.
 fn killed_then_resumed(live: Live, call_id: &str, marker: &str) {
+    killed_then_resumed_seeing(live, &[call_id, marker]);
+}
+
+/// The scenario; the resumed model request must carry `earlier` (besides the
+/// original prompt and the continuation).
+fn killed_then_resumed_seeing(live: Live, earlier: &[&str]) {
     // One agent at a time: three real agents and their probes at once on a two-core
     // machine starve each other (seen: no tool call within two minutes).
     static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -297,7 +346,13 @@ fn killed_then_resumed(live: Live, call_id: &str, marker: &str) {
         .as_str()
         .unwrap_or_else(|| panic!("no session handle journaled: {record:#}"))
         .to_owned();
-    assert!(is_uuid(&first), "{first}");
+    assert!(
+        agent_exec_contract::check_session_handle(&first).is_ok(),
+        "{first}"
+    );
+    if matches!(live.backend, "codex" | "claude-code") {
+        assert!(is_uuid(&first), "a thread / session id: {first}");
+    }
     let left_before = processes_of_runner(dead).len();
 
     let resumed = live.agent_exec(&["resume", &id, "--prompt", "please continue", "--json"]);
@@ -335,7 +390,10 @@ fn killed_then_resumed(live: Live, call_id: &str, marker: &str) {
         "no turn asked for beyond the script"
     );
     let body = requests.last().unwrap().body.to_string();
-    for earlier in ["run the marker command", call_id, marker, "please continue"] {
+    for earlier in ["run the marker command", "please continue"]
+        .iter()
+        .chain(earlier)
+    {
         assert!(
             body.contains(earlier),
             "the resumed request lacks {earlier:?}: {body}"
@@ -410,4 +468,18 @@ fn pi_killed_runner_is_resumed_in_its_own_session() {
         Turn::text("resumed and done"),
     ]);
     killed_then_resumed(live, "call_pi1", "TOOL-OUTPUT-9a2");
+}
+
+#[test]
+fn acp_killed_runner_is_resumed_with_session_load() {
+    let live = Live::acp(vec![
+        Turn::tool_call(
+            "call_acp1",
+            "exec_command",
+            serde_json::json!({"cmd": "echo TOOL-OUTPUT-a3c", "yield_time_ms": 10_000}),
+        ),
+        Turn::text("thinking").ending(Ending::Hang),
+        Turn::text("resumed and done"),
+    ]);
+    killed_then_resumed(live, "call_acp1", "TOOL-OUTPUT-a3c");
 }
