@@ -151,17 +151,23 @@ pub trait JournalHook: Send + Sync {
         Ok(())
     }
 
-    /// The caller resumes `execution_id`. In one transaction: refuse when it is not
-    /// journaled, succeeded, still running under a live owner, or has no session
-    /// handle; mark an orphaned run `unknown` first; otherwise claim it for this
-    /// process (state `running`) and return where it picks up. The runtime then
-    /// records the resumed attempt with `attempt_started` as the next attempt.
+    /// The caller resumes `execution_id` on `backend`. In one transaction: refuse when
+    /// it is not journaled, succeeded, still running under a live owner, was journaled
+    /// on another backend than `backend`, or has no session handle on it; mark an
+    /// orphaned run `unknown` first; otherwise claim it for this process (state
+    /// `running`) and return where it picks up. The runtime then records the resumed
+    /// attempt with `attempt_started` as the next attempt.
+    ///
+    /// `backend` is checked here, inside the transaction, and not by the runtime after
+    /// it: a refusal after the claim would leave the execution claimed by a process
+    /// that runs nothing, or need an outcome written that nobody observed.
     async fn execution_resumed(
         &self,
         execution_id: &str,
+        backend: &str,
         at: OffsetDateTime,
     ) -> Result<ResumePoint, JournalError> {
-        let _ = at;
+        let _ = (backend, at);
         Err(JournalError(format!(
             "execution {execution_id:?} cannot be resumed: this journal keeps no session handles"
         )))

@@ -4,12 +4,12 @@
 //! write time, so the order of timestamps is the order of commits.
 
 use agent_exec_contract::{
-    AttemptState, ContractRequest, ContractResult, JournalHook, PriorAttempts,
+    AttemptState, ContractRequest, ContractResult, JournalHook, PriorAttempts, ResumePoint,
 };
 use async_trait::async_trait;
 use time::OffsetDateTime;
 
-use crate::record::{End, ExecutionStart, State, Usage};
+use crate::record::{End, ExecutionStart, Prior, State, Usage};
 use crate::{Journal, JournalError};
 
 fn port_error(e: JournalError) -> agent_exec_contract::JournalError {
@@ -71,6 +71,50 @@ fn rfc3339(at: OffsetDateTime) -> Option<String> {
         .ok()
 }
 
+/// The store's `Prior` in the port's terms (the deadline parsed back from RFC 3339).
+fn prior_attempts(
+    execution_id: &str,
+    prior: Prior,
+) -> Result<PriorAttempts, agent_exec_contract::JournalError> {
+    let deadline = match prior.deadline {
+        None => None,
+        Some(text) => Some(
+            OffsetDateTime::parse(&text, &time::format_description::well_known::Rfc3339).map_err(
+                |e| {
+                    agent_exec_contract::JournalError(format!(
+                        "execution {execution_id:?}: stored deadline {text:?} is not RFC 3339: {e}"
+                    ))
+                },
+            )?,
+        ),
+    };
+    Ok(PriorAttempts {
+        attempts: prior.attempts,
+        usage: agent_exec_contract::Usage {
+            prompt_tokens: prior.usage.prompt_tokens,
+            completion_tokens: prior.usage.completion_tokens,
+        },
+        deadline,
+    })
+}
+
+/// The stored request, read back as the contract's Go JSON (it was written by
+/// [`JournalHook::execution_started`] from the request the execution ran). A row
+/// without one, or with one that does not decode, cannot be resumed: there is nothing
+/// to continue it with.
+fn stored_request(execution_id: &str, json: Option<&str>) -> Result<ContractRequest, JournalError> {
+    let json = json.ok_or_else(|| {
+        JournalError::Invalid(format!(
+            "execution {execution_id:?} has no journaled request, so it cannot be resumed"
+        ))
+    })?;
+    agent_exec_contract::decode_request(json.as_bytes()).map_err(|e| {
+        JournalError::Invalid(format!(
+            "execution {execution_id:?}: the journaled request cannot be read ({e}), so it cannot be resumed"
+        ))
+    })
+}
+
 #[async_trait]
 impl JournalHook for Journal {
     async fn execution_started(
@@ -90,26 +134,7 @@ impl JournalHook for Journal {
             })
             .await
             .map_err(port_error)?;
-        let deadline = match prior.deadline {
-            None => None,
-            Some(text) => Some(
-                OffsetDateTime::parse(&text, &time::format_description::well_known::Rfc3339)
-                    .map_err(|e| {
-                        agent_exec_contract::JournalError(format!(
-                            "execution {:?}: stored deadline {text:?} is not RFC 3339: {e}",
-                            request.execution_id
-                        ))
-                    })?,
-            ),
-        };
-        Ok(PriorAttempts {
-            attempts: prior.attempts,
-            usage: agent_exec_contract::Usage {
-                prompt_tokens: prior.usage.prompt_tokens,
-                completion_tokens: prior.usage.completion_tokens,
-            },
-            deadline,
-        })
+        prior_attempts(&request.execution_id, prior)
     }
 
     async fn attempt_started(
@@ -161,5 +186,38 @@ impl JournalHook for Journal {
         self.finish_execution(execution_id, &row.end())
             .await
             .map_err(port_error)
+    }
+
+    async fn session_reported(
+        &self,
+        execution_id: &str,
+        attempt: u32,
+        session: &str,
+        _at: OffsetDateTime,
+    ) -> Result<(), agent_exec_contract::JournalError> {
+        self.record_session(execution_id, attempt, session)
+            .await
+            .map_err(port_error)
+    }
+
+    async fn execution_resumed(
+        &self,
+        execution_id: &str,
+        backend: &str,
+        _at: OffsetDateTime,
+    ) -> Result<ResumePoint, agent_exec_contract::JournalError> {
+        let resumed = self
+            .resume(execution_id, backend, |json| {
+                stored_request(execution_id, json)
+            })
+            .await
+            .map_err(port_error)?;
+        Ok(ResumePoint {
+            request: resumed.request,
+            backend: resumed.backend,
+            session: resumed.session,
+            session_attempt: resumed.session_attempt,
+            prior: prior_attempts(execution_id, resumed.prior)?,
+        })
     }
 }

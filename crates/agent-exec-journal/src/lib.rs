@@ -32,6 +32,15 @@
 //!   used as paths. The journal stores what the caller gives it and does not interpret
 //!   the contract's JSON beyond keeping it.
 //! * Credentials never reach a message: PostgreSQL URLs are shown with the password cut.
+//! * **Resume** (schema version 2): each attempt keeps the backend's session handle
+//!   (`attempts.session_handle`, nullable), written the moment it is reported and only
+//!   while the attempt runs. A resume ([`Journal::resume`], the port's
+//!   `execution_resumed`) is one transaction: refused when the execution is not
+//!   journaled, succeeded, running under a live owner, journaled on another backend,
+//!   or has no handle on its backend; an orphan is marked `unknown` first; then it is
+//!   claimed (owner = this process, `running`) with a transition naming the attempt
+//!   whose session continues. [`Journal::resumable`] makes the same checks read only.
+//!   A version-1 store is migrated in place on open; a newer one is refused.
 //!
 //! # Not done, deliberately
 //! No retention/pruning, no TLS for PostgreSQL (use a loopback server, socket or tunnel),
@@ -52,8 +61,8 @@ pub use owner::ProcessIdentity;
 pub use pg_connection::{Notice, PgConnection};
 pub use postgres::{PgJournal, redact_url};
 pub use record::{
-    AttemptRecord, End, ExecutionRecord, ExecutionStart, ExecutionSummary, Prior, Recovered, State,
-    TransitionRecord, Usage,
+    AttemptRecord, End, ExecutionRecord, ExecutionStart, ExecutionSummary, Prior, Recovered,
+    Resumable, State, TransitionRecord, Usage,
 };
 pub use sqlite::SqliteJournal;
 
@@ -101,6 +110,25 @@ pub enum JournalError {
         execution_id: String,
         outcome: String,
         side_effects: String,
+    },
+    #[error(
+        "execution {execution_id:?} already succeeded: there is nothing to resume; hint: its result is in `agent-exec runs show {execution_id}`; for more work, start a new execution"
+    )]
+    AlreadySucceeded { execution_id: String },
+    #[error(
+        "execution {execution_id:?} has no session handle journaled for backend {backend} (the backend never reported one, or the runner died before it did), so it cannot be resumed inside the agent's conversation; hint: `agent-exec runs show {execution_id}` says what happened; start a new execution for the work that remains"
+    )]
+    NoSessionHandle {
+        execution_id: String,
+        backend: String,
+    },
+    #[error(
+        "execution {execution_id:?} ran on backend {journaled}, not {requested}; resume continues the session on the backend that holds it"
+    )]
+    OtherBackend {
+        execution_id: String,
+        journaled: String,
+        requested: String,
     },
     #[error("execution {0:?} is not in the journal")]
     NoSuchExecution(String),
@@ -248,6 +276,49 @@ impl Journal {
         }
     }
 
+    /// Records the session handle attempt `attempt` reported (checked again with
+    /// `check_session_handle`: a refused one is never stored). The attempt must still
+    /// be running.
+    pub async fn record_session(
+        &self,
+        execution_id: &str,
+        attempt: u32,
+        session: &str,
+    ) -> Result<(), JournalError> {
+        match self {
+            Journal::Sqlite(j) => j.record_session(execution_id, attempt, session),
+            Journal::Postgres(j) => j.record_session(execution_id, attempt, session).await,
+        }
+    }
+
+    /// Whether `execution_id` could be resumed now, and on which backend and session:
+    /// the checks [`JournalHook::execution_resumed`](agent_exec_contract::JournalHook)
+    /// makes, read only (nothing is claimed or marked). A caller uses it to refuse
+    /// early — before resolving and probing the backend; the claim checks again.
+    pub async fn resumable(&self, execution_id: &str) -> Result<Resumable<()>, JournalError> {
+        let ignore = |_: Option<&str>| Ok(());
+        match self {
+            Journal::Sqlite(j) => j.resume(execution_id, None, false, ignore),
+            Journal::Postgres(j) => j.resume(execution_id, None, false, ignore).await,
+        }
+    }
+
+    /// Claims `execution_id` for a resume on `backend` in one transaction (see
+    /// [`JournalHook::execution_resumed`](agent_exec_contract::JournalHook)); `parse`
+    /// turns the stored request into what the caller needs, inside the transaction,
+    /// so a request that cannot be read refuses before anything is claimed.
+    pub async fn resume<T>(
+        &self,
+        execution_id: &str,
+        backend: &str,
+        parse: impl FnOnce(Option<&str>) -> Result<T, JournalError> + Send,
+    ) -> Result<Resumable<T>, JournalError> {
+        match self {
+            Journal::Sqlite(j) => j.resume(execution_id, Some(backend), true, parse),
+            Journal::Postgres(j) => j.resume(execution_id, Some(backend), true, parse).await,
+        }
+    }
+
     pub async fn list(&self, limit: u32) -> Result<Vec<ExecutionSummary>, JournalError> {
         match self {
             Journal::Sqlite(j) => j.list(limit),
@@ -312,6 +383,50 @@ pub(crate) fn check_continuable(
         outcome: previous.as_str().to_owned(),
         side_effects: side_effects.as_str().to_owned(),
     })
+}
+
+/// The resume rule, once the owner of a non-terminal execution has been judged
+/// (`state` is then `unknown` for a dead owner; a live one was refused as busy): not
+/// a success, on the backend asked for (`wanted`, when given), and with a usable
+/// session handle on the journaled backend. The same for both stores and for the
+/// read-only check.
+pub(crate) fn check_resumable(
+    execution_id: &str,
+    state: State,
+    journaled: &str,
+    wanted: Option<&str>,
+    session: Option<(u32, String)>,
+) -> Result<(u32, String), JournalError> {
+    if state == State::Succeeded {
+        return Err(JournalError::AlreadySucceeded {
+            execution_id: execution_id.to_owned(),
+        });
+    }
+    if let Some(wanted) = wanted
+        && wanted != journaled
+    {
+        return Err(JournalError::OtherBackend {
+            execution_id: execution_id.to_owned(),
+            journaled: journaled.to_owned(),
+            requested: wanted.to_owned(),
+        });
+    }
+    match session {
+        // A stored handle is read back as outside input: one that is not an id is
+        // never handed on (it could only get here by editing the journal).
+        Some((attempt, handle)) if agent_exec_contract::check_session_handle(&handle).is_ok() => {
+            Ok((attempt, handle))
+        }
+        _ => Err(JournalError::NoSessionHandle {
+            execution_id: execution_id.to_owned(),
+            backend: journaled.to_owned(),
+        }),
+    }
+}
+
+/// The note of the transition a resume records.
+pub(crate) fn resumed_note(session_attempt: u32) -> String {
+    format!("execution resumed from attempt {session_attempt}'s session")
 }
 
 pub(crate) fn recovery_error_json(reason: &str) -> String {

@@ -16,13 +16,20 @@ use crate::pg_connection::PgConnection;
 
 use crate::owner::{Liveness, ProcessIdentity};
 use crate::record::{
-    AttemptRecord, End, ExecutionRecord, ExecutionStart, ExecutionSummary, Prior, Recovered, State,
-    TransitionRecord, Usage, json_or_text,
+    AttemptRecord, End, ExecutionRecord, ExecutionStart, ExecutionSummary, Prior, Recovered,
+    Resumable, State, TransitionRecord, Usage, json_or_text,
 };
 use crate::sqlite::{check_outcome, execution_note};
 use crate::{JournalError, now_rfc3339, recovery_error_json};
 
-const SCHEMA_VERSION: i32 = 1;
+/// 2 added `agent_exec_attempts.session_handle` (resume); a version-1 database is
+/// migrated in place, under the schema lock.
+const SCHEMA_VERSION: i32 = 2;
+
+/// From version 1 to 2 (`IF NOT EXISTS`: harmless if a crashed migration got halfway —
+/// it cannot, it is one transaction, but the statement costs nothing more).
+const MIGRATE_1_TO_2: &str =
+    "ALTER TABLE agent_exec_attempts ADD COLUMN IF NOT EXISTS session_handle TEXT;";
 /// Arbitrary constant naming the schema-creation advisory lock.
 const SCHEMA_LOCK: i64 = 0x6167_656e_7465_7865;
 
@@ -67,6 +74,7 @@ CREATE TABLE IF NOT EXISTS agent_exec_attempts (
     owner_boot_id     TEXT NOT NULL,
     owner_pid         BIGINT NOT NULL,
     owner_start_ticks BIGINT NOT NULL,
+    session_handle    TEXT,
     PRIMARY KEY (execution_id, attempt)
 );
 CREATE TABLE IF NOT EXISTS agent_exec_transitions (
@@ -202,7 +210,12 @@ impl PgJournal {
         {
             let client = self.conn.read().await;
             match self.conn.query_opt(&*client, VERSION_SQL, &[]).await {
-                Ok(Some(row)) => return self.check_version(row.get(0)),
+                // At this version or newer: nothing to write (newer is refused). An
+                // older one is migrated below, under the lock.
+                Ok(Some(row)) if row.get::<_, i32>(0) >= SCHEMA_VERSION => {
+                    return self.check_version(row.get(0));
+                }
+                Ok(Some(_)) => {}
                 // No row, or no table yet: create below.
                 Ok(None) => {}
                 Err(e) if e.code() == Some(&SqlState::UNDEFINED_TABLE) => {}
@@ -224,7 +237,27 @@ impl PgJournal {
             .map_err(|e| self.err(e))?
             .map(|r| r.get(0));
         match found {
-            Some(v) => self.check_version(v)?,
+            Some(v) if v > SCHEMA_VERSION => {
+                return Err(JournalError::NewerSchema {
+                    location: self.location.clone(),
+                    found: i64::from(v),
+                    supported: i64::from(SCHEMA_VERSION),
+                });
+            }
+            Some(SCHEMA_VERSION) => {}
+            Some(old) => {
+                if old == 1 {
+                    tx.batch_execute(MIGRATE_1_TO_2)
+                        .await
+                        .map_err(|e| self.err(e))?;
+                }
+                tx.execute(
+                    "UPDATE agent_exec_meta SET value = $1 WHERE key = 'schema_version'",
+                    &[&SCHEMA_VERSION],
+                )
+                .await
+                .map_err(|e| self.err(e))?;
+            }
             None => {
                 tx.execute(
                     "INSERT INTO agent_exec_meta (key, value) VALUES ('schema_version', $1)",
@@ -703,6 +736,139 @@ impl PgJournal {
         tx.commit().await.map_err(|e| self.err(e))
     }
 
+    /// See [`crate::SqliteJournal::record_session`] (committed; PostgreSQL's own
+    /// durability applies).
+    pub async fn record_session(
+        &self,
+        execution_id: &str,
+        attempt: u32,
+        session: &str,
+    ) -> Result<(), JournalError> {
+        agent_exec_contract::check_session_handle(session).map_err(JournalError::Invalid)?;
+        let mut client = self.conn.lock().await;
+        let tx = client.transaction().await.map_err(|e| self.err(e))?;
+        let state = self.attempt_state(&tx, execution_id, attempt).await?;
+        if state.is_terminal() {
+            return Err(JournalError::AlreadyTerminal {
+                execution_id: execution_id.to_owned(),
+                attempt,
+                state,
+            });
+        }
+        tx.execute(
+            "UPDATE agent_exec_attempts SET session_handle = $3
+             WHERE execution_id = $1 AND attempt = $2",
+            &[&execution_id, &(attempt as i32), &session],
+        )
+        .await
+        .map_err(|e| self.err(e))?;
+        tx.commit().await.map_err(|e| self.err(e))
+    }
+
+    /// See [`crate::SqliteJournal::resume`]. The execution's row is taken `FOR UPDATE`,
+    /// so two resumes (or a resume and a step retry) cannot both claim it.
+    pub async fn resume<T>(
+        &self,
+        execution_id: &str,
+        backend: Option<&str>,
+        claim: bool,
+        parse: impl FnOnce(Option<&str>) -> Result<T, JournalError>,
+    ) -> Result<Resumable<T>, JournalError> {
+        let mut client = self.conn.lock().await;
+        let tx = client.transaction().await.map_err(|e| self.err(e))?;
+        let lock = if claim { " FOR UPDATE" } else { "" };
+        let row = tx
+            .query_opt(
+                &format!(
+                    "SELECT state, attempts, backend, request_json, deadline, prompt_tokens,
+                         completion_tokens, owner_host, owner_boot_id, owner_pid, owner_start_ticks
+                     FROM agent_exec_executions WHERE execution_id = $1{lock}"
+                ),
+                &[&execution_id],
+            )
+            .await
+            .map_err(|e| self.err(e))?
+            .ok_or_else(|| JournalError::NoSuchExecution(execution_id.to_owned()))?;
+        let mut state = state_col(row.get(0));
+        let attempts = row.get::<_, i32>(1) as u32;
+        let journaled: String = row.get(2);
+        let request_json: Option<String> = row.get(3);
+        let deadline: Option<String> = row.get(4);
+        let usage = usage_from(&row, 5);
+        let owner = owner_from(&row, 7);
+        if !state.is_terminal() {
+            match owner.liveness(&self.me) {
+                Liveness::Dead(reason) => {
+                    if claim {
+                        self.mark_unknown(&tx, execution_id, attempts, state, &reason)
+                            .await?;
+                    }
+                    state = State::Unknown;
+                }
+                Liveness::Alive | Liveness::Foreign => {
+                    return Err(JournalError::Busy {
+                        execution_id: execution_id.to_owned(),
+                        pid: owner.pid,
+                        host: owner.host,
+                    });
+                }
+            }
+        }
+        let session = tx
+            .query_opt(
+                "SELECT attempt, session_handle FROM agent_exec_attempts
+                 WHERE execution_id = $1 AND backend = $2 AND session_handle IS NOT NULL
+                 ORDER BY attempt DESC LIMIT 1",
+                &[&execution_id, &journaled],
+            )
+            .await
+            .map_err(|e| self.err(e))?
+            .map(|r| (r.get::<_, i32>(0) as u32, r.get::<_, String>(1)));
+        let (session_attempt, session) =
+            crate::check_resumable(execution_id, state, &journaled, backend, session)?;
+        let request = parse(request_json.as_deref())?;
+        if claim {
+            let me = &self.me;
+            tx.execute(
+                "UPDATE agent_exec_executions SET state = 'running', error_json = NULL,
+                     error_code = NULL, owner_host = $2, owner_boot_id = $3, owner_pid = $4,
+                     owner_start_ticks = $5, updated_at = $6
+                 WHERE execution_id = $1",
+                &[
+                    &execution_id,
+                    &me.host,
+                    &me.boot_id,
+                    &i64::from(me.pid),
+                    &(me.start_ticks as i64),
+                    &now_rfc3339(),
+                ],
+            )
+            .await
+            .map_err(|e| self.err(e))?;
+            self.log(
+                &tx,
+                execution_id,
+                attempts,
+                Some(state),
+                State::Running,
+                Some(&crate::resumed_note(session_attempt)),
+            )
+            .await?;
+            tx.commit().await.map_err(|e| self.err(e))?;
+        }
+        Ok(Resumable {
+            backend: journaled,
+            session,
+            session_attempt,
+            request,
+            prior: Prior {
+                attempts,
+                usage,
+                deadline,
+            },
+        })
+    }
+
     /// See [`crate::SqliteJournal::transition`].
     pub async fn transition(
         &self,
@@ -891,7 +1057,8 @@ impl PgJournal {
         };
         let attempts = self.conn.query(&*client,
                 "SELECT attempt, backend, state, started_at, finished_at, error_json, prompt_tokens,
-                     completion_tokens, owner_host, owner_boot_id, owner_pid, owner_start_ticks
+                     completion_tokens, owner_host, owner_boot_id, owner_pid, owner_start_ticks,
+                     session_handle
                  FROM agent_exec_attempts WHERE execution_id = $1 ORDER BY attempt",
                 &[&execution_id],
             )
@@ -907,6 +1074,7 @@ impl PgJournal {
                 error: json_or_text(r.get(5)),
                 usage: usage_from(r, 6),
                 owner: owner_from(r, 8),
+                session_handle: r.get(12),
             })
             .collect();
         let transitions = self

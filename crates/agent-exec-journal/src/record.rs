@@ -90,6 +90,21 @@ pub struct Prior {
     pub deadline: Option<String>,
 }
 
+/// Where a resume picks up (or, read only, would).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resumable<T> {
+    /// The execution's backend (that of its latest attempt), whose session continues.
+    pub backend: String,
+    /// The newest session handle journaled on that backend.
+    pub session: String,
+    /// The attempt that reported it.
+    pub session_attempt: u32,
+    /// The stored request, as the caller's `parse` read it.
+    pub request: T,
+    /// Attempts, usage and deadline so far.
+    pub prior: Prior,
+}
+
 /// The terminal record of an attempt, or of its execution.
 #[derive(Debug, Clone)]
 pub struct End<'a> {
@@ -138,6 +153,10 @@ pub struct AttemptRecord {
     pub error: Option<serde_json::Value>,
     pub usage: Usage,
     pub owner: ProcessIdentity,
+    /// The backend's own session handle (Codex thread id, Claude Code session id, …),
+    /// as reported while the attempt ran; what a resume continues.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_handle: Option<String>,
 }
 
 /// One state change, in the order it was written.

@@ -22,13 +22,17 @@ use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, 
 
 use crate::owner::{Liveness, ProcessIdentity};
 use crate::record::{
-    AttemptRecord, End, ExecutionRecord, ExecutionStart, ExecutionSummary, Prior, Recovered, State,
-    TransitionRecord, Usage, json_or_text,
+    AttemptRecord, End, ExecutionRecord, ExecutionStart, ExecutionSummary, Prior, Recovered,
+    Resumable, State, TransitionRecord, Usage, json_or_text,
 };
 use crate::{JournalError, now_rfc3339, recovery_error_json};
 
-/// The schema version this build writes (`PRAGMA user_version`).
-const SCHEMA_VERSION: i64 = 1;
+/// The schema version this build writes (`PRAGMA user_version`). 2 added
+/// `attempts.session_handle` (resume); a version-1 file is migrated in place on open.
+const SCHEMA_VERSION: i64 = 2;
+
+/// From version 1 to 2, in the transaction that sets the new version.
+const MIGRATE_1_TO_2: &str = "ALTER TABLE attempts ADD COLUMN session_handle TEXT;";
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS executions (
@@ -66,6 +70,7 @@ CREATE TABLE IF NOT EXISTS attempts (
     owner_boot_id     TEXT NOT NULL,
     owner_pid         INTEGER NOT NULL,
     owner_start_ticks INTEGER NOT NULL,
+    session_handle    TEXT,
     PRIMARY KEY (execution_id, attempt)
 );
 CREATE TABLE IF NOT EXISTS transitions (
@@ -111,7 +116,7 @@ impl SqliteJournal {
                 source,
             })?;
         }
-        let conn = Connection::open(path).map_err(at)?;
+        let mut conn = Connection::open(path).map_err(at)?;
         conn.busy_timeout(std::time::Duration::from_secs(10))
             .map_err(at)?;
         // WAL: readers (`runs`) never block the runner. NORMAL by default; the start of an
@@ -121,20 +126,38 @@ impl SqliteJournal {
         conn.pragma_update(None, "synchronous", "NORMAL")
             .map_err(at)?;
         conn.pragma_update(None, "foreign_keys", "ON").map_err(at)?;
+        let newer = |found: i64| JournalError::NewerSchema {
+            location: path.display().to_string(),
+            found,
+            supported: SCHEMA_VERSION,
+        };
         let version: i64 = conn
             .pragma_query_value(None, "user_version", |row| row.get(0))
             .map_err(at)?;
         if version > SCHEMA_VERSION {
-            return Err(JournalError::NewerSchema {
-                location: path.display().to_string(),
-                found: version,
-                supported: SCHEMA_VERSION,
-            });
+            return Err(newer(version));
         }
-        conn.execute_batch(SCHEMA).map_err(at)?;
-        if version != SCHEMA_VERSION {
-            conn.pragma_update(None, "user_version", SCHEMA_VERSION)
+        if version == SCHEMA_VERSION {
+            conn.execute_batch(SCHEMA).map_err(at)?;
+        } else {
+            // Create or migrate under the write lock, reading the version again inside:
+            // two processes opening an old file at once migrate it once.
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
                 .map_err(at)?;
+            let version: i64 = tx
+                .pragma_query_value(None, "user_version", |row| row.get(0))
+                .map_err(at)?;
+            if version > SCHEMA_VERSION {
+                return Err(newer(version));
+            }
+            tx.execute_batch(SCHEMA).map_err(at)?;
+            if version == 1 {
+                tx.execute_batch(MIGRATE_1_TO_2).map_err(at)?;
+            }
+            tx.pragma_update(None, "user_version", SCHEMA_VERSION)
+                .map_err(at)?;
+            tx.commit().map_err(at)?;
         }
         // A short-lived CLI closes the file after every run; the default checkpoint on
         // close would fsync the database each time. The WAL is checkpointed by SQLite's
@@ -503,6 +526,143 @@ impl SqliteJournal {
         })
     }
 
+    /// Records the session handle attempt `attempt` reported; the last one counts.
+    ///
+    /// Durability: committed like every write after the start (`synchronous =
+    /// NORMAL`), not fsynced. What the handle must survive is the runner being
+    /// killed (SIGKILL a moment later), and a committed WAL write survives any crash
+    /// of the process. A power cut may lose it; the execution is then refused as
+    /// having no handle — a resume that cannot happen, never a wrong one.
+    pub fn record_session(
+        &self,
+        execution_id: &str,
+        attempt: u32,
+        session: &str,
+    ) -> Result<(), JournalError> {
+        agent_exec_contract::check_session_handle(session).map_err(JournalError::Invalid)?;
+        self.with_tx(|tx| {
+            let state = self.attempt_state(tx, execution_id, attempt)?;
+            if state.is_terminal() {
+                return Err(JournalError::AlreadyTerminal {
+                    execution_id: execution_id.to_owned(),
+                    attempt,
+                    state,
+                });
+            }
+            tx.execute(
+                "UPDATE attempts SET session_handle = ?3 WHERE execution_id = ?1 AND attempt = ?2",
+                params![execution_id, attempt, session],
+            )
+            .map_err(|e| self.err(e))?;
+            Ok(())
+        })
+    }
+
+    /// Resumes `execution_id` in one transaction, or (`claim` false) only says whether
+    /// it could be resumed. See [`crate::Journal::resume`] and
+    /// [`crate::Journal::resumable`].
+    pub fn resume<T>(
+        &self,
+        execution_id: &str,
+        backend: Option<&str>,
+        claim: bool,
+        parse: impl FnOnce(Option<&str>) -> Result<T, JournalError>,
+    ) -> Result<Resumable<T>, JournalError> {
+        self.with_tx(|tx| {
+            let row = tx
+                .query_row(
+                    "SELECT state, attempts, backend, request_json, deadline, prompt_tokens,
+                         completion_tokens, owner_host, owner_boot_id, owner_pid, owner_start_ticks
+                     FROM executions WHERE execution_id = ?1",
+                    [execution_id],
+                    |r| {
+                        Ok((
+                            state_col(r.get(0)?),
+                            r.get::<_, u32>(1)?,
+                            r.get::<_, String>(2)?,
+                            r.get::<_, Option<String>>(3)?,
+                            r.get::<_, Option<String>>(4)?,
+                            usage_from(r, 5)?,
+                            owner_from(r, 7)?,
+                        ))
+                    },
+                )
+                .optional()
+                .map_err(|e| self.err(e))?;
+            let Some((mut state, attempts, journaled, request_json, deadline, usage, owner)) = row
+            else {
+                return Err(JournalError::NoSuchExecution(execution_id.to_owned()));
+            };
+            if !state.is_terminal() {
+                match owner.liveness(&self.me) {
+                    Liveness::Dead(reason) => {
+                        if claim {
+                            self.mark_unknown(tx, execution_id, attempts, state, &reason)?;
+                        }
+                        state = State::Unknown;
+                    }
+                    Liveness::Alive | Liveness::Foreign => {
+                        return Err(JournalError::Busy {
+                            execution_id: execution_id.to_owned(),
+                            pid: owner.pid,
+                            host: owner.host,
+                        });
+                    }
+                }
+            }
+            let session = tx
+                .query_row(
+                    "SELECT attempt, session_handle FROM attempts
+                     WHERE execution_id = ?1 AND backend = ?2 AND session_handle IS NOT NULL
+                     ORDER BY attempt DESC LIMIT 1",
+                    params![execution_id, journaled],
+                    |r| Ok((r.get::<_, u32>(0)?, r.get::<_, String>(1)?)),
+                )
+                .optional()
+                .map_err(|e| self.err(e))?;
+            let (session_attempt, session) =
+                crate::check_resumable(execution_id, state, &journaled, backend, session)?;
+            let request = parse(request_json.as_deref())?;
+            if claim {
+                let me = &self.me;
+                tx.execute(
+                    "UPDATE executions SET state = 'running', error_json = NULL, error_code = NULL,
+                         owner_host = ?2, owner_boot_id = ?3, owner_pid = ?4,
+                         owner_start_ticks = ?5, updated_at = ?6
+                     WHERE execution_id = ?1",
+                    params![
+                        execution_id,
+                        me.host,
+                        me.boot_id,
+                        me.pid,
+                        me.start_ticks as i64,
+                        now_rfc3339()
+                    ],
+                )
+                .map_err(|e| self.err(e))?;
+                self.log(
+                    tx,
+                    execution_id,
+                    attempts,
+                    Some(state),
+                    State::Running,
+                    Some(&crate::resumed_note(session_attempt)),
+                )?;
+            }
+            Ok(Resumable {
+                backend: journaled,
+                session,
+                session_attempt,
+                request,
+                prior: Prior {
+                    attempts,
+                    usage,
+                    deadline,
+                },
+            })
+        })
+    }
+
     /// Records a non-terminal state change of an attempt (today: `canceling`). A change
     /// to the state it is already in records nothing.
     pub fn transition(
@@ -677,7 +837,8 @@ impl SqliteJournal {
             let mut stmt = conn
                 .prepare(
                     "SELECT attempt, backend, state, started_at, finished_at, error_json, prompt_tokens,
-                         completion_tokens, owner_host, owner_boot_id, owner_pid, owner_start_ticks
+                         completion_tokens, owner_host, owner_boot_id, owner_pid, owner_start_ticks,
+                         session_handle
                      FROM attempts WHERE execution_id = ?1 ORDER BY attempt",
                 )
                 .map_err(|e| self.err(e))?;
@@ -692,6 +853,7 @@ impl SqliteJournal {
                         error: json_or_text(r.get(5)?),
                         usage: usage_from(r, 6)?,
                         owner: owner_from(r, 8)?,
+                        session_handle: r.get(12)?,
                     })
                 })
                 .map_err(|e| self.err(e))?;

@@ -50,6 +50,8 @@ async fn lifecycle_retries_and_terminal_states() {
     assert_eq!(listed.len(), 2);
     assert_eq!(listed[0].execution_id, "hook-2", "newest first");
     common::a_finished_execution_is_not_run_again(&journal).await;
+    common::sessions_are_journaled_and_resume_claims(&journal).await;
+    common::resume_refusals(&journal).await;
 }
 
 #[tokio::test]
@@ -79,4 +81,125 @@ async fn concurrent_opens_create_the_schema_once() {
     for open in opens {
         open.await.unwrap().unwrap();
     }
+}
+
+#[tokio::test]
+async fn a_killed_runner_can_be_resumed() {
+    let (url, location) = fresh().await;
+    common::a_killed_runner_can_be_resumed("postgres_child_runner", &location, &url).await;
+}
+
+/// The version-1 tables exactly as the previous release created them (before
+/// `agent_exec_attempts.session_handle`), to prove the in-place migration.
+const V1_SCHEMA: &str = "
+CREATE TABLE agent_exec_meta (
+    key   TEXT PRIMARY KEY,
+    value INTEGER NOT NULL
+);
+CREATE TABLE agent_exec_executions (
+    seq               BIGSERIAL UNIQUE,
+    execution_id      TEXT PRIMARY KEY,
+    backend           TEXT NOT NULL,
+    state             TEXT NOT NULL,
+    attempts          INTEGER NOT NULL,
+    request_json      TEXT,
+    deadline          TEXT,
+    error_json        TEXT,
+    error_code        TEXT,
+    cancel_requested  BOOLEAN NOT NULL DEFAULT FALSE,
+    prompt_tokens     BIGINT NOT NULL DEFAULT 0,
+    completion_tokens BIGINT NOT NULL DEFAULT 0,
+    owner_host        TEXT NOT NULL,
+    owner_boot_id     TEXT NOT NULL,
+    owner_pid         BIGINT NOT NULL,
+    owner_start_ticks BIGINT NOT NULL,
+    created_at        TEXT NOT NULL,
+    updated_at        TEXT NOT NULL
+);
+CREATE INDEX agent_exec_executions_open ON agent_exec_executions(owner_host)
+    WHERE state IN ('running', 'canceling');
+CREATE TABLE agent_exec_attempts (
+    execution_id      TEXT NOT NULL REFERENCES agent_exec_executions(execution_id),
+    attempt           INTEGER NOT NULL,
+    backend           TEXT NOT NULL,
+    state             TEXT NOT NULL,
+    started_at        TEXT NOT NULL,
+    finished_at       TEXT,
+    error_json        TEXT,
+    prompt_tokens     BIGINT NOT NULL DEFAULT 0,
+    completion_tokens BIGINT NOT NULL DEFAULT 0,
+    owner_host        TEXT NOT NULL,
+    owner_boot_id     TEXT NOT NULL,
+    owner_pid         BIGINT NOT NULL,
+    owner_start_ticks BIGINT NOT NULL,
+    PRIMARY KEY (execution_id, attempt)
+);
+CREATE TABLE agent_exec_transitions (
+    seq          BIGSERIAL PRIMARY KEY,
+    execution_id TEXT NOT NULL REFERENCES agent_exec_executions(execution_id),
+    attempt      INTEGER NOT NULL,
+    from_state   TEXT,
+    to_state     TEXT NOT NULL,
+    at           TEXT NOT NULL,
+    note         TEXT
+);
+CREATE INDEX agent_exec_transitions_by_execution
+    ON agent_exec_transitions(execution_id, seq);
+INSERT INTO agent_exec_meta (key, value) VALUES ('schema_version', 1);
+INSERT INTO agent_exec_executions (execution_id, backend, state, attempts, request_json,
+    error_json, error_code, prompt_tokens, completion_tokens, owner_host, owner_boot_id,
+    owner_pid, owner_start_ticks, created_at, updated_at)
+    VALUES ('old-1', 'command', 'failed', 1, '{\"execution_id\":\"old-1\",\"prompt\":\"p\"}',
+    '{\"code\":\"agent.provider_rejected\",\"side_effects\":\"none\"}', 'agent.provider_rejected',
+    3, 4, 'h', 'b', 1, 1, '2026-01-01T00:00:00.000000Z', '2026-01-01T00:00:01.000000Z');
+INSERT INTO agent_exec_attempts VALUES ('old-1', 1, 'command', 'failed',
+    '2026-01-01T00:00:00.000000Z', '2026-01-01T00:00:01.000000Z', NULL, 3, 4, 'h', 'b', 1, 1);
+";
+
+async fn admin_of(url: &str) -> tokio_postgres::Client {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    client
+}
+
+#[tokio::test]
+async fn a_version_1_database_is_migrated_in_place_and_a_newer_one_refused() {
+    let (url, location) = fresh().await;
+    admin_of(&url).await.batch_execute(V1_SCHEMA).await.unwrap();
+    let (journal, _) = Journal::open(&location).await.unwrap();
+    let old = journal.show("old-1").await.unwrap().unwrap();
+    assert_eq!(
+        old.summary.usage.prompt_tokens, 3,
+        "rows survive the migration"
+    );
+    assert_eq!(old.attempts[0].session_handle, None);
+    common::sessions_are_journaled_and_resume_claims(&journal).await;
+    drop(journal);
+    let client = admin_of(&url).await;
+    let version: i32 = client
+        .query_one(
+            "SELECT value FROM agent_exec_meta WHERE key = 'schema_version'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(version, 2);
+    client
+        .execute(
+            "UPDATE agent_exec_meta SET value = 99 WHERE key = 'schema_version'",
+            &[],
+        )
+        .await
+        .unwrap();
+    let err = Journal::open(&location).await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            agent_exec_journal::JournalError::NewerSchema { found: 99, .. }
+        ),
+        "{err}"
+    );
 }

@@ -1,5 +1,5 @@
-//! The conformance suite: the contract's seven invariants as tests that any backend
-//! runs through this runtime.
+//! The conformance suite: the contract's seven invariants — and the two extensions,
+//! structured output and resume — as tests that any backend runs through this runtime.
 //!
 //! A backend's test crate implements [`Harness`] — "give me a backend that behaves
 //! like this [`Scenario`]" (a script for `command`, a scripted server for `openai`)
@@ -22,12 +22,13 @@ use std::time::Duration;
 use agent_exec_contract::{
     AttemptState, Backend, CANCEL_REQUESTED, CancelCause, Cancellation, Capability,
     ContractRequest, ContractResult, ErrorCode, JournalError, JournalHook, Message, Outcome,
-    PriorAttempts, Registry, Resolved, SessionScope, SideEffects, Usage, WorkspaceHandle,
+    PriorAttempts, Registry, Resolved, ResumePoint, SessionScope, SideEffects, Usage,
+    WorkspaceHandle,
 };
 use async_trait::async_trait;
 use time::OffsetDateTime;
 
-use crate::executor::{RunOptions, Runtime};
+use crate::executor::{ResumeOptions, RunOptions, Runtime};
 
 /// How a backend under test must behave.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,6 +75,13 @@ pub struct RecordingJournal {
     pub notes: Mutex<Vec<(String, u32, AttemptState, String)>>,
     /// Final results per `execution_finished`.
     pub finished: Mutex<Vec<(String, ContractResult)>>,
+    /// `(execution_id, attempt, handle)` per `session_reported`.
+    pub sessions: Mutex<Vec<(String, u32, String)>>,
+    /// What `execution_resumed` hands back (`None`: it refuses, as a journal without
+    /// that execution would).
+    pub resume_point: Mutex<Option<ResumePoint>>,
+    /// `(execution_id, backend)` per `execution_resumed` call, refused or not.
+    pub resumed: Mutex<Vec<(String, String)>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -100,6 +108,14 @@ impl RecordingJournal {
     /// Non-terminal transitions with their notes.
     pub fn notes(&self) -> Vec<(String, u32, AttemptState, String)> {
         lock(&self.notes).clone()
+    }
+    /// Session handles reported so far.
+    pub fn sessions(&self) -> Vec<(String, u32, String)> {
+        lock(&self.sessions).clone()
+    }
+    /// `execution_resumed` calls so far.
+    pub fn resumed(&self) -> Vec<(String, String)> {
+        lock(&self.resumed).clone()
     }
 }
 
@@ -159,6 +175,34 @@ impl JournalHook for RecordingJournal {
     ) -> Result<(), JournalError> {
         lock(&self.finished).push((execution_id.into(), result.clone()));
         Ok(())
+    }
+    async fn session_reported(
+        &self,
+        execution_id: &str,
+        attempt: u32,
+        session: &str,
+        _at: OffsetDateTime,
+    ) -> Result<(), JournalError> {
+        lock(&self.sessions).push((execution_id.into(), attempt, session.into()));
+        Ok(())
+    }
+    async fn execution_resumed(
+        &self,
+        execution_id: &str,
+        backend: &str,
+        _at: OffsetDateTime,
+    ) -> Result<ResumePoint, JournalError> {
+        lock(&self.resumed).push((execution_id.into(), backend.into()));
+        match lock(&self.resume_point).clone() {
+            Some(point) if point.backend == backend => Ok(point),
+            Some(point) => Err(JournalError(format!(
+                "execution {execution_id:?} ran on backend `{}`, not `{backend}`",
+                point.backend
+            ))),
+            None => Err(JournalError(format!(
+                "execution {execution_id:?} is not in the journal"
+            ))),
+        }
     }
 }
 
@@ -646,17 +690,21 @@ pub async fn invariant_7_workspace_paths_and_refusals(h: &dyn Harness) {
         "inv 7: {empty:?}"
     );
 
-    // A capability the backend does not declare is refused (`resume` on one without it).
-    if !declares(&echo, &Capability::Resume) {
+    // A capability this backend has not verified (resume, until a backend does) is
+    // refused by the resolver, never degraded.
+    if let Some(missing) = Capability::KNOWN
+        .iter()
+        .find(|c| !echo.verification.verified.contains(c))
+    {
         let mut registry = Registry::new();
         registry
             .register(h.backend("conf-echo", Scenario::Echo))
             .unwrap_or_else(|e| panic!("register: {e}"));
         let refusal = registry
-            .resolve("conf-echo", &[Capability::Resume])
+            .resolve("conf-echo", std::slice::from_ref(missing))
             .await
             .err()
-            .unwrap_or_else(|| panic!("inv 7: resume resolved, but is not declared"));
+            .unwrap_or_else(|| panic!("inv 7: `{missing}` is not verified, yet resolved"));
         assert_eq!(
             refusal.to_contract_error().code,
             ErrorCode::MissingCapability
@@ -762,6 +810,163 @@ pub async fn structured_output_is_validated_by_the_runtime(h: &dyn Harness) {
     }
 }
 
+/// Resume (issue 12 §1) keeps the execution: the resumed attempt runs under the same
+/// execution id, numbered after the earlier ones, inside the session the backend
+/// reported, with the execution's deadline (a later caller deadline does not extend
+/// it) and what is left of its budget; and it is one attempt, never retried. A backend
+/// that has not verified `resume` is refused before the journal is asked or anything
+/// is dispatched.
+pub async fn resume_keeps_the_execution(h: &dyn Harness) {
+    let ws = Workspace::new();
+    let journal = Arc::new(RecordingJournal::default());
+    let runtime = Runtime::new().with_journal(journal.clone());
+    let echo = resolve(h, "conf-echo", Scenario::Echo).await;
+    let id = unique_id("resume");
+    let continuation = "conformance-continue-81d4";
+
+    if !echo.verification.verified.contains(&Capability::Resume) {
+        let refused = runtime
+            .resume(&id, continuation, &echo, ResumeOptions::default())
+            .await;
+        assert_eq!(
+            refused
+                .err
+                .as_ref()
+                .map(|e| (e.code.clone(), e.side_effects)),
+            Some((ErrorCode::MissingCapability, SideEffects::None)),
+            "resume: a backend without verified resume is refused: {refused:?}"
+        );
+        assert!(
+            journal.resumed().is_empty(),
+            "resume: refused, yet the journal was asked to claim the execution"
+        );
+        if let Some(n) = count_of(h, &id) {
+            assert_eq!(n, 0, "resume: refused, yet dispatched");
+        }
+        return;
+    }
+
+    // The first attempt: a backend that verified resume reports its session handle.
+    let mut request = ws.request(&id, "conformance-first-2b7e");
+    let deadline = OffsetDateTime::now_utc() + time::Duration::minutes(5);
+    request.budget.deadline = Some(deadline);
+    request.budget.max_prompt_tokens = 1_000_000;
+    let first = runtime
+        .run(request.clone(), &echo, RunOptions::default())
+        .await;
+    assert_eq!(first.outcome, Outcome::Succeeded, "resume: {first:?}");
+    let Some((_, session_attempt, session)) = journal
+        .sessions()
+        .into_iter()
+        .find(|(seen, _, _)| *seen == id)
+    else {
+        panic!("resume: a backend that verified resume reported no session handle");
+    };
+    assert_eq!(
+        session_attempt, 1,
+        "resume: the handle belongs to attempt 1"
+    );
+
+    // Resume as a later process would, from what the journal kept.
+    let point = ResumePoint {
+        request: request.clone(),
+        backend: echo.name.clone(),
+        session: session.clone(),
+        session_attempt,
+        prior: PriorAttempts {
+            attempts: 1,
+            usage: first.usage,
+            deadline: Some(deadline),
+        },
+    };
+    *lock(&journal.resume_point) = Some(point.clone());
+    let options = ResumeOptions {
+        deadline: Some(deadline + time::Duration::hours(1)),
+        ..Default::default()
+    };
+    let resumed = runtime.resume(&id, continuation, &echo, options).await;
+    assert_eq!(resumed.outcome, Outcome::Succeeded, "resume: {resumed:?}");
+    assert!(
+        resumed.text.contains(continuation),
+        "resume: the continuation prompt reached the backend: {:?}",
+        resumed.text
+    );
+    assert_eq!(
+        journal
+            .attempts()
+            .into_iter()
+            .filter(|a| a.0 == id)
+            .collect::<Vec<_>>(),
+        vec![
+            (id.clone(), 1, echo.name.clone()),
+            (id.clone(), 2, echo.name.clone())
+        ],
+        "resume: the resumed attempt is attempt 2 of the same execution"
+    );
+    if let Some(n) = count_of(h, &id) {
+        assert_eq!(n, 2, "resume: the backend saw the same execution id twice");
+    }
+
+    // The execution's deadline holds: passed, the resume dispatches nothing, even with
+    // a later deadline of the caller's.
+    *lock(&journal.resume_point) = Some(ResumePoint {
+        prior: PriorAttempts {
+            attempts: 2,
+            deadline: Some(OffsetDateTime::now_utc() - time::Duration::seconds(1)),
+            ..point.prior.clone()
+        },
+        ..point.clone()
+    });
+    let options = ResumeOptions {
+        deadline: Some(OffsetDateTime::now_utc() + time::Duration::hours(1)),
+        ..Default::default()
+    };
+    let late = runtime.resume(&id, continuation, &echo, options).await;
+    assert_eq!(
+        late.err.as_ref().map(|e| e.code.clone()),
+        Some(ErrorCode::DeadlineExceeded),
+        "resume: the execution's deadline: {late:?}"
+    );
+    // And its budget: spent by earlier attempts, nothing is dispatched.
+    *lock(&journal.resume_point) = Some(ResumePoint {
+        prior: PriorAttempts {
+            attempts: 2,
+            usage: Usage {
+                prompt_tokens: 1_000_000,
+                completion_tokens: 0,
+            },
+            deadline: None,
+        },
+        ..point
+    });
+    let spent = runtime
+        .resume(&id, continuation, &echo, ResumeOptions::default())
+        .await;
+    assert_eq!(
+        spent.err.as_ref().map(|e| e.code.clone()),
+        Some(ErrorCode::BudgetExceeded),
+        "resume: the execution's budget: {spent:?}"
+    );
+    for refused in [&late, &spent] {
+        assert_eq!(
+            refused.err.as_ref().map(|e| e.side_effects),
+            Some(SideEffects::Possible),
+            "resume: a resumed execution that did not succeed may have acted: {refused:?}"
+        );
+    }
+    assert_eq!(
+        journal.attempts().into_iter().filter(|a| a.0 == id).count(),
+        2,
+        "resume: nothing dispatched after the deadline or the budget"
+    );
+    if let Some(n) = count_of(h, &id) {
+        assert_eq!(
+            n, 2,
+            "resume: nothing dispatched after the deadline or the budget"
+        );
+    }
+}
+
 /// Generates one `#[tokio::test]` per invariant for the harness built by `$make`.
 #[macro_export]
 macro_rules! conformance_tests {
@@ -802,6 +1007,10 @@ macro_rules! conformance_tests {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn structured_output_is_validated_by_the_runtime() {
                 c::structured_output_is_validated_by_the_runtime(&$make).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn resume_keeps_the_execution() {
+                c::resume_keeps_the_execution(&$make).await
             }
         }
     };

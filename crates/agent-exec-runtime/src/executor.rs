@@ -1,15 +1,22 @@
 //! Running an execution: attempts under one execution id, one deadline and one
 //! budget; honest outcomes; side-effect tracking; deliverables; the journal.
+//!
+//! [`Runtime::run`] starts (or step-retries) an execution; [`Runtime::resume`]
+//! continues one inside its backend's own session. Both go through the same loop
+//! (`drive`) and the same attempt code: resume is a plan of exactly one attempt with
+//! no retry and no fallback (invariant 5: continuing is the caller's decision, and
+//! the runtime adds nothing to it).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use agent_exec_contract::{
     AttemptState, CANCEL_REQUESTED, CancelCause, Cancellation, Capability, ContractRequest,
-    ContractResult, Error, ErrorCode, Event, EventKind, EventSink, ExecutionContext, JournalHook,
-    Outcome, Resolved, SideEffects, Usage,
+    ContractResult, Error, ErrorCode, EventKind, EventSink, ExecutionContext, JournalHook, Outcome,
+    PriorAttempts, Resolved, ResumeFrom, SessionReporter, SideEffects, Usage,
 };
 use futures::StreamExt as _;
+use futures::channel::mpsc::UnboundedReceiver;
 use time::OffsetDateTime;
 
 use crate::deliverables;
@@ -53,6 +60,39 @@ impl Default for RunOptions {
     }
 }
 
+/// How a resumed execution is to be run. There is no retry or fallback to set: a
+/// resume is one attempt, on the backend that holds the session.
+pub struct ResumeOptions {
+    /// Where the caller wants events (in order; never blocks the run).
+    pub events: EventSink,
+    /// Fired by the caller to cancel; the deadline fires a child of it.
+    pub cancellation: Cancellation,
+    /// The caller's deadline for this resume. It may only shorten the execution's
+    /// own (journaled) deadline, never extend it (invariant 1).
+    pub deadline: Option<OffsetDateTime>,
+}
+
+impl Default for ResumeOptions {
+    fn default() -> Self {
+        ResumeOptions {
+            events: EventSink::discard(),
+            cancellation: Cancellation::new(),
+            deadline: None,
+        }
+    }
+}
+
+/// What the attempt loop may do: one shape for `run` and `resume`, so both share
+/// the loop, the attempt and the journaling.
+struct Plan<'a> {
+    events: &'a EventSink,
+    cancellation: &'a Cancellation,
+    step_retries: u32,
+    fallback: Option<&'a Resolved>,
+    /// Set for a resumed execution: its one attempt continues this session.
+    resume: Option<ResumeFrom>,
+}
+
 impl Default for Runtime {
     fn default() -> Self {
         Self::new()
@@ -85,29 +125,21 @@ impl Runtime {
     /// never returns without a result.
     pub async fn run(
         &self,
-        mut request: ContractRequest,
+        request: ContractRequest,
         primary: &Resolved,
         options: RunOptions,
     ) -> ContractResult {
         if request.execution_id.trim().is_empty() {
-            return ContractResult::failed(Error::new(
+            return refused(
                 ErrorCode::Internal,
                 "execution_id is empty; the caller must choose one (and reuse it for retries)",
-                SideEffects::None,
-            ));
+            );
         }
         // Structured output: the schema is compiled once, before anything is journaled
         // or dispatched; a schema that is itself invalid is the caller's mistake.
-        let schema = match request.output_schema.as_ref().map(structured::check_schema) {
-            None => None,
-            Some(Ok(schema)) => Some(schema),
-            Some(Err(why)) => {
-                return ContractResult::failed(Error::new(
-                    ErrorCode::Internal,
-                    format!("not started: {why}"),
-                    SideEffects::None,
-                ));
-            }
+        let schema = match compile_schema(&request) {
+            Ok(schema) => schema,
+            Err(why) => return refused(ErrorCode::Internal, format!("not started: {why}")),
         };
         let prior = match &self.journal {
             None => Default::default(),
@@ -117,26 +149,134 @@ impl Runtime {
                     .await
                 {
                     Ok(prior) => prior,
-                    Err(e) => {
-                        return ContractResult::failed(Error::new(
-                            ErrorCode::Internal,
-                            // Also how a refusal to continue a finished execution
-                            // (`may_continue`) arrives: it names the id, outcome and
-                            // side effects.
-                            format!("not started: {e}"),
-                            SideEffects::None,
-                        ));
-                    }
+                    // Also how a refusal to continue a finished execution
+                    // (`may_continue`) arrives: it names the id, outcome and side
+                    // effects.
+                    Err(e) => return refused(ErrorCode::Internal, format!("not started: {e}")),
                 }
             }
         };
-        // One deadline for all attempts, including attempts made by earlier processes.
-        request.budget.deadline = match (request.budget.deadline, prior.deadline) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
+        let plan = Plan {
+            events: &options.events,
+            cancellation: &options.cancellation,
+            step_retries: options.step_retries,
+            fallback: options.fallback.as_ref(),
+            resume: None,
         };
+        self.drive(request, primary, prior, schema, plan).await
+    }
+
+    /// Resumes execution `execution_id` on `backend`, inside the session an earlier
+    /// attempt's backend reported, with `continuation` as the prompt of the new
+    /// attempt. The caller decides to resume (invariant 5); the runtime runs exactly
+    /// one attempt — no step retry, no fallback — journaled as the next attempt of the
+    /// same execution, under the execution's deadline (`options.deadline` may only
+    /// shorten it) and what is left of its token budget.
+    ///
+    /// Refused before anything is journaled or dispatched (`failed`, side effects
+    /// `none`): without a journal; when `backend` has not *verified* `resume`
+    /// (`agent.missing_capability`, as the resolver refuses a missing capability); and
+    /// whatever the journal refuses in the transaction that claims the execution — not
+    /// journaled, succeeded, still running under a live owner, no session handle, or
+    /// journaled on another backend (`agent.internal`, as `run` reports the journal's
+    /// refusals: the contract has no "invalid request" code, and an unknown code would
+    /// read as `unknown` — "side effects may have happened" — to Go consumers).
+    ///
+    /// Once claimed, a result that is not `succeeded` always says side effects
+    /// `possible`: the conversation it continues has already acted, and `none` would
+    /// license a step retry or a fallback that replays it.
+    pub async fn resume(
+        &self,
+        execution_id: &str,
+        continuation: &str,
+        backend: &Resolved,
+        options: ResumeOptions,
+    ) -> ContractResult {
+        if execution_id.trim().is_empty() {
+            return refused(
+                ErrorCode::Internal,
+                "execution_id is empty: nothing to resume",
+            );
+        }
+        if continuation.trim().is_empty() {
+            return refused(
+                ErrorCode::Internal,
+                "not resumed: the continuation prompt is empty",
+            );
+        }
+        if !backend.verification.verified.contains(&Capability::Resume) {
+            return refused(
+                ErrorCode::MissingCapability,
+                format!(
+                    "not resumed: backend `{}` has not verified `resume`; nothing was dispatched",
+                    backend.name
+                ),
+            );
+        }
+        let Some(journal) = &self.journal else {
+            return refused(
+                ErrorCode::Internal,
+                "not resumed: resume reads the execution from a journal, and this runtime has none",
+            );
+        };
+        let point = match journal
+            .execution_resumed(execution_id, &backend.name, now())
+            .await
+        {
+            Ok(point) => point,
+            Err(e) => return refused(ErrorCode::Internal, format!("not resumed: {e}")),
+        };
+        // The journal has claimed the execution for this process: from here every path
+        // ends in `execution_finished` (in `drive`), never in a bare return.
+        let mut request = point.request;
+        request.execution_id = execution_id.to_owned();
+        let original_prompt = std::mem::replace(&mut request.prompt, continuation.to_owned());
+        request.budget.deadline = earliest(request.budget.deadline, options.deadline);
+        let resume = ResumeFrom {
+            session: point.session,
+            attempt: point.session_attempt,
+            original_prompt,
+        };
+        let schema = match compile_schema(&request) {
+            Ok(schema) => schema,
+            Err(why) => {
+                // Compiled when the execution started; failing now means the journaled
+                // request is not what was run. Settled like any resumed failure.
+                let mut result = ContractResult::failed(Error::new(
+                    ErrorCode::Internal,
+                    format!("not resumed: the journaled request's {why}"),
+                    SideEffects::Possible,
+                ));
+                self.finish(execution_id, &mut result).await;
+                return result;
+            }
+        };
+        let plan = Plan {
+            events: &options.events,
+            cancellation: &options.cancellation,
+            step_retries: 0,
+            fallback: None,
+            resume: Some(resume),
+        };
+        self.drive(request, backend, point.prior, schema, plan)
+            .await
+    }
+
+    /// The attempt loop of one execution, after the journal has recorded its start
+    /// (or its resume): one deadline for every attempt, retries and fallback only as
+    /// `plan` allows and only after a failure without side effects, then the end.
+    async fn drive(
+        &self,
+        mut request: ContractRequest,
+        primary: &Resolved,
+        prior: PriorAttempts,
+        schema: Option<structured::Schema>,
+        plan: Plan<'_>,
+    ) -> ContractResult {
+        // One deadline for all attempts, including attempts made by earlier processes.
+        request.budget.deadline = earliest(request.budget.deadline, prior.deadline);
         let watchdog = request.budget.deadline.map(|deadline| {
-            let cancellation = options.cancellation.clone();
+            let cancellation = plan.cancellation.clone();
             tokio::spawn(async move {
                 let wait = (deadline - now()).max(time::Duration::ZERO);
                 tokio::time::sleep(wait.unsigned_abs()).await;
@@ -146,33 +286,27 @@ impl Runtime {
 
         let mut usage = prior.usage;
         let mut attempt = prior.attempts;
-        let mut retries_left = options.step_retries;
+        let mut retries_left = plan.step_retries;
         let mut backend = primary;
         let mut fell_back = false;
         let result = loop {
             attempt = attempt.saturating_add(1);
-            let result = match self.preflight(&request, backend, usage, &options.cancellation) {
+            let result = match self.preflight(&request, backend, usage, plan.cancellation) {
                 Err(refusal) => *refusal,
                 Ok(attempt_request) => {
-                    self.attempt(
-                        &attempt_request,
-                        backend,
-                        attempt,
-                        &options,
-                        schema.as_ref(),
-                    )
-                    .await
+                    self.attempt(&attempt_request, backend, attempt, &plan, schema.as_ref())
+                        .await
                 }
             };
             usage = usage.plus(result.usage);
-            if !replay_allowed(&result) || options.cancellation.is_cancelled() {
+            if !replay_allowed(&result) || plan.cancellation.is_cancelled() {
                 break result;
             }
             if retries_left > 0 {
                 retries_left -= 1;
                 continue;
             }
-            match &options.fallback {
+            match plan.fallback {
                 Some(fallback) if !fell_back => {
                     fell_back = true;
                     backend = fallback;
@@ -185,14 +319,22 @@ impl Runtime {
         }
         let mut result = result;
         result.usage = usage;
+        if let Some(resume) = &plan.resume {
+            resumed_side_effects(&mut result, resume);
+        }
+        self.finish(&request.execution_id, &mut result).await;
+        result
+    }
+
+    /// Records the execution's end; a failure to record it is noted in `logs`.
+    async fn finish(&self, execution_id: &str, result: &mut ContractResult) {
         if let Some(journal) = &self.journal
             && let Err(e) = journal
-                .execution_finished(&request.execution_id, &result, now())
+                .execution_finished(execution_id, result, now())
                 .await
         {
-            append_log(&mut result, &format!("journal: end not recorded: {e}"));
+            append_log(result, &format!("journal: end not recorded: {e}"));
         }
-        result
     }
 
     /// Checks what must hold before dispatching an attempt and returns the request
@@ -273,7 +415,7 @@ impl Runtime {
         request: &ContractRequest,
         backend: &Resolved,
         attempt: u32,
-        options: &RunOptions,
+        plan: &Plan<'_>,
         schema: Option<&structured::Schema>,
     ) -> ContractResult {
         let id = &request.execution_id;
@@ -296,45 +438,34 @@ impl Runtime {
         let before = snapshot(root.clone()).await;
 
         // Events: backend → our channel → consumer task → caller's sink, in order.
-        let (sink, mut receiver) = EventSink::channel();
-        let (close, mut closed) = tokio::sync::oneshot::channel::<()>();
-        let forward_to = options.events.clone();
+        let (sink, receiver) = EventSink::channel();
+        let (close, closed) = tokio::sync::oneshot::channel::<()>();
+        let forward_to = plan.events.clone();
         let consumer = tokio::spawn(async move {
             let mut tools = Vec::new();
-            let mut forward = |event: Event| {
+            let mut events = Drain::new(receiver, closed);
+            while let Some(event) = events.next().await {
                 if event.kind == EventKind::ToolExecStart {
                     tools.push(event.tool.clone());
                 }
                 forward_to.emit(event);
-            };
-            loop {
-                tokio::select! {
-                    biased;
-                    next = receiver.next() => match next {
-                        Some(event) => forward(event),
-                        None => break,
-                    },
-                    _ = &mut closed => {
-                        // The attempt returned: take what is buffered, refuse the rest.
-                        receiver.close();
-                        while let Some(event) = receiver.next().await {
-                            forward(event);
-                        }
-                        break;
-                    }
-                }
             }
             tools
         });
+        // Session handles: backend → channel → recorder task → journal, each written
+        // the moment it arrives (not at the attempt's end), so a runner killed with
+        // SIGKILL a moment later still leaves the handle behind. The recorder is
+        // joined before `attempt_finished`, so a handle never lands after its attempt
+        // is settled.
+        let (session, sessions) = self.session_recorder(id, attempt);
 
-        let cancellation = options.cancellation.child();
+        let cancellation = plan.cancellation.child();
         let ctx = ExecutionContext {
             cancellation: cancellation.clone(),
             events: sink,
             attempt,
-            // Wired to the journal in the resume work (issue 12 §1).
-            session: agent_exec_contract::SessionReporter::discard(),
-            resume: None,
+            session,
+            resume: plan.resume.clone(),
         };
         let execution = backend.backend.execute(request, ctx);
         tokio::pin!(execution);
@@ -385,6 +516,9 @@ impl Runtime {
         }
         let _ = close.send(());
         let tools = consumer.await.unwrap_or_default();
+        for problem in sessions.finish().await {
+            append_log(&mut result, &problem);
+        }
         let after = snapshot(root.clone()).await;
         let changes = match (&before, &after) {
             (Some(before), Some(after)) => Some(after.changes_since(before)),
@@ -411,12 +545,129 @@ impl Runtime {
         result
     }
 
+    /// The reporter handed to the backend, and the task that journals what it reports.
+    fn session_recorder(&self, id: &str, attempt: u32) -> (SessionReporter, SessionRecorder) {
+        let Some(journal) = self.journal.clone() else {
+            return (SessionReporter::discard(), SessionRecorder(None));
+        };
+        let (reporter, receiver) = SessionReporter::channel();
+        let (close, closed) = tokio::sync::oneshot::channel::<()>();
+        let id = id.to_owned();
+        let task = tokio::spawn(async move {
+            let mut problems = Vec::new();
+            let mut handles = Drain::new(receiver, closed);
+            while let Some(handle) = handles.next().await {
+                if let Err(e) = journal.session_reported(&id, attempt, &handle, now()).await {
+                    tracing::warn!(execution_id = id, attempt, %e, "session handle not journaled");
+                    problems.push(format!(
+                        "journal: the session handle of attempt {attempt} was not recorded: {e}"
+                    ));
+                }
+            }
+            problems
+        });
+        (reporter, SessionRecorder(Some((close, task))))
+    }
+
     async fn note(&self, id: &str, attempt: u32, state: AttemptState, note: &str) {
         if let Some(journal) = &self.journal
             && let Err(e) = journal.transition(id, attempt, state, note, now()).await
         {
             tracing::warn!(execution_id = id, attempt, %e, "journal transition not recorded");
         }
+    }
+}
+
+/// The running recorder of one attempt's session handles.
+struct SessionRecorder(
+    Option<(
+        tokio::sync::oneshot::Sender<()>,
+        tokio::task::JoinHandle<Vec<String>>,
+    )>,
+);
+
+impl SessionRecorder {
+    /// Records what is still buffered, then stops; returns what could not be recorded.
+    async fn finish(self) -> Vec<String> {
+        let Some((close, task)) = self.0 else {
+            return Vec::new();
+        };
+        let _ = close.send(());
+        task.await.unwrap_or_default()
+    }
+}
+
+/// A receiver read until its senders are gone or `closed` fires; then what is
+/// already buffered is still taken and anything later refused. A backend may keep a
+/// sender alive in a task of its own after it returned: the attempt must not wait
+/// for that.
+struct Drain<T> {
+    receiver: UnboundedReceiver<T>,
+    closed: Option<tokio::sync::oneshot::Receiver<()>>,
+}
+
+impl<T> Drain<T> {
+    fn new(receiver: UnboundedReceiver<T>, closed: tokio::sync::oneshot::Receiver<()>) -> Self {
+        Drain {
+            receiver,
+            closed: Some(closed),
+        }
+    }
+
+    async fn next(&mut self) -> Option<T> {
+        if let Some(closed) = &mut self.closed {
+            tokio::select! {
+                biased;
+                item = self.receiver.next() => return item,
+                _ = closed => {
+                    // The attempt returned: take what is buffered, refuse the rest.
+                    self.receiver.close();
+                    self.closed = None;
+                }
+            }
+        }
+        self.receiver.next().await
+    }
+}
+
+/// A refusal before anything was journaled or dispatched.
+fn refused(code: ErrorCode, reason: impl Into<String>) -> ContractResult {
+    ContractResult::failed(Error::new(code, reason, SideEffects::None))
+}
+
+/// The request's `output_schema`, compiled (or why it is no schema).
+fn compile_schema(request: &ContractRequest) -> Result<Option<structured::Schema>, String> {
+    request
+        .output_schema
+        .as_ref()
+        .map(structured::check_schema)
+        .transpose()
+}
+
+/// The earlier of two optional deadlines.
+fn earliest(a: Option<OffsetDateTime>, b: Option<OffsetDateTime>) -> Option<OffsetDateTime> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// A resumed execution that did not succeed may have acted in any attempt of the
+/// conversation it continued, so its side effects are `possible` whatever the last
+/// attempt saw (a `none` would license a replay after side effects, invariant 5).
+fn resumed_side_effects(result: &mut ContractResult, resume: &ResumeFrom) {
+    if result.outcome == Outcome::Succeeded {
+        return;
+    }
+    if let Some(err) = result.err.as_mut()
+        && err.side_effects != SideEffects::Possible
+    {
+        err.side_effects = SideEffects::Possible;
+        let note = format!(
+            "side effects: possible — this execution was resumed from attempt {}'s session, which may have acted",
+            resume.attempt
+        );
+        append_log(result, &note);
     }
 }
 

@@ -13,6 +13,14 @@
 //!   retry (the caller's, counted in [`RunOptions::step_retries`]) or a fallback to
 //!   another backend happens only after a failure whose side effects are `none`
 //!   ([`replay_allowed`]); the runtime never adds retries of its own.
+//! * [`Runtime::resume`] continues an execution inside its backend's own session
+//!   (issue 12 §1): the journal claims it (`execution_resumed`), the journaled request
+//!   comes back with the continuation prompt, and exactly one attempt runs — numbered
+//!   on, under the execution's deadline and remaining budget, with
+//!   `ExecutionContext::resume` set — through the same loop and attempt code as
+//!   `run`. Every attempt's session handles are journaled the moment the backend
+//!   reports them (a task per attempt, joined before the attempt is settled), so a
+//!   runner killed a moment later leaves them behind.
 //! * The deadline is a watchdog that fires the execution's
 //!   [`Cancellation`](agent_exec_contract::Cancellation) with cause
 //!   `Deadline`; a backend cancels exactly as for a caller cancel, and the runtime
@@ -67,5 +75,9 @@ pub mod structured;
 pub mod workspace;
 
 pub use agent_exec_contract::JournalHook;
-pub use executor::{DEFAULT_CANCEL_TIMEOUT, RunOptions, Runtime, cause_code, replay_allowed};
-pub use process::{Confinement, ProcessTree, Sweep, Termination, become_subreaper};
+pub use executor::{
+    DEFAULT_CANCEL_TIMEOUT, ResumeOptions, RunOptions, Runtime, cause_code, replay_allowed,
+};
+pub use process::{
+    Confinement, ProcessTree, Sweep, Termination, become_subreaper, terminate_runner_leftovers,
+};

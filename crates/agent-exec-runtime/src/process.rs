@@ -338,9 +338,13 @@ impl ProcessTree {
         limit: Confinement,
     ) -> std::io::Result<ProcessTree> {
         let id = TREE_COUNTER.fetch_add(1, Ordering::Relaxed);
+        // `<pid>-<start ticks>-…`: the runner's own identity first, as the journal
+        // records an owner, so the trees of a runner that died can be found again
+        // ([`terminate_runner_leftovers`]) and never mistaken for a live process's.
         let marker_value = format!(
-            "{}-{}-{}",
+            "{}-{}-{}-{}",
             std::process::id(),
+            own_start_ticks(),
             id,
             std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
@@ -898,6 +902,91 @@ fn enter_at_exec(command: &mut tokio::process::Command, procs: Option<RawFd>, su
     unsafe {
         command.pre_exec(hook);
     }
+}
+
+/// This process's start time in clock ticks since boot (`/proc/self/stat` field 22,
+/// as the journal's owner identity has it); 0 when unreadable.
+fn own_start_ticks() -> u64 {
+    static TICKS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *TICKS.get_or_init(|| {
+        i32::try_from(std::process::id())
+            .ok()
+            .and_then(procfs::stat)
+            .map_or(0, |s| s.start_time)
+    })
+}
+
+/// The start of the tree marker (`AGENT_EXEC_TREE=<pid>-<start ticks>-`) of every
+/// tree the runner process `pid`, started at `start_ticks`, spawned.
+pub fn runner_marker_prefix(pid: u32, start_ticks: u64) -> Vec<u8> {
+    format!("{TREE_MARKER_VAR}={pid}-{start_ticks}-").into_bytes()
+}
+
+/// Terminates what a runner that *died* (SIGKILL, a crash: nobody ran its
+/// `terminate`) left running: every process on this machine whose tree marker names
+/// that runner (`pid` and `start_ticks`, from the journal's owner record) — SIGTERM,
+/// `grace`, SIGKILL — and returns how many there were and how many are still alive.
+///
+/// Why: the runner's agent is orphaned when the runner is killed, and may still hold
+/// the session (a Codex thread waiting on the model); a resume must not run a second
+/// agent on the same conversation beside it. The caller must have proven the runner
+/// dead (the journal's owner check): a live runner's trees are its own business.
+/// Not found: a process that cleared its environment (in a cgroup, its cgroup is
+/// gone with its runner's bookkeeping; see "Leftover processes" in the docs).
+pub fn terminate_runner_leftovers(pid: u32, start_ticks: u64, grace: Duration) -> (usize, usize) {
+    let prefix = runner_marker_prefix(pid, start_ticks);
+    let me = std::process::id();
+    let find = || -> Vec<(i32, u64)> {
+        procfs::pids()
+            .into_iter()
+            .filter(|p| u32::try_from(*p).ok() != Some(me))
+            .filter_map(|p| {
+                procfs::stat(p)
+                    .filter(|s| !s.is_gone())
+                    .map(|s| (p, s.start_time))
+            })
+            .filter(|(p, _)| procfs::environ_starts_with(*p, &prefix))
+            .collect()
+    };
+    let found = find();
+    if found.is_empty() {
+        return (0, 0);
+    }
+    // Signalled only while it is still the very process found (pid and start time).
+    let signal = |targets: &[(i32, u64)], signal: Signal| {
+        for (p, start) in targets {
+            if procfs::stat(*p).is_some_and(|s| s.start_time == *start && !s.is_gone()) {
+                let _ = kill(Pid::from_raw(*p), signal);
+            }
+        }
+    };
+    let alive = |targets: &[(i32, u64)]| -> Vec<(i32, u64)> {
+        targets
+            .iter()
+            .copied()
+            .filter(|(p, start)| {
+                procfs::stat(*p).is_some_and(|s| s.start_time == *start && !s.is_gone())
+            })
+            .collect()
+    };
+    signal(&found, Signal::SIGTERM);
+    let until = Instant::now() + grace;
+    let mut left = alive(&found);
+    while !left.is_empty() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20));
+        left = alive(&left);
+    }
+    signal(&left, Signal::SIGKILL);
+    let until = Instant::now() + Duration::from_secs(2);
+    while !left.is_empty() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(10));
+        left = alive(&left);
+    }
+    // Orphans re-parented to this process (a subreaper) are reaped here.
+    for (p, _) in &found {
+        let _ = waitpid(Pid::from_raw(*p), Some(WaitPidFlag::WNOHANG));
+    }
+    (found.len(), left.len())
 }
 
 /// How long after a spawn pids cannot have wrapped all the way round: the free pids

@@ -148,6 +148,21 @@ pub fn environ_contains(pid: i32, needle: &[u8]) -> bool {
     bytes.split(|b| *b == 0).any(|entry| entry == needle)
 }
 
+/// Whether the environment of `pid` has an entry starting with `prefix`.
+/// Unreadable is no.
+pub fn environ_starts_with(pid: i32, prefix: &[u8]) -> bool {
+    let Ok(mut file) = fs::File::open(format!("/proc/{pid}/environ")) else {
+        return false;
+    };
+    let mut bytes = Vec::new();
+    if file.read_to_end(&mut bytes).is_err() {
+        return false;
+    }
+    bytes
+        .split(|b| *b == 0)
+        .any(|entry| entry.starts_with(prefix))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,5 +1,5 @@
-//! The command line, exactly as issue 5 §5 (run, backends, runs) and issue 13 §2
-//! (worker, submit, wait, cancel) spell it.
+//! The command line, exactly as issue 5 §5 (run, backends, runs), issue 13 §2
+//! (worker, submit, wait, cancel) and issue 12 §1 (resume) spell it.
 
 use std::path::PathBuf;
 
@@ -37,6 +37,8 @@ pub struct Args {
 pub enum Command {
     /// Run one execution and print its result.
     Run(RunArgs),
+    /// Continue an interrupted execution inside its agent's own session, under the same id.
+    Resume(ResumeArgs),
     /// List the configured backends, their aliases and capabilities.
     Backends(BackendsArgs),
     /// List journaled executions, or show one.
@@ -115,6 +117,34 @@ pub struct RequestArgs {
 pub struct RunArgs {
     #[command(flatten)]
     pub request: RequestArgs,
+    /// Print the result as JSON (the contract's Go tags) on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Print events as JSON lines on stderr while running.
+    #[arg(long)]
+    pub events: bool,
+}
+
+/// `resume ID`: the request is the journaled one (the execution's own workspace,
+/// targets, tool policy, schema and budget); only the continuation prompt and a
+/// shorter deadline are the caller's. So there is no `--request` and no `--backend`:
+/// a different request or backend would be a new execution (`run`).
+#[derive(Debug, ClapArgs)]
+pub struct ResumeArgs {
+    /// The execution id (as `agent-exec runs` lists it).
+    #[arg(value_name = "ID")]
+    pub id: String,
+    /// The continuation prompt. Default: a fixed sentence saying the run was
+    /// interrupted and to continue the original task, checking first what was done.
+    #[arg(long, value_name = "TEXT", conflicts_with = "prompt_file")]
+    pub prompt: Option<String>,
+    /// Read the continuation prompt from a file.
+    #[arg(long, value_name = "F")]
+    pub prompt_file: Option<PathBuf>,
+    /// A deadline for this resume, e.g. 90s, 5m. It can only shorten the execution's
+    /// own deadline (set when it first started), never extend it.
+    #[arg(long, value_name = "DURATION")]
+    pub deadline: Option<String>,
     /// Print the result as JSON (the contract's Go tags) on stdout.
     #[arg(long)]
     pub json: bool,

@@ -368,6 +368,12 @@ fn render_record(record: &ExecutionRecord) -> String {
             a.started_at,
             a.finished_at.as_deref().unwrap_or("…")
         );
+        // The backend's own conversation id: what `agent-exec resume` continues.
+        let _ = writeln!(
+            out,
+            "    session: {}",
+            a.session_handle.as_deref().unwrap_or("none reported")
+        );
     }
     let _ = writeln!(out, "  transitions:");
     for t in &record.transitions {

@@ -14,6 +14,7 @@ mod duration;
 mod fleet;
 mod listing;
 mod request;
+mod resume;
 mod run;
 mod verified;
 
@@ -65,6 +66,7 @@ fn main() -> ExitCode {
     let code = runtime.block_on(async {
         match &args.command {
             cli::Command::Run(run) => run::run(&args, run).await,
+            cli::Command::Resume(r) => resume::resume(&args, r).await,
             cli::Command::Backends(b) => listing::backends(&args, b).await,
             cli::Command::Runs(r) => listing::runs(&args, r).await,
             cli::Command::Worker(w) => fleet::worker(&args, w).await,

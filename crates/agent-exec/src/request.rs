@@ -49,6 +49,17 @@ pub fn check_execution_id(id: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `--deadline DURATION` as the absolute deadline it means from now.
+pub fn deadline_from_now(text: &str) -> anyhow::Result<time::OffsetDateTime> {
+    let d = duration::parse(text).map_err(|e| anyhow!("--deadline: {e}"))?;
+    // Checked: a huge value is a usage error, never an overflow panic.
+    let too_long = || anyhow!("--deadline {text}: too long (the date would overflow)");
+    let d = time::Duration::try_from(d).map_err(|_| too_long())?;
+    time::OffsetDateTime::now_utc()
+        .checked_add(d)
+        .ok_or_else(too_long)
+}
+
 pub fn parse_required(names: &[String]) -> anyhow::Result<Vec<Capability>> {
     let mut required = Vec::new();
     for name in names.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {
@@ -83,20 +94,7 @@ fn from_flags(r: &RequestArgs, at: WorkspaceAt) -> anyhow::Result<ContractReques
         .as_ref()
         .ok_or_else(|| anyhow!("give --workspace DIR (or --request)"))?;
     let root = workspace_root(workspace, at, "--workspace")?;
-    let deadline = match &r.deadline {
-        None => None,
-        Some(text) => {
-            let d = duration::parse(text).map_err(|e| anyhow!("--deadline: {e}"))?;
-            // Checked: a huge value is a usage error, never an overflow panic.
-            let too_long = || anyhow!("--deadline {text}: too long (the date would overflow)");
-            let d = time::Duration::try_from(d).map_err(|_| too_long())?;
-            Some(
-                time::OffsetDateTime::now_utc()
-                    .checked_add(d)
-                    .ok_or_else(too_long)?,
-            )
-        }
-    };
+    let deadline = r.deadline.as_deref().map(deadline_from_now).transpose()?;
     let required = parse_required(&r.require)?;
     let execution_id = match &r.execution_id {
         Some(id) => {

@@ -60,7 +60,10 @@ pub fn print_recovered(recovered: &[agent_exec_journal::Recovered]) {
     }
 }
 
-pub async fn run(args: &Args, run: &RunArgs) -> anyhow::Result<u8> {
+/// What every command that runs a backend (`run`, `resume`) sets up first: this
+/// process as a subreaper, the config (its warnings on stderr) and the registry with
+/// the verification cache.
+pub fn prepare(args: &Args) -> anyhow::Result<(Config, agent_exec_contract::Registry)> {
     // Orphaned grandchildren are re-parented to us, not to init, so the runtime can
     // find and reap every member of a backend's tree.
     if let Err(e) = agent_exec_runtime::become_subreaper() {
@@ -72,90 +75,36 @@ pub async fn run(args: &Args, run: &RunArgs) -> anyhow::Result<u8> {
     }
     let mut registry = config.registry()?;
     crate::verified::attach(&mut registry, agent_exec_contract::CacheMode::Use);
+    Ok((config, registry))
+}
+
+pub async fn run(args: &Args, run: &RunArgs) -> anyhow::Result<u8> {
+    let (config, registry) = prepare(args)?;
 
     let request = crate::request::build(&run.request, crate::request::WorkspaceAt::Here)?;
     let execution_id = request.execution_id.clone();
     let required = request.required.clone();
     let deadline = request.budget.deadline;
 
-    // Cancellation is armed before the backend is resolved: resolving runs the
-    // backend's capability probe (processes, a network request; up to a minute when
-    // the peer stalls), and the deadline and Ctrl-C/SIGTERM cover it like the run.
-    let cancellation = Cancellation::new();
-    let signals = tokio::spawn(cancel_on_signal(cancellation.clone()));
-    let deadline_timer = deadline.map(|at| tokio::spawn(cancel_at(at, cancellation.clone())));
-    let _disarm = Disarm(
-        [Some(signals), deadline_timer]
-            .into_iter()
-            .flatten()
-            .collect(),
-    );
-
-    // Decision: a canceled probe is dropped, not asked to stop. `Backend::verify`
-    // takes no cancellation, and every probe that starts a process runs it as a
-    // `ProcessTree`, whose drop kills the whole group and every member it saw; a
-    // probe has no side effects to confirm. Not done: journaling a run that ended
-    // before its backend was resolved (the journal records executions, and none was
-    // dispatched).
-    let resolving = tokio::select! {
-        biased;
-        _ = cancellation.cancelled() => None,
-        resolved = registry.resolve(&run.request.backend, &required) => Some(resolved),
-    };
-    let Some(resolving) = resolving else {
-        let cause = cancellation.cause().unwrap_or(CancelCause::Caller);
-        let (code, why) = match cause {
-            CancelCause::Deadline => (ErrorCode::DeadlineExceeded, "the deadline passed"),
-            CancelCause::Caller => (ErrorCode::Canceled, "the caller canceled"),
-        };
-        let result = ContractResult::with_error(
-            Outcome::Canceled,
-            Error::new(
-                code,
-                format!(
-                    "{why} while backend `{}` was being probed; nothing was dispatched",
-                    run.request.backend
-                ),
-                SideEffects::None,
-            ),
-        );
-        print_result(run.json, &execution_id, &result)?;
-        return Ok(exit_code(&result.outcome));
-    };
-    let resolved = match resolving {
+    let (cancellation, _disarm) = arm_cancellation(deadline);
+    let resolved = match resolve(
+        &registry,
+        &run.request.backend,
+        &required,
+        &cancellation,
+        run.json,
+        &execution_id,
+    )
+    .await?
+    {
         Ok(resolved) => resolved,
-        Err(e) => {
-            // Nothing ran: report it as the contract's refusal, in the same shape.
-            eprintln!("agent-exec: {e}");
-            let result = ContractResult::failed(e.to_contract_error());
-            print_result(run.json, &execution_id, &result)?;
-            return Ok(match e {
-                agent_exec_contract::ResolveError::MissingCapability { .. } => 1,
-                _ => crate::EXIT_USAGE,
-            });
-        }
+        Err(exit) => return Ok(exit),
     };
-    if let Some(warning) = &resolved.deprecation_warning {
-        eprintln!("agent-exec: warning: {warning}");
-    }
 
     let journal = open_journal(args, &config).await?;
     let runtime = Runtime::new().with_journal(Arc::new(journal));
 
-    let (events, printer) = if run.events {
-        let (sink, mut receiver) = EventSink::channel();
-        let printer = tokio::spawn(async move {
-            while let Some(event) = receiver.next().await {
-                if let Ok(line) = serde_json::to_string(&event) {
-                    // One write per line, so lines never interleave with diagnostics.
-                    let _ = std::io::stderr().write_all(format!("{line}\n").as_bytes());
-                }
-            }
-        });
-        (sink, Some(printer))
-    } else {
-        (EventSink::discard(), None)
-    };
+    let (events, printer) = event_printer(run.events);
     let options = RunOptions {
         events,
         cancellation,
@@ -167,6 +116,101 @@ pub async fn run(args: &Args, run: &RunArgs) -> anyhow::Result<u8> {
     }
     print_result(run.json, &execution_id, &result)?;
     Ok(exit_code(&result.outcome))
+}
+
+/// Arms cancellation on Ctrl-C/SIGTERM and at `deadline`, before the backend is
+/// resolved: resolving runs the backend's capability probe (processes, a network
+/// request; up to a minute when the peer stalls), and the deadline and a signal cover
+/// it like the run. The tasks end when the returned guard drops.
+pub fn arm_cancellation(deadline: Option<time::OffsetDateTime>) -> (Cancellation, Disarm) {
+    let cancellation = Cancellation::new();
+    let signals = tokio::spawn(cancel_on_signal(cancellation.clone()));
+    let deadline_timer = deadline.map(|at| tokio::spawn(cancel_at(at, cancellation.clone())));
+    let disarm = Disarm(
+        [Some(signals), deadline_timer]
+            .into_iter()
+            .flatten()
+            .collect(),
+    );
+    (cancellation, disarm)
+}
+
+/// Resolves `backend` with `required` (running its probe, or reading the cache), or
+/// prints why not — a cancel during the probe, an unknown backend, a missing
+/// capability — as a result, and returns the exit code for it.
+///
+/// Decision: a canceled probe is dropped, not asked to stop. `Backend::verify`
+/// takes no cancellation, and every probe that starts a process runs it as a
+/// `ProcessTree`, whose drop kills the whole group and every member it saw; a
+/// probe has no side effects to confirm. Not done: journaling a run that ended
+/// before its backend was resolved (the journal records executions, and none was
+/// dispatched).
+pub async fn resolve(
+    registry: &agent_exec_contract::Registry,
+    backend: &str,
+    required: &[agent_exec_contract::Capability],
+    cancellation: &Cancellation,
+    json: bool,
+    execution_id: &str,
+) -> anyhow::Result<Result<agent_exec_contract::Resolved, u8>> {
+    let resolving = tokio::select! {
+        biased;
+        _ = cancellation.cancelled() => None,
+        resolved = registry.resolve(backend, required) => Some(resolved),
+    };
+    let Some(resolving) = resolving else {
+        let cause = cancellation.cause().unwrap_or(CancelCause::Caller);
+        let (code, why) = match cause {
+            CancelCause::Deadline => (ErrorCode::DeadlineExceeded, "the deadline passed"),
+            CancelCause::Caller => (ErrorCode::Canceled, "the caller canceled"),
+        };
+        let result = ContractResult::with_error(
+            Outcome::Canceled,
+            Error::new(
+                code,
+                format!("{why} while backend `{backend}` was being probed; nothing was dispatched"),
+                SideEffects::None,
+            ),
+        );
+        print_result(json, execution_id, &result)?;
+        return Ok(Err(exit_code(&result.outcome)));
+    };
+    match resolving {
+        Ok(resolved) => {
+            if let Some(warning) = &resolved.deprecation_warning {
+                eprintln!("agent-exec: warning: {warning}");
+            }
+            Ok(Ok(resolved))
+        }
+        Err(e) => {
+            // Nothing ran: report it as the contract's refusal, in the same shape.
+            eprintln!("agent-exec: {e}");
+            let result = ContractResult::failed(e.to_contract_error());
+            print_result(json, execution_id, &result)?;
+            Ok(Err(match e {
+                agent_exec_contract::ResolveError::MissingCapability { .. } => 1,
+                _ => crate::EXIT_USAGE,
+            }))
+        }
+    }
+}
+
+/// With `--events`: a sink whose events a task prints as JSON lines on stderr (await
+/// the task after the run, so every line is out before the result).
+pub fn event_printer(events: bool) -> (EventSink, Option<tokio::task::JoinHandle<()>>) {
+    if !events {
+        return (EventSink::discard(), None);
+    }
+    let (sink, mut receiver) = EventSink::channel();
+    let printer = tokio::spawn(async move {
+        while let Some(event) = receiver.next().await {
+            if let Ok(line) = serde_json::to_string(&event) {
+                // One write per line, so lines never interleave with diagnostics.
+                let _ = std::io::stderr().write_all(format!("{line}\n").as_bytes());
+            }
+        }
+    });
+    (sink, Some(printer))
 }
 
 /// Cancels on the first Ctrl-C or SIGTERM.
@@ -203,7 +247,7 @@ async fn cancel_at(at: time::OffsetDateTime, cancellation: Cancellation) {
 }
 
 /// Aborts the signal and deadline tasks when the run is over, on every return path.
-struct Disarm(Vec<tokio::task::JoinHandle<()>>);
+pub struct Disarm(Vec<tokio::task::JoinHandle<()>>);
 
 impl Drop for Disarm {
     fn drop(&mut self) {

@@ -387,9 +387,24 @@ pub async fn a_live_owner_is_left_alone(location: &JournalLocation) {
 /// Starts the test binary as a child runner that opens `location`, starts an attempt of
 /// `execution_id`, optionally requests a cancel, says so and then blocks forever.
 pub fn spawn_runner(test_name: &str, location: &str, execution_id: &str, cancel: bool) -> Child {
+    spawn_runner_with_session(test_name, location, execution_id, cancel, "")
+}
+
+/// [`spawn_runner`], whose attempt also reports `session` (when not empty) before it
+/// says it started.
+pub fn spawn_runner_with_session(
+    test_name: &str,
+    location: &str,
+    execution_id: &str,
+    cancel: bool,
+    session: &str,
+) -> Child {
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args(["--exact", test_name, "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, format!("{location}\n{execution_id}\n{cancel}"))
+        .env(
+            CHILD_ENV,
+            format!("{location}\n{execution_id}\n{cancel}\n{session}"),
+        )
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
@@ -416,8 +431,15 @@ pub async fn run_as_child_if_asked() {
     let location = JournalLocation::parse(parts.next().unwrap());
     let id = parts.next().unwrap().to_owned();
     let cancel = parts.next() == Some("true");
+    let session = parts.next().filter(|s| !s.is_empty()).map(str::to_owned);
     let (journal, _) = Journal::open(&location).await.unwrap();
     let attempt = begin(&journal, &id, "command").await;
+    if let Some(session) = session {
+        journal
+            .record_session(&id, attempt, &session)
+            .await
+            .unwrap();
+    }
     if cancel {
         journal
             .transition(&id, attempt, State::Canceling, None)
@@ -489,4 +511,285 @@ pub async fn a_killed_runner_leaves_unknown(
         matches!(&refused, Err(JournalError::Finished { side_effects, .. }) if side_effects == "possible"),
         "{refused:?}"
     );
+}
+
+/// A request as the runtime journals it (the hook writes the contract's Go JSON).
+fn hook_request(id: &str) -> ContractRequest {
+    ContractRequest {
+        execution_id: id.into(),
+        prompt: "the original task".into(),
+        workspace: agent_exec_contract::WorkspaceHandle {
+            root: "/tmp".into(),
+            writable: Vec::new(),
+        },
+        budget: ContractBudget {
+            max_prompt_tokens: 1000,
+            deadline: Some(
+                time::OffsetDateTime::now_utc()
+                    .replace_nanosecond(0)
+                    .unwrap()
+                    + time::Duration::hours(1),
+            ),
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}
+
+/// Through the hook, as the runtime does: execution + attempt 1 on `backend`,
+/// optionally reporting `session`, ended with `result` (`None`: left running).
+async fn hook_attempt(
+    journal: &Journal,
+    id: &str,
+    backend: &str,
+    session: Option<&str>,
+    result: Option<&ContractResult>,
+) -> ContractRequest {
+    let hook: &dyn JournalHook = journal;
+    let now = time::OffsetDateTime::now_utc();
+    let request = hook_request(id);
+    hook.execution_started(backend, &request, now)
+        .await
+        .unwrap();
+    hook.attempt_started(id, 1, backend, now).await.unwrap();
+    if let Some(session) = session {
+        hook.session_reported(id, 1, session, now).await.unwrap();
+    }
+    if let Some(result) = result {
+        hook.attempt_finished(id, 1, result, now).await.unwrap();
+        hook.execution_finished(id, result, now).await.unwrap();
+    }
+    request
+}
+
+fn unknown_result() -> ContractResult {
+    let mut result = ContractResult::with_error(
+        Outcome::Unknown,
+        Error::new(
+            ErrorCode::UnknownOutcome,
+            "stream cut",
+            SideEffects::Possible,
+        ),
+    );
+    result.usage.prompt_tokens = 40;
+    result
+}
+
+/// Session handles are kept per attempt (the last report counts, only while the
+/// attempt runs, only ids), and a resume claims the execution: the request back as
+/// it was journaled, the prior attempts, usage and deadline, a transition saying
+/// where it resumed from, and this process as the owner.
+pub async fn sessions_are_journaled_and_resume_claims(journal: &Journal) {
+    let hook: &dyn JournalHook = journal;
+    let now = time::OffsetDateTime::now_utc();
+    let request = hook_attempt(journal, "sess-1", "codex", Some("thread-a"), None).await;
+    hook.session_reported("sess-1", 1, "thread-b", now)
+        .await
+        .unwrap();
+    let bad = hook.session_reported("sess-1", 1, "../etc", now).await;
+    assert!(bad.is_err(), "a handle that is no id is refused: {bad:?}");
+    let missing = journal.record_session("sess-1", 9, "thread-c").await;
+    assert!(
+        matches!(missing, Err(JournalError::NoSuchAttempt { .. })),
+        "{missing:?}"
+    );
+    let result = unknown_result();
+    hook.attempt_finished("sess-1", 1, &result, now)
+        .await
+        .unwrap();
+    hook.execution_finished("sess-1", &result, now)
+        .await
+        .unwrap();
+    let late = journal.record_session("sess-1", 1, "thread-late").await;
+    assert!(
+        matches!(late, Err(JournalError::AlreadyTerminal { .. })),
+        "a settled attempt keeps its handle: {late:?}"
+    );
+    let record = journal.show("sess-1").await.unwrap().unwrap();
+    assert_eq!(
+        record.attempts[0].session_handle.as_deref(),
+        Some("thread-b"),
+        "the last report counts"
+    );
+    let json = serde_json::to_value(&record).unwrap();
+    assert_eq!(json["attempts"][0]["session_handle"], "thread-b");
+
+    // Read only: what a resume would continue, nothing changed.
+    let before = journal.show("sess-1").await.unwrap().unwrap();
+    let candidate = journal.resumable("sess-1").await.unwrap();
+    assert_eq!(
+        (candidate.backend.as_str(), candidate.session.as_str()),
+        ("codex", "thread-b")
+    );
+    assert_eq!(journal.show("sess-1").await.unwrap().unwrap(), before);
+
+    let point = hook
+        .execution_resumed("sess-1", "codex", now)
+        .await
+        .unwrap();
+    assert_eq!(point.request, request, "the journaled request comes back");
+    assert_eq!(point.backend, "codex");
+    assert_eq!(
+        (point.session.as_str(), point.session_attempt),
+        ("thread-b", 1)
+    );
+    assert_eq!(point.prior.attempts, 1);
+    assert_eq!(point.prior.usage.prompt_tokens, 40);
+    assert_eq!(point.prior.deadline, request.budget.deadline);
+    let record = journal.show("sess-1").await.unwrap().unwrap();
+    assert_eq!(record.summary.state, State::Running);
+    assert_eq!(record.summary.error_code, None);
+    assert_eq!(record.owner.pid, std::process::id());
+    let last = record.transitions.last().unwrap();
+    assert_eq!(
+        (last.attempt, last.from, last.to, last.note.as_deref()),
+        (
+            1,
+            Some(State::Unknown),
+            State::Running,
+            Some("execution resumed from attempt 1's session")
+        )
+    );
+    // Claimed by a live process (this one): a second resume is busy.
+    let busy = hook.execution_resumed("sess-1", "codex", now).await;
+    assert!(busy.unwrap_err().to_string().contains("still running"));
+    // The resumed attempt is the next one, and keeps its own handle.
+    hook.attempt_started("sess-1", 2, "codex", now)
+        .await
+        .unwrap();
+    hook.session_reported("sess-1", 2, "thread-b", now)
+        .await
+        .unwrap();
+    let ok = ContractResult::succeeded("done");
+    hook.attempt_finished("sess-1", 2, &ok, now).await.unwrap();
+    hook.execution_finished("sess-1", &ok, now).await.unwrap();
+    let record = journal.show("sess-1").await.unwrap().unwrap();
+    assert_eq!(record.summary.state, State::Succeeded);
+    assert_eq!(record.summary.attempts, 2);
+    let handles: Vec<_> = record
+        .attempts
+        .iter()
+        .map(|a| a.session_handle.as_deref())
+        .collect();
+    assert_eq!(handles, [Some("thread-b"), Some("thread-b")]);
+}
+
+/// Every refusal of a resume names the execution and leaves it as it was.
+pub async fn resume_refusals(journal: &Journal) {
+    let hook: &dyn JournalHook = journal;
+    let now = time::OffsetDateTime::now_utc();
+    hook_attempt(
+        journal,
+        "ref-ok",
+        "codex",
+        Some("thread-ok"),
+        Some(&ContractResult::succeeded("done")),
+    )
+    .await;
+    hook_attempt(journal, "ref-none", "codex", None, Some(&unknown_result())).await;
+    hook_attempt(journal, "ref-live", "codex", Some("thread-live"), None).await;
+    hook_attempt(
+        journal,
+        "ref-other",
+        "codex",
+        Some("thread-o"),
+        Some(&unknown_result()),
+    )
+    .await;
+    for (id, backend, expected) in [
+        ("ref-ok", "codex", "already succeeded"),
+        (
+            "ref-none",
+            "codex",
+            "has no session handle journaled for backend codex",
+        ),
+        ("ref-live", "codex", "is still running in pid"),
+        (
+            "ref-other",
+            "claude-code",
+            "ran on backend codex, not claude-code",
+        ),
+        ("ref-missing", "codex", "is not in the journal"),
+    ] {
+        let before = journal.show(id).await.unwrap();
+        let refused = hook.execution_resumed(id, backend, now).await;
+        let message = refused.unwrap_err().to_string();
+        assert!(
+            message.contains(expected) && message.contains(id),
+            "{id}: {message}"
+        );
+        assert_eq!(
+            journal.show(id).await.unwrap(),
+            before,
+            "{id}: left as it was"
+        );
+        if backend == "codex" {
+            let early = journal.resumable(id).await.unwrap_err().to_string();
+            assert!(early.contains(expected), "{id}: read-only check: {early}");
+        }
+    }
+    let typed = journal.resumable("ref-ok").await;
+    assert!(
+        matches!(typed, Err(JournalError::AlreadySucceeded { .. })),
+        "{typed:?}"
+    );
+    let typed = journal.resumable("ref-none").await;
+    assert!(
+        matches!(typed, Err(JournalError::NoSessionHandle { .. })),
+        "{typed:?}"
+    );
+}
+
+/// A runner killed with SIGKILL right after its backend reported a handle leaves
+/// the handle behind; a resume from a journal opened while the runner was alive
+/// (so recovery on open did not see it die) marks it `unknown` first, then claims it.
+pub async fn a_killed_runner_can_be_resumed(
+    test_name: &str,
+    location: &JournalLocation,
+    raw: &str,
+) {
+    let mut child = spawn_runner_with_session(test_name, raw, "killed-res", false, "thread-k");
+    let (journal, _) = Journal::open(location).await.unwrap();
+    let alive = journal.resumable("killed-res").await;
+    assert!(
+        matches!(alive, Err(JournalError::Busy { .. })),
+        "a live runner's execution is busy: {alive:?}"
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let record = journal.show("killed-res").await.unwrap().unwrap();
+    assert_eq!(
+        record.summary.state,
+        State::Running,
+        "nobody recovered it yet"
+    );
+    assert_eq!(
+        record.attempts[0].session_handle.as_deref(),
+        Some("thread-k"),
+        "the handle survived the SIGKILL"
+    );
+    let hook: &dyn JournalHook = &journal;
+    let point = hook
+        .execution_resumed("killed-res", "command", time::OffsetDateTime::now_utc())
+        .await
+        .unwrap();
+    assert_eq!(point.session, "thread-k");
+    let record = journal.show("killed-res").await.unwrap().unwrap();
+    let path: Vec<_> = record
+        .transitions
+        .iter()
+        .rev()
+        .take(2)
+        .map(|t| (t.from, t.to))
+        .collect();
+    assert_eq!(
+        path,
+        [
+            (Some(State::Unknown), State::Running),
+            (Some(State::Running), State::Unknown)
+        ],
+        "marked unknown first, then resumed"
+    );
+    assert_eq!(record.attempts[0].state, State::Unknown);
+    assert_eq!(record.summary.state, State::Running);
 }

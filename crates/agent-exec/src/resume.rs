@@ -1,0 +1,155 @@
+//! `agent-exec resume ID`: continue an interrupted execution inside its backend's own
+//! session, under the same execution id (issue 12 §1).
+//!
+//! The journal decides what can be resumed. This module asks it first, read only
+//! (`Journal::resumable`), so a refusal — not journaled, succeeded, still running under
+//! a live owner, no session handle — comes before the backend's probe runs; then it
+//! resolves the *journaled* backend with `resume` required and hands over to
+//! `Runtime::resume`, which claims the execution in one transaction and checks all of
+//! it again (another process may have moved in between).
+
+use std::sync::Arc;
+
+use agent_exec_contract::{Capability, ContractResult, Error, ErrorCode, SideEffects};
+use agent_exec_journal::JournalError;
+use agent_exec_runtime::{ResumeOptions, Runtime};
+use anyhow::{Context as _, bail};
+
+use crate::cli::{Args, ResumeArgs};
+use crate::run::{
+    arm_cancellation, event_printer, exit_code, open_journal, prepare, print_result, resolve,
+};
+
+/// The continuation prompt when the caller gives none. Fixed, so the agent is told
+/// the same thing every time: what happened, and to check before it redoes anything
+/// (the earlier attempt may have written files or run commands).
+pub const DEFAULT_CONTINUATION: &str = "This task was interrupted before it finished: the process running it stopped. Continue the original task from where it stopped. First check what was already done (files written, commands run) and do not redo work that is complete; then finish what remains.";
+
+pub async fn resume(args: &Args, r: &ResumeArgs) -> anyhow::Result<u8> {
+    crate::request::check_execution_id(&r.id)
+        .map_err(|_| anyhow::anyhow!("invalid execution id {:?}", r.id))?;
+    let prompt = match (&r.prompt, &r.prompt_file) {
+        (Some(text), _) => text.clone(),
+        (None, Some(file)) => std::fs::read_to_string(file)
+            .with_context(|| format!("cannot read --prompt-file {}", file.display()))?,
+        (None, None) => DEFAULT_CONTINUATION.to_owned(),
+    };
+    if prompt.trim().is_empty() {
+        bail!(
+            "the continuation prompt is empty; give --prompt TEXT, or leave it out for the default"
+        );
+    }
+    let deadline = r
+        .deadline
+        .as_deref()
+        .map(crate::request::deadline_from_now)
+        .transpose()?;
+    let (config, registry) = prepare(args)?;
+    let journal = open_journal(args, &config).await?;
+
+    let candidate = match journal.resumable(&r.id).await {
+        Ok(candidate) => candidate,
+        // The journal itself failed: a usage/journal error (exit 2), as for every command.
+        Err(
+            e @ (JournalError::Sqlite { .. }
+            | JournalError::Postgres { .. }
+            | JournalError::Io { .. }
+            | JournalError::NewerSchema { .. }),
+        ) => return Err(e.into()),
+        Err(refusal) => {
+            // In the words and shape the runtime uses for the same refusal.
+            let result = ContractResult::failed(Error::new(
+                ErrorCode::Internal,
+                format!("not resumed: journal: {refusal}"),
+                SideEffects::None,
+            ));
+            print_result(r.json, &r.id, &result)?;
+            return Ok(exit_code(&result.outcome));
+        }
+    };
+
+    // The runner that died may have left its agent running (nobody terminated its
+    // tree): stop it before a second agent continues the same conversation.
+    if let Some(why) = terminate_what_dead_runners_left(&journal, &r.id).await? {
+        // Fail closed: never a second agent beside one that would not stop.
+        let result = ContractResult::failed(Error::new(
+            ErrorCode::Internal,
+            format!("not resumed: {why}"),
+            SideEffects::None,
+        ));
+        print_result(r.json, &r.id, &result)?;
+        return Ok(exit_code(&result.outcome));
+    }
+
+    let (cancellation, _disarm) = arm_cancellation(deadline);
+    let resolved = match resolve(
+        &registry,
+        &candidate.backend,
+        &[Capability::Resume],
+        &cancellation,
+        r.json,
+        &r.id,
+    )
+    .await?
+    {
+        Ok(resolved) => resolved,
+        Err(exit) => return Ok(exit),
+    };
+
+    let runtime = Runtime::new().with_journal(Arc::new(journal));
+    let (events, printer) = event_printer(r.events);
+    let options = ResumeOptions {
+        events,
+        cancellation,
+        deadline,
+    };
+    let result = runtime.resume(&r.id, &prompt, &resolved, options).await;
+    if let Some(printer) = printer {
+        let _ = printer.await;
+    }
+    print_result(r.json, &r.id, &result)?;
+    Ok(exit_code(&result.outcome))
+}
+
+/// Terminates the processes each dead runner of `execution_id` (an attempt's owner
+/// proven gone on this host, this boot) left behind, saying so on stderr. `Some(why)`
+/// when some would not exit.
+async fn terminate_what_dead_runners_left(
+    journal: &agent_exec_journal::Journal,
+    execution_id: &str,
+) -> anyhow::Result<Option<String>> {
+    use agent_exec_journal::owner::Liveness;
+    let Some(record) = journal.show(execution_id).await? else {
+        return Ok(None);
+    };
+    let here = agent_exec_journal::ProcessIdentity::current();
+    let mut owners: Vec<_> = record.attempts.iter().map(|a| a.owner.clone()).collect();
+    owners.dedup();
+    for owner in owners {
+        // Same boot only: after a reboot nothing of it is left, and start times restart.
+        if owner.boot_id != here.boot_id || !matches!(owner.liveness(&here), Liveness::Dead(_)) {
+            continue;
+        }
+        let (pid, ticks) = (owner.pid, owner.start_ticks);
+        let (found, left) = tokio::task::spawn_blocking(move || {
+            agent_exec_runtime::terminate_runner_leftovers(
+                pid,
+                ticks,
+                std::time::Duration::from_secs(2),
+            )
+        })
+        .await
+        .unwrap_or((0, 0));
+        if left > 0 {
+            return Ok(Some(format!(
+                "{left} of the {found} process(es) the dead runner (pid {pid}) left running did not exit after SIGKILL"
+            )));
+        }
+        if found > 0 {
+            eprintln!(
+                "agent-exec: terminated {found} process(es) the dead runner (pid {pid}) left running"
+            );
+        }
+    }
+    Ok(None)
+}
