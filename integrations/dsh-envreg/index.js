@@ -10,11 +10,13 @@
 import { createRequire } from 'node:module'
 import { HarnessError } from '@deepseek-ai/dsh-llm'
 import { defineTool } from '@deepseek-ai/dsh-tools'
-import { BridgeClient } from 'dsh-bridge-client'
+import { BridgeClient, withTimeout } from 'dsh-bridge-client'
 
 const { version } = createRequire(import.meta.url)('./package.json')
 const PROTOCOL = 1
 const TEXT_CACHE = 256
+/** A program that reads `hello` and never answers is not envreg: fail the apply. */
+const HELLO_TIMEOUT_MS = 10_000
 
 export const name = 'dsh-envreg'
 export const inject = ['tools']
@@ -55,9 +57,10 @@ export async function apply(ctx, config) {
 
   let hello
   try {
-    hello = await bridge.request({ method: 'hello', protocol: PROTOCOL })
+    hello = await withTimeout(bridge.request({ method: 'hello', protocol: PROTOCOL }), HELLO_TIMEOUT_MS)
   } catch (error) {
-    throw configError(`${error.message}; ${fix}`)
+    bridge.close('dsh-envreg could not start')
+    throw configError(`${binary} did not answer hello: ${error.message}; ${fix}`)
   }
   if (hello.error !== undefined) {
     throw configError(`envreg refused registry ${JSON.stringify(registry)}: ${hello.error.text}; fix config key \`registry\``)

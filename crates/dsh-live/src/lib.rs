@@ -318,7 +318,28 @@ impl Session<'_> {
     }
 
     /// Runs `dsh --profile headless [--patch FILE] TASK` and waits for it.
+    ///
+    /// dsh rewrites the profile's `cordis.yml` during a run through one fixed temporary
+    /// name (`cordis.yml.tmp`, then a rename), so two runs sharing a profile can rename
+    /// the other's half-written file into place, and a third run booting at that moment
+    /// reads an empty config and exits at boot ("config file must be a top-level
+    /// array") before any plugin or model request ran. Such a boot — and only that —
+    /// is run again (at most [`BOOT_RACE_RETRIES`] times): nothing of the task happened.
+    /// Not taken: a profile per run (a plugin install per test).
     pub fn run(self, task: &str) -> DshRun {
+        let mut attempt = 0;
+        loop {
+            let run = self.run_once(task);
+            let boot_race =
+                run.code != Some(0) && run.stderr.contains("config file must be a top-level array");
+            if !boot_race || attempt >= BOOT_RACE_RETRIES {
+                return run;
+            }
+            attempt += 1;
+        }
+    }
+
+    fn run_once(&self, task: &str) -> DshRun {
         let home = self.home;
         let cwd = self
             .cwd
@@ -353,6 +374,9 @@ impl Session<'_> {
         run_grouped(command, self.deadline)
     }
 }
+
+/// How many times [`Session::run`] boots dsh again after its profile-config race.
+pub const BOOT_RACE_RETRIES: u32 = 3;
 
 /// What a headless run did.
 #[derive(Debug, Clone)]

@@ -406,6 +406,23 @@ fn a_binary_of_another_version_is_refused_at_apply_time() {
 }
 
 #[test]
+fn a_binary_that_never_answers_hello_is_refused_at_apply_time() {
+    // Reads the hello and says nothing: dsh must not hang at startup.
+    let dir = home().scratch("silent-envreg");
+    let silent = dir.join("envreg");
+    std::fs::write(&silent, "#!/bin/sh\nexec cat >/dev/null\n").unwrap();
+    std::fs::set_permissions(&silent, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    refused(
+        "silent-binary",
+        json!({"registry": "/tmp", "binary": silent}),
+        &[
+            "did not answer hello: no answer within 10 s",
+            "install envreg 0.1.0",
+        ],
+    );
+}
+
+#[test]
 fn the_session_is_the_dsh_agents_session() {
     let (project, registry) = project("session");
     let server = ScriptedServer::start(Script::new(vec![
