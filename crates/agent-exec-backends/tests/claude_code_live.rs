@@ -1038,52 +1038,24 @@ async fn resume_figures() {
         turns.push(Turn::text("done"));
         turns
     };
-    let bytes = |server: &ScriptedServer, from: usize| -> usize {
-        server.requests()[from..]
-            .iter()
-            .map(|r| r.body.to_string().len())
-            .sum()
-    };
     for round in 1..=3 {
         let fresh = setup(|_| script(false));
-        let request = fresh.request("run the marker command", "workspace");
-        let backend: Arc<dyn Backend> = fresh.backend.clone();
-        let started = std::time::Instant::now();
-        let _ = agents::run_resumed_or_fresh(backend, request, None).await;
-        let fresh_wall = started.elapsed();
-
-        let s = setup(|_| script(true));
-        let request = s.request("run the marker command", "workspace");
-        let backend: Arc<dyn Backend> = s.backend.clone();
-        let server = &s.server;
-        let (_, reported) =
-            agents::run_until_killed(backend.clone(), request.clone(), "claude", || {
-                server.requests().len() >= 2
-            })
-            .await;
-        let before = s.server.requests().len();
-        let mut continuation = request.clone();
-        continuation.prompt = "please continue".into();
-        let started = std::time::Instant::now();
-        let (result, _) = agents::run_resumed(
-            backend,
-            continuation,
-            agent_exec_contract::ResumeFrom {
-                session: reported[0].clone(),
-                attempt: 1,
-                original_prompt: request.prompt.clone(),
+        let killed = setup(|_| script(true));
+        let line = agents::resume_figure_round(
+            &format!("claude-code round {round}"),
+            "claude",
+            agents::FigureRig {
+                backend: fresh.backend.clone(),
+                server: &fresh.server,
+                request: fresh.request("run the marker command", "workspace"),
+            },
+            agents::FigureRig {
+                backend: killed.backend.clone(),
+                server: &killed.server,
+                request: killed.request("run the marker command", "workspace"),
             },
         )
         .await;
-        let resumed_wall = started.elapsed();
-        assert_eq!(result.outcome, Outcome::Succeeded, "{result:#?}");
-        println!(
-            "claude-code round {round}: fresh run {fresh_wall:?}, {} requests, {} bytes sent | resumed attempt {resumed_wall:?}, {} request(s), {} bytes sent (attempt 1 sent {} bytes)",
-            fresh.server.requests().len(),
-            bytes(&fresh.server, 0),
-            s.server.requests().len() - before,
-            bytes(&s.server, before),
-            bytes(&s.server, 0) - bytes(&s.server, before),
-        );
+        println!("{line}");
     }
 }

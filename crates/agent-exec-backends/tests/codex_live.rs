@@ -808,52 +808,26 @@ async fn resume_figures() {
         turns.push(Turn::text("done"));
         turns
     };
-    let bytes = |server: &ScriptedServer, from: usize| -> usize {
-        server.requests()[from..]
-            .iter()
-            .map(|r| r.body.to_string().len())
-            .sum()
-    };
     for round in 1..=3 {
         let fresh = Rig::new(script(false));
+        let killed = Rig::new(script(true));
         let mut request = fresh.request("codex-figures-fresh", "run the marker command");
         request.tool_policy.allowlist = vec!["exec_command".into()];
-        let backend: Arc<dyn Backend> = fresh.backend.clone();
-        let started = std::time::Instant::now();
-        let (_, _) = agents::run_resumed_or_fresh(backend, request.clone(), None).await;
-        let fresh_wall = started.elapsed();
-
-        let rig = Rig::new(script(true));
-        let backend: Arc<dyn Backend> = rig.backend.clone();
-        let server = &rig.server;
-        let (_, reported) =
-            agents::run_until_killed(backend.clone(), request.clone(), "codex", || {
-                server.requests().len() >= 2
-            })
-            .await;
-        let before = rig.server.requests().len();
-        let mut continuation = request.clone();
-        continuation.prompt = "please continue".into();
-        let started = std::time::Instant::now();
-        let (result, _) = agents::run_resumed(
-            backend,
-            continuation,
-            agent_exec_contract::ResumeFrom {
-                session: reported[0].clone(),
-                attempt: 1,
-                original_prompt: request.prompt.clone(),
+        let line = agents::resume_figure_round(
+            &format!("codex round {round}"),
+            "codex",
+            agents::FigureRig {
+                backend: fresh.backend.clone(),
+                server: &fresh.server,
+                request: request.clone(),
+            },
+            agents::FigureRig {
+                backend: killed.backend.clone(),
+                server: &killed.server,
+                request,
             },
         )
         .await;
-        let resumed_wall = started.elapsed();
-        assert_eq!(result.outcome, Outcome::Succeeded, "{result:#?}");
-        println!(
-            "codex round {round}: fresh run {fresh_wall:?}, {} requests, {} bytes sent | resumed attempt {resumed_wall:?}, {} request(s), {} bytes sent (attempt 1 sent {} bytes)",
-            fresh.server.requests().len(),
-            bytes(&fresh.server, 0),
-            rig.server.requests().len() - before,
-            bytes(&rig.server, before),
-            bytes(&rig.server, 0) - bytes(&rig.server, before),
-        );
+        println!("{line}");
     }
 }

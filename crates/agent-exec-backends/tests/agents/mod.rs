@@ -108,6 +108,71 @@ pub async fn run_until_killed(
     (result, drain_handles(&mut handles))
 }
 
+/// One side of a `resume_figures` round: a backend and the scripted server it talks to.
+pub struct FigureRig<'a> {
+    pub backend: Arc<dyn Backend>,
+    pub server: &'a model_script::ScriptedServer,
+    pub request: ContractRequest,
+}
+
+/// One round of the ignored `resume_figures` tests (issue 12 §5): `fresh` runs the
+/// scripted task whole; `killed` runs it as attempt 1, SIGKILLed (agent `agent_exe`)
+/// with its second model request in flight, then as a resumed attempt 2, which must
+/// succeed. Returns the line to print: wall time of the fresh run against the resumed
+/// attempt alone, and the JSON bytes each sent to its scripted server.
+pub async fn resume_figure_round(
+    label: &str,
+    agent_exe: &str,
+    fresh: FigureRig<'_>,
+    killed: FigureRig<'_>,
+) -> String {
+    let bytes = |server: &model_script::ScriptedServer, from: usize| -> usize {
+        server.requests()[from..]
+            .iter()
+            .map(|r| r.body.to_string().len())
+            .sum()
+    };
+    let started = std::time::Instant::now();
+    let _ = run_resumed_or_fresh(fresh.backend, fresh.request, None).await;
+    let fresh_wall = started.elapsed();
+
+    let server = killed.server;
+    let request = killed.request;
+    let (_, reported) =
+        run_until_killed(killed.backend.clone(), request.clone(), agent_exe, || {
+            server.requests().len() >= 2
+        })
+        .await;
+    let before = server.requests().len();
+    let mut continuation = request.clone();
+    continuation.prompt = "please continue".into();
+    let started = std::time::Instant::now();
+    let (result, _) = run_resumed(
+        killed.backend,
+        continuation,
+        ResumeFrom {
+            session: reported[0].clone(),
+            attempt: 1,
+            original_prompt: request.prompt.clone(),
+        },
+    )
+    .await;
+    let resumed_wall = started.elapsed();
+    assert_eq!(
+        result.outcome,
+        agent_exec_contract::Outcome::Succeeded,
+        "{result:#?}"
+    );
+    format!(
+        "{label}: fresh run {fresh_wall:?}, {} requests, {} bytes sent | resumed attempt {resumed_wall:?}, {} request(s), {} bytes sent (attempt 1 sent {} bytes)",
+        fresh.server.requests().len(),
+        bytes(fresh.server, 0),
+        server.requests().len() - before,
+        bytes(server, before),
+        bytes(server, 0) - bytes(server, before),
+    )
+}
+
 /// Attempt `from.attempt + 1` of `request`, resuming `from` on `backend`. Returns the
 /// result and the session handles this attempt reported.
 pub async fn run_resumed(
