@@ -216,8 +216,10 @@ fn untrimmed(args: &Value, names: &[&str]) -> Vec<String> {
         .collect()
 }
 
+/// Whether a component holds glob syntax (extglob's parentheses included), so it is
+/// not part of a pattern's fixed prefix.
 fn is_glob_meta(component: &str) -> bool {
-    component.contains(['*', '?', '[', ']', '{', '}', '\\'])
+    component.contains(['*', '?', '[', ']', '{', '}', '\\', '(', ')'])
 }
 
 /// The fixed prefix of a glob pattern, when the pattern can reach outside the directory
@@ -367,6 +369,13 @@ fn class_end(chars: &[char], open: usize) -> Option<usize> {
         match chars[index] {
             '\\' => index += 2,
             ']' => return Some(index),
+            // `[:punct:]`, `[.a.]`, `[=a=]` inside a class end at their own `:]`.
+            '[' if matches!(chars.get(index + 1), Some(':' | '.' | '=')) => {
+                let kind = chars[index + 1];
+                let close = (index + 2..chars.len().saturating_sub(1))
+                    .find(|&at| chars[at] == kind && chars[at + 1] == ']');
+                index = close.map_or(index + 1, |at| at + 2);
+            }
             _ => index += 1,
         }
     }
@@ -574,6 +583,64 @@ fn expand_braces(pattern: &str, out: &mut Vec<String>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn components_that_can_match_dot_dot_are_climbing() {
+        for component in [
+            "..",
+            "\\.\\.",
+            ".\\.",
+            "[.][.]",
+            "[.].",
+            ".[.]",
+            "[!a][.]",
+            "[--0].",
+            ".*",
+            ".?",
+            "[[:punct:]].",
+            "@(..)",
+            "+(.)",
+            "?(*)",
+            "*(.|a)",
+        ] {
+            assert!(may_match_parent(component), "{component}");
+        }
+        for component in [
+            "*",
+            "**",
+            "??",
+            "*.",
+            "?.",
+            "a..",
+            "..x",
+            "[a-z][a-z]",
+            "[!.].",
+            "!(node_modules)",
+            "@(src|lib)",
+            ".git",
+            "x",
+        ] {
+            assert!(!may_match_parent(component), "{component}");
+        }
+    }
+
+    #[test]
+    fn patterns_that_climb_without_a_literal_dot_dot_are_judged_by_their_prefix() {
+        let prefix = |pattern: &str| pattern_escape_prefix(pattern);
+        assert_eq!(prefix("\\.\\./\\.\\./x/*").as_deref(), Some("../.."));
+        assert_eq!(prefix("a/[.][.]/*").as_deref(), Some("a/.."));
+        assert_eq!(prefix("@(..)/**").as_deref(), Some(".."));
+        assert_eq!(prefix("~root/*").as_deref(), Some("~root"));
+        assert_eq!(prefix("~root").as_deref(), Some("~root"));
+        assert_eq!(prefix("~/[.][.]/x").as_deref(), Some("~/.."));
+        assert_eq!(prefix("src/**/*.rs"), None);
+        assert_eq!(prefix("!(node_modules)/**"), None);
+        // Braces whose alternatives only climb once expanded.
+        assert_eq!(pattern_escape_prefixes(".{,}./x"), vec!["../x"]);
+        assert_eq!(pattern_escape_prefixes(".{*,b}/x"), vec![".."]);
+        assert_eq!(pattern_escape_prefixes("{[.][.],src}/*"), vec![".."]);
+        assert!(pattern_escape_prefixes("**/*.{rs,toml}").is_empty());
+    }
 
     #[test]
     fn brace_alternatives_that_escape_are_judged_by_each_alternative() {
