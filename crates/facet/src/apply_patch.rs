@@ -353,6 +353,103 @@ mod tests {
         assert_eq!(patch_paths(body), vec!["src/x.rs"]);
     }
 
+    fn placed_in(script: &str) -> Option<Vec<String>> {
+        match classify("Bash", &serde_json::json!({ "command": script })) {
+            PatchCall::Placed { folders, .. } => Some(folders),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn reads_the_forms_codex_intercepts_and_no_other() {
+        let body = "*** Begin Patch\n*** Add File: x\n+x\n*** End Patch\n";
+        assert_eq!(
+            placed_in(&format!("apply_patch <<'EOF'\n{body}EOF")),
+            Some(vec![])
+        );
+        assert_eq!(
+            placed_in(&format!(
+                "  cd ../a && applypatch << \"END\"\n{body}END\n\n"
+            )),
+            Some(vec!["../a".to_owned()])
+        );
+        assert_eq!(
+            placed_in(&format!("cd 'a b' && apply_patch <<-EOF\n{body}\t\tEOF")),
+            Some(vec!["a b".to_owned()])
+        );
+        for script in [
+            format!("cd a && cd b && apply_patch <<'EOF'\n{body}EOF"),
+            format!("cd \"$X\" && apply_patch <<'EOF'\n{body}EOF"),
+            format!("apply_patch <<'EOF' > log\n{body}EOF"),
+            format!("apply_patch <<'EOF'\n{body}EOF\necho done"),
+            format!("apply_patch <<'EOF'\n{body}"),
+            format!("cd''x && apply_patch <<'EOF'\n{body}EOF"),
+            format!("apply_patch <<''\n{body}\n"),
+        ] {
+            assert_eq!(
+                classify("Bash", &serde_json::json!({ "command": script })),
+                PatchCall::Unplaceable(SHELL_FORM),
+                "{script}"
+            );
+        }
+        assert_eq!(
+            classify(
+                "Bash",
+                &serde_json::json!({"command": ["apply_patch", body]})
+            ),
+            PatchCall::Placed {
+                paths: vec!["x".into()],
+                folders: vec![]
+            }
+        );
+        assert_eq!(
+            classify("Read", &serde_json::json!({ "command": body })),
+            PatchCall::NotPatch
+        );
+    }
+
+    #[test]
+    fn finds_apply_patch_in_command_position_only() {
+        for script in [
+            "apply_patch < p",
+            "x; FOO=1 apply_patch",
+            "sudo -E /opt/bin/apply_patch",
+            "(cd a && 'apply_patch')",
+            "echo $(applypatch)",
+            "if true; then apply_patch; fi",
+        ] {
+            assert!(runs_apply_patch(script), "{script}");
+        }
+        for script in [
+            "grep apply_patch src",
+            "echo apply_patch",
+            "apply_patch_v2 x",
+            "",
+        ] {
+            assert!(!runs_apply_patch(script), "{script}");
+        }
+    }
+
+    #[test]
+    fn places_paths_as_codex_joins_them() {
+        let cwd = std::path::Path::new("/w/proj/room");
+        let place = |folders: &[&str], path: &str| {
+            let folders: Vec<String> = folders.iter().map(|f| f.to_string()).collect();
+            place(cwd, &folders, path).map(|p| p.display().to_string())
+        };
+        assert_eq!(place(&[], "a/../b").as_deref(), Some("/w/proj/room/b"));
+        assert_eq!(
+            place(&[".."], "other/x").as_deref(),
+            Some("/w/proj/other/x")
+        );
+        assert_eq!(place(&["/abs", "c"], "../../../x").as_deref(), Some("/x"));
+        assert_eq!(place(&[], "/etc/x").as_deref(), Some("/etc/x"));
+        assert_eq!(
+            place(&[], "~user/x").as_deref(),
+            Some("/w/proj/room/~user/x")
+        );
+    }
+
     #[test]
     fn empty_names_are_skipped() {
         assert!(patch_paths("*** Add File:   \n*** Delete File:").is_empty());
