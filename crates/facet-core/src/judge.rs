@@ -86,7 +86,8 @@ impl Policy {
     /// Code's `bypassPermissions`): then every "ask" becomes "deny".
     ///
     /// In order: mode `off` → no opinion; a location inside a guarded folder (facet's
-    /// own state or configuration, see [`Policy::with_guarded`]) → deny, in a scoped
+    /// own state or configuration, see [`Policy::with_guarded`]), or a search root
+    /// holding one ([`crate::ToolSpec::searches_below`]) → deny, in a scoped
     /// session or not and whatever the grants; an unscoped session → no opinion
     /// (widening included: there is no facet to widen); `facet action=add` → ask (deny without a channel),
     /// whatever the mode, since `deny` still lets the user grant; a tool not in the
