@@ -40,7 +40,7 @@
 //!   the hook is sent one. Codex 0.171 does not send its shell tool's `workdir` to
 //!   hooks; that argument is invisible here (docs/facet.md says so).
 //! - Everything else that runs `apply_patch` from a shell, or carries a patch body
-//!   (`*** Begin Patch`), or names an `*** Environment ID:` (another environment's
+//!   naming files (`*** Begin Patch` and a file header), or names an `*** Environment ID:` (another environment's
 //!   folder, unknown here), is [`PatchCall::Unplaceable`]: judged as outside the
 //!   facet, never let through.
 //! - Reading is bounded by the event (16 MiB) and linear in it; it never panics.
@@ -121,7 +121,7 @@ pub fn classify(tool_name: &str, tool_input: &Value) -> PatchCall {
     };
     let call = match intercepted(&script) {
         Some((cd, body)) => placed(body, cd.into_iter().collect()),
-        None if runs_apply_patch(&script) || script.contains("*** Begin Patch") => {
+        None if runs_apply_patch(&script) || carries_patch(&script) => {
             PatchCall::Unplaceable(SHELL_FORM)
         }
         None => PatchCall::NotPatch,
@@ -270,6 +270,14 @@ fn heredoc_delimiter(text: &str) -> Option<(&str, &str)> {
     }
     let end = text.find(|c: char| !word(c)).unwrap_or(text.len());
     (end > 0).then_some((&text[..end], &text[end..]))
+}
+
+/// Whether a shell script carries a patch body that names files (`*** Begin Patch`
+/// and a file header): fed to `apply_patch` in some way facet did not recognise.
+/// A command that only mentions the marker (`grep -rn '*** Begin Patch' src`) names
+/// no file and is not one.
+fn carries_patch(script: &str) -> bool {
+    script.contains("*** Begin Patch") && !patch_paths(script).is_empty()
 }
 
 /// Whether a shell script runs `apply_patch` (or `applypatch`) as a command: in
