@@ -180,10 +180,100 @@ pub struct ExecutionRecord {
     pub request: Option<serde_json::Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<serde_json::Value>,
+    /// The result the execution returned to its caller (schema version 3), as kept:
+    /// see [`KeptResult`]. `None` while it runs, and for an execution that ended
+    /// without returning one (a runner that died, a version-2 row).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result: Option<serde_json::Value>,
+    /// The kept result exactly as stored, byte for byte (what `agent-exec result`
+    /// prints); not part of the record's JSON, which has `result` parsed.
+    #[serde(skip)]
+    pub result_text: Option<String>,
+    /// What the journal left out of the kept result, when anything (deliverables
+    /// over [`KEPT_FILES_CAP`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result_note: Option<String>,
+    /// The last [`OUTPUT_TAIL_CAP`] bytes of the output the backend streamed while it
+    /// ran (its `text_delta` events: the program's stdout for a `command` backend).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_tail: Option<String>,
+    /// A cancel asked for by another process (`agent-exec cancel`), not yet acted on
+    /// or acted on by the runner: when and by whom.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cancel_request: Option<String>,
     pub attempts: Vec<AttemptRecord>,
     pub transitions: Vec<TransitionRecord>,
     /// The process that last started this execution.
     pub owner: ProcessIdentity,
+}
+
+/// The deliverable bytes a kept result may hold, all files together: 4 MiB. A
+/// result whose files add up to more keeps the files that fit (in path order) and
+/// drops the rest, saying which in [`KeptResult::note`]; the text, logs, error and
+/// usage are always kept whole.
+pub const KEPT_FILES_CAP: usize = 4 * 1024 * 1024;
+
+/// How much streamed output is kept per execution (its tail): 64 KiB.
+pub const OUTPUT_TAIL_CAP: usize = 64 * 1024;
+
+/// A `ContractResult` as the journal keeps it: its JSON (the contract's Go tags,
+/// exactly as `agent-exec run --json` prints it when nothing was left out) and a
+/// note naming what was left out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeptResult {
+    pub json: String,
+    pub note: Option<String>,
+}
+
+impl KeptResult {
+    /// Keeps `result`, its deliverables within [`KEPT_FILES_CAP`].
+    pub fn of(result: &agent_exec_contract::ContractResult) -> KeptResult {
+        let total: usize = result.files.values().map(Vec::len).sum();
+        if total <= KEPT_FILES_CAP {
+            return KeptResult {
+                json: serde_json::to_string(result).unwrap_or_default(),
+                note: None,
+            };
+        }
+        let mut kept = result.clone();
+        let mut room = KEPT_FILES_CAP;
+        let mut dropped = Vec::new();
+        kept.files.retain(|path, bytes| {
+            if bytes.len() <= room {
+                room -= bytes.len();
+                true
+            } else {
+                dropped.push(format!("{path} ({} bytes)", bytes.len()));
+                false
+            }
+        });
+        KeptResult {
+            json: serde_json::to_string(&kept).unwrap_or_default(),
+            note: Some(format!(
+                "deliverables not kept (over the journal's {} MiB cap): {}",
+                KEPT_FILES_CAP / (1024 * 1024),
+                dropped.join(", ")
+            )),
+        }
+    }
+}
+
+/// The last `cap` bytes of `text`, cut at a character boundary.
+pub fn tail_of(text: &str, cap: usize) -> &str {
+    let mut start = text.len().saturating_sub(cap);
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    &text[start..]
+}
+
+/// What `request_cancel` found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CancelAsk {
+    /// Recorded; the runner (this owner) acts on it at its next look.
+    Recorded { owner: ProcessIdentity },
+    /// Nothing to cancel: it ended in this state.
+    AlreadyEnded(State),
 }
 
 /// An execution that the open found orphaned and marked `unknown`.

@@ -14,6 +14,7 @@ mod duration;
 mod fleet;
 mod listing;
 mod request;
+mod results;
 mod resume;
 mod run;
 mod verified;
@@ -69,6 +70,7 @@ fn main() -> ExitCode {
             cli::Command::Resume(r) => resume::resume(&args, r).await,
             cli::Command::Backends(b) => listing::backends(&args, b).await,
             cli::Command::Runs(r) => listing::runs(&args, r).await,
+            cli::Command::Result(r) => results::result(&args, r).await,
             cli::Command::Worker(w) => fleet::worker(&args, w).await,
             cli::Command::Submit(s) => fleet::submit(&args, s).await,
             cli::Command::Wait(w) => fleet::wait(&args, w).await,
