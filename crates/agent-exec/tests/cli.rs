@@ -696,6 +696,7 @@ fn masked(text: &str) -> String {
     let rules = [
         (r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z", "[time]"),
         (r"pid \d+ on \S+", "pid [pid] on [host]"),
+        (r"workspace: \S+", "workspace: [dir]"),
     ];
     let mut out = text.to_owned();
     for (pattern, replacement) in rules {
