@@ -88,7 +88,10 @@ fn result_prints_exactly_what_run_json_printed() {
         let run = sandbox.run(backend, id, &["--target", "out/reply.md", "--json"]);
         assert_eq!(run.status.code(), Some(code), "{}", stderr(&run));
         let printed: Value = serde_json::from_slice(&run.stdout).unwrap();
-        assert_eq!(printed["execution_id"], id, "the result names its execution");
+        assert_eq!(
+            printed["execution_id"], id,
+            "the result names its execution"
+        );
 
         let result = sandbox.output(&["result", id]);
         assert_eq!(result.status.code(), Some(code), "{}", stderr(&result));
@@ -104,7 +107,10 @@ fn result_prints_exactly_what_run_json_printed() {
     let record: Value = serde_json::from_slice(&show.stdout).unwrap();
     assert_eq!(record["request"]["prompt"], "the prompt");
     assert_eq!(record["result"]["text"], "wrote the prompt");
-    assert_eq!(record["result"]["files"]["out/reply.md"], "dGhlIHByb21wdA==");
+    assert_eq!(
+        record["result"]["files"]["out/reply.md"],
+        "dGhlIHByb21wdA=="
+    );
     let human = sandbox.output(&["runs", "show", "res-fail"]);
     let text = String::from_utf8_lossy(&human.stdout);
     for needle in [
@@ -132,7 +138,10 @@ fn runs_prune_deletes_ended_runs_older_than_asked() {
 
     let pruned = sandbox.output(&["runs", "prune", "--older-than", "1ms"]);
     assert!(String::from_utf8_lossy(&pruned.stdout).starts_with("pruned 1 execution(s)"));
-    assert_eq!(sandbox.output(&["result", "prune-1"]).status.code(), Some(2));
+    assert_eq!(
+        sandbox.output(&["result", "prune-1"]).status.code(),
+        Some(2)
+    );
     let bad = sandbox.output(&["runs", "prune", "--older-than", "soon"]);
     assert_eq!(bad.status.code(), Some(2));
     assert!(stderr(&bad).contains("--older-than"), "{}", stderr(&bad));
@@ -175,7 +184,11 @@ fn cancel_and_wait_work_on_an_sqlite_journal_from_another_process() {
 
     let early = sandbox.output(&["wait", "far-1", "--timeout", "300ms"]);
     assert_eq!(early.status.code(), Some(5), "{}", stderr(&early));
-    assert!(stderr(&early).contains("still running"), "{}", stderr(&early));
+    assert!(
+        stderr(&early).contains("still running"),
+        "{}",
+        stderr(&early)
+    );
 
     let cancel = sandbox.output(&["cancel", "far-1"]);
     assert_eq!(cancel.status.code(), Some(0), "{}", stderr(&cancel));
@@ -195,8 +208,15 @@ fn cancel_and_wait_work_on_an_sqlite_journal_from_another_process() {
     let mut rest = String::new();
     events.read_to_string(&mut rest).unwrap();
     assert_eq!(status.code(), Some(4), "{rest}");
-    assert!(rest.contains("cancel requested by `agent-exec cancel`"), "{rest}");
-    assert_eq!(String::from_utf8_lossy(&waited.stdout), printed, "as run printed it");
+    assert!(
+        rest.contains("cancel requested by `agent-exec cancel`"),
+        "{rest}"
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&waited.stdout),
+        printed,
+        "as run printed it"
+    );
     let result: Value = serde_json::from_str(&printed).unwrap();
     assert_eq!(result["outcome"], "canceled");
     assert_eq!(result["err"]["code"], "agent.canceled");
@@ -230,7 +250,8 @@ fn a_bad_journal_row_stops_nothing() {
     let run = sandbox.run("ok", "after", &[]);
     assert_eq!(run.status.code(), Some(0), "{}", stderr(&run));
     assert!(
-        stderr(&run).contains("execution \"victim\" is left as it is: owner_pid -1 is not a process id"),
+        stderr(&run)
+            .contains("execution \"victim\" is left as it is: owner_pid -1 is not a process id"),
         "{}",
         stderr(&run)
     );
