@@ -131,7 +131,7 @@ pub enum JournalError {
         side_effects: String,
     },
     #[error(
-        "execution {execution_id:?} already succeeded: there is nothing to resume; hint: its result is in `agent-exec runs show {execution_id}`; for more work, start a new execution"
+        "execution {execution_id:?} already succeeded: there is nothing to resume; hint: its result is in `agent-exec result {execution_id}` (everything about it: `agent-exec runs show {execution_id}`); for more work, start a new execution"
     )]
     AlreadySucceeded { execution_id: String },
     #[error(

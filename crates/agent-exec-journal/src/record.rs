@@ -194,7 +194,8 @@ pub struct ExecutionRecord {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub result_note: Option<String>,
     /// The last [`OUTPUT_TAIL_CAP`] bytes of the output the backend streamed while it
-    /// ran (its `text_delta` events: the program's stdout for a `command` backend).
+    /// ran (its `text_delta` events: the program's stdout for a `command` backend),
+    /// when the kept result's text does not already end with it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output_tail: Option<String>,
     /// A cancel asked for by another process (`agent-exec cancel`), not yet acted on

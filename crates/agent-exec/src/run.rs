@@ -117,22 +117,24 @@ pub async fn run(args: &Args, run: &RunArgs) -> anyhow::Result<u8> {
     };
     let mut result = runtime.run(request, &resolved, options).await;
     watcher.abort();
-    keep_output_tail(&journal, &execution_id, printer).await;
+    keep_output_tail(&journal, &execution_id, printer, &result).await;
     name_the_id(&mut result, &run.request);
     print_result(run.json, &execution_id, &result)?;
     Ok(exit_code(&result.outcome))
 }
 
 /// Keeps in the journal what the run streamed (see [`crate::results::OutputTail`]),
-/// once the printer has seen every event. Nothing is written when nothing streamed
-/// (a refused run must not touch the execution it was refused for).
+/// once the printer has seen every event — unless the kept result's text already
+/// ends with it (the common success: one write less per run). Nothing is written when
+/// nothing streamed (a refused run must not touch the execution it was refused for).
 pub async fn keep_output_tail(
     journal: &agent_exec_journal::Journal,
     execution_id: &str,
     printer: tokio::task::JoinHandle<crate::results::OutputTail>,
+    result: &ContractResult,
 ) {
     let output = printer.await.unwrap_or_default().into_string();
-    if output.is_empty() {
+    if output.is_empty() || result.text.ends_with(&output) {
         return;
     }
     if let Err(e) = journal.record_output_tail(execution_id, &output).await {

@@ -111,6 +111,10 @@ fn result_prints_exactly_what_run_json_printed() {
         record["result"]["files"]["out/reply.md"],
         "dGhlIHByb21wdA=="
     );
+    assert!(
+        record.get("output_tail").is_none(),
+        "the stream is the kept text: not kept twice"
+    );
     let human = sandbox.output(&["runs", "show", "res-fail"]);
     let text = String::from_utf8_lossy(&human.stdout);
     for needle in [
@@ -306,4 +310,54 @@ fn hints_name_the_way_the_id_was_given() {
     let message = stderr(&bad);
     assert!(message.contains(": execution_id: "), "{message}");
     assert!(!message.contains("--execution-id"), "{message}");
+}
+
+/// A runner killed before it returned a result: `result` rebuilds one from the
+/// journal and says so, never printing nothing.
+#[test]
+fn result_of_a_killed_runner_is_rebuilt_and_says_so() {
+    let sandbox = Sandbox::new(&[(
+        "doomed",
+        "echo $$ > ../agent.pid; echo ready; exec sleep 300",
+    )]);
+    let ws = sandbox.path("ws");
+    let mut runner = sandbox
+        .command(&[
+            "run",
+            "--backend",
+            "doomed",
+            "--prompt",
+            "x",
+            "--workspace",
+            ws.to_str().unwrap(),
+            "--execution-id",
+            "killed-1",
+            "--events",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut events = BufReader::new(runner.stderr.take().unwrap());
+    let mut line = String::new();
+    while !line.contains("ready") {
+        line.clear();
+        assert!(
+            events.read_line(&mut line).unwrap() > 0,
+            "the runner ended early"
+        );
+    }
+    runner.kill().unwrap(); // SIGKILL
+    runner.wait().unwrap();
+    let out = sandbox.output(&["result", "killed-1"]);
+    // The program a SIGKILLed runner leaves is another finding's (crash cleanup).
+    if let Ok(pid) = std::fs::read_to_string(sandbox.path("agent.pid")) {
+        let _ = Command::new("kill").args(["-KILL", pid.trim()]).status();
+    }
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(stderr(&out).contains("kept no result"), "{}", stderr(&out));
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(result["execution_id"], "killed-1");
+    assert_eq!(result["outcome"], "unknown");
+    assert_eq!(result["err"]["code"], "agent.unknown_outcome");
 }
