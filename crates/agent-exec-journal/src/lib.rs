@@ -75,7 +75,7 @@ pub use pg_connection::{Notice, PgConnection};
 pub use postgres::{PgJournal, redact_url};
 pub use record::{
     AttemptRecord, CancelAsk, End, ExecutionRecord, ExecutionStart, ExecutionSummary,
-    KEPT_FILES_CAP, KeptResult, OUTPUT_TAIL_CAP, Prior, Recovered, Resumable, State,
+    KEPT_FILES_CAP, KEPT_TEXT_CAP, KeptResult, OUTPUT_TAIL_CAP, Prior, Recovered, Resumable, State,
     TransitionRecord, Usage, tail_of,
 };
 pub use sqlite::SqliteJournal;

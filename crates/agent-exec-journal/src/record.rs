@@ -214,6 +214,11 @@ pub struct ExecutionRecord {
 /// usage are always kept whole.
 pub const KEPT_FILES_CAP: usize = 4 * 1024 * 1024;
 
+/// The text a kept result may hold: 16 MiB. A longer text (a program that printed
+/// gigabytes) keeps its last 16 MiB, and [`KeptResult::note`] says so: the journal
+/// stays a journal, and a row never outgrows what SQLite can store.
+pub const KEPT_TEXT_CAP: usize = 16 * 1024 * 1024;
+
 /// How much streamed output is kept per execution (its tail): 64 KiB.
 pub const OUTPUT_TAIL_CAP: usize = 64 * 1024;
 
@@ -227,16 +232,26 @@ pub struct KeptResult {
 }
 
 impl KeptResult {
-    /// Keeps `result`, its deliverables within [`KEPT_FILES_CAP`].
+    /// Keeps `result`: whole when its deliverables are within [`KEPT_FILES_CAP`] and
+    /// its text within [`KEPT_TEXT_CAP`], else cut as those say.
     pub fn of(result: &agent_exec_contract::ContractResult) -> KeptResult {
         let total: usize = result.files.values().map(Vec::len).sum();
-        if total <= KEPT_FILES_CAP {
+        if total <= KEPT_FILES_CAP && result.text.len() <= KEPT_TEXT_CAP {
             return KeptResult {
                 json: serde_json::to_string(result).unwrap_or_default(),
                 note: None,
             };
         }
         let mut kept = result.clone();
+        let mut notes = Vec::new();
+        if kept.text.len() > KEPT_TEXT_CAP {
+            notes.push(format!(
+                "text cut to its last {} MiB (of {} bytes)",
+                KEPT_TEXT_CAP / (1024 * 1024),
+                kept.text.len()
+            ));
+            kept.text = tail_of(&kept.text, KEPT_TEXT_CAP).to_owned();
+        }
         let mut room = KEPT_FILES_CAP;
         let mut dropped = Vec::new();
         kept.files.retain(|path, bytes| {
@@ -248,14 +263,38 @@ impl KeptResult {
                 false
             }
         });
-        KeptResult {
-            json: serde_json::to_string(&kept).unwrap_or_default(),
-            note: Some(format!(
+        if !dropped.is_empty() {
+            notes.push(format!(
                 "deliverables not kept (over the journal's {} MiB cap): {}",
                 KEPT_FILES_CAP / (1024 * 1024),
                 dropped.join(", ")
-            )),
+            ));
         }
+        KeptResult {
+            json: serde_json::to_string(&kept).unwrap_or_default(),
+            note: Some(notes.join("; ")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_text_over_the_cap_keeps_its_tail_and_says_so() {
+        let mut result = agent_exec_contract::ContractResult::succeeded("é".repeat(KEPT_TEXT_CAP));
+        result.text.push_str("the end");
+        let kept = KeptResult::of(&result);
+        let back: agent_exec_contract::ContractResult = serde_json::from_str(&kept.json).unwrap();
+        assert!(back.text.len() <= KEPT_TEXT_CAP && back.text.ends_with("the end"));
+        let note = kept.note.unwrap();
+        assert!(
+            note.starts_with("text cut to its last 16 MiB (of "),
+            "{note}"
+        );
+        let small = agent_exec_contract::ContractResult::succeeded("short");
+        assert_eq!(KeptResult::of(&small).note, None);
     }
 }
 
