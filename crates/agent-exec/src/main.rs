@@ -7,7 +7,7 @@
 //! struct tags; events go to stderr, one JSON object per line; diagnostics go to stderr.
 //!
 //! Exit codes: 0 succeeded, 1 failed, 2 bad usage or config, 3 unknown, 4 canceled,
-//! 5 `wait --timeout` passed before the end.
+//! 5 not ended yet (`wait --timeout` passed, or `result` of a running execution).
 
 mod cli;
 mod duration;
