@@ -85,7 +85,8 @@ pub async fn submit(args: &Args, s: &SubmitArgs) -> anyhow::Result<u8> {
             return Ok(crate::EXIT_USAGE);
         }
         Err(e @ (FleetError::AlreadyActive { .. } | FleetError::Journal(_))) => {
-            eprintln!("agent-exec: {e}");
+            let message = crate::run::in_the_ids_words(&e.to_string(), &s.request);
+            eprintln!("agent-exec: {message}");
             return Ok(1);
         }
         Err(e) => return Err(e.into()),

@@ -146,15 +146,19 @@ pub async fn keep_output_tail(
 /// [`agent_exec_journal::NEW_ID_HINT`], which is right for neither a flag nor a
 /// `--request` (whose callers cannot add `--execution-id`: it conflicts).
 fn name_the_id(result: &mut ContractResult, request: &crate::cli::RequestArgs) {
-    let Some(err) = result.err.as_mut() else {
-        return;
-    };
+    if let Some(err) = result.err.as_mut() {
+        err.reason = in_the_ids_words(&err.reason, request);
+    }
+}
+
+/// `message` with the journal's plain new-id hint said the way `request` gave the id.
+pub fn in_the_ids_words(message: &str, request: &crate::cli::RequestArgs) -> String {
     let way = if request.request.is_some() {
         "put a new `execution_id` in the --request JSON"
     } else {
         "use a new --execution-id (or leave it out for a fresh one)"
     };
-    err.reason = err.reason.replace(agent_exec_journal::NEW_ID_HINT, way);
+    message.replace(agent_exec_journal::NEW_ID_HINT, way)
 }
 
 /// Arms cancellation on Ctrl-C/SIGTERM and at `deadline`, before the backend is

@@ -618,6 +618,11 @@ fn bad_input_is_refused_clearly_and_nothing_is_enqueued() {
     let out = fleet.submit("tree", "twice", &[]);
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("is already"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("or use a new --execution-id"),
+        "the hint in the words of the flag the id came by: {}",
+        stderr(&out)
+    );
     assert_eq!(
         fleet.count("SELECT count(*) FROM agent_exec_queue._private_jobs"),
         1
