@@ -8,7 +8,9 @@ use serde_json::Value;
 
 use crate::config::Config;
 use crate::seed::{
-    Mode, NO_CHANNEL_REACH, implicit_search_reason, is_widening_call, outside_reason, widen_reason,
+    Mode, implicit_search_reason, implicit_search_reason_no_channel, is_widening_call,
+    outside_reason, outside_reason_no_channel, panel_grant_command, widen_reason,
+    widen_refused_no_channel,
 };
 use crate::session::{Session, requested_paths};
 use crate::tools::{Location, ToolTable, locations};
@@ -119,10 +121,13 @@ impl Policy {
             return Decision::NoOpinion;
         }
         if is_widening_call(tool_name, args, &self.facet_tool_names) {
+            let requested = requested_paths(args);
             return if can_ask {
-                Decision::Ask(widen_reason(&requested_paths(args)))
+                Decision::Ask(widen_reason(&requested))
             } else {
-                Decision::Deny(NO_CHANNEL_REACH.to_string())
+                Decision::Deny(widen_refused_no_channel(
+                    grant_command(session, &requested, cwd).as_deref(),
+                ))
             };
         }
         let Some(located) = located else {
@@ -204,9 +209,22 @@ impl Policy {
         let reason_mode = if asking { Mode::Ask } else { Mode::Deny };
         for location in located {
             let (inside, reason) = match location {
+                Location::Named(raw) if !can_ask => (
+                    allowed(session, raw, cwd),
+                    outside_reason_no_channel(
+                        &cwd_text,
+                        raw,
+                        &root,
+                        grant_command(session, std::slice::from_ref(raw), cwd).as_deref(),
+                    ),
+                ),
                 Location::Named(raw) => (
                     allowed(session, raw, cwd),
                     outside_reason(&cwd_text, raw, &root, reason_mode),
+                ),
+                Location::SessionDefault if !can_ask => (
+                    allowed(session, ".", cwd),
+                    implicit_search_reason_no_channel(&cwd_text, &root, &session.id),
                 ),
                 Location::SessionDefault => (
                     allowed(session, ".", cwd),
@@ -233,6 +251,35 @@ fn guarded_sentence(raw: &str, dir: &Path) -> String {
         "{raw} lies in facet's own state or configuration ({}), which no tool call may touch: only the user changes this session's facet, from the facet panel (`facet status`, `facet grant`, `facet mode`).",
         dir.display()
     )
+}
+
+/// The panel command that grants `raws` (relative to `cwd`) to `session`, where only
+/// the person can widen: each path as its canonical target (the panel takes relative
+/// paths against the session's folder, not `cwd`), `--allow-missing` when one does not
+/// exist yet. `None` for a session that is recorded nowhere (no id): nothing can widen
+/// it, so no command is offered.
+fn grant_command(session: &Session, raws: &[String], cwd: &Path) -> Option<String> {
+    if session.id.is_empty() || raws.is_empty() {
+        return None;
+    }
+    let mut missing = false;
+    let paths: Vec<String> = raws
+        .iter()
+        .map(|raw| {
+            let expanded = expand_home(raw).unwrap_or(Cow::Borrowed(raw.as_str()));
+            match containment::resolve(expanded.as_ref(), cwd) {
+                Ok(resolved) => {
+                    missing |= !resolved.exists();
+                    resolved.path().to_string_lossy().into_owned()
+                }
+                Err(_) => {
+                    missing = true;
+                    cwd.join(expanded.as_ref()).to_string_lossy().into_owned()
+                }
+            }
+        })
+        .collect();
+    Some(panel_grant_command(&paths, &session.id, missing))
 }
 
 /// Whether `raw` (relative to `cwd`) resolves inside the session's facet or grants.

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::seed::{ContextInput, Mode, facet_context_text, js_trim};
+use crate::seed::{ContextInput, Mode, facet_context_text, js_trim, panel_line};
 
 /// The persisted state of one session.
 ///
@@ -88,13 +88,20 @@ impl Session {
             .iter()
             .map(|path| path.to_string_lossy().into_owned())
             .collect();
-        facet_context_text(&ContextInput {
+        let text = facet_context_text(&ContextInput {
             cwd: &cwd,
             root: root.as_deref(),
             extras: &extras,
             mode: self.mode,
             can_ask,
-        })
+        });
+        // Where the seed sends the model to "the facet's context panel" (no channel,
+        // or mode `deny`), name the command that is that panel, for this session.
+        let panel_is_the_way = !can_ask || self.mode == Mode::Deny;
+        if text.is_empty() || !panel_is_the_way || self.id.is_empty() {
+            return text;
+        }
+        format!("{text}\n{}", panel_line(&self.id))
     }
 
     /// Grant `raw_paths` (relative to `cwd`): each is stored canonical, unless the facet
