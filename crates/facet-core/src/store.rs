@@ -227,6 +227,16 @@ impl StateStore {
         }
     }
 
+    /// Record that `id` was seen now: its state file's modification time is the last
+    /// time a host event or call named the session, which is what the panel's "recently
+    /// active" and the pruning of old sessions go by. Best effort: a file that cannot be
+    /// touched only makes the session look older (the state itself is not changed).
+    pub fn mark_seen(&self, id: &SessionId) {
+        if let Ok(file) = File::open(self.state_path(id)) {
+            let _ = file.set_modified(std::time::SystemTime::now());
+        }
+    }
+
     /// The recorded state of `id`, if any.
     pub fn load(&self, id: &SessionId) -> Result<Option<Session>, StoreError> {
         let path = self.state_path(id);
@@ -273,6 +283,7 @@ impl StateStore {
         config: &Config,
     ) -> Result<Session, StoreError> {
         if let Some(session) = self.load(id)? {
+            self.mark_seen(id);
             return Ok(session);
         }
         let _lock = self.lock(id)?;
@@ -328,6 +339,8 @@ impl StateStore {
         session.directory = before.directory.clone();
         if session != before || !self.state_path(id).exists() {
             self.save(&session, id)?;
+        } else {
+            self.mark_seen(id);
         }
         Ok(out)
     }
