@@ -13,6 +13,7 @@ use crate::seed::{
     widen_refused_no_channel,
 };
 use crate::session::{Session, requested_paths};
+use crate::standing::{PROJECT_FILE, is_project_file};
 use crate::tools::{Location, ToolTable, locations};
 
 /// What the guard says about one call.
@@ -117,6 +118,9 @@ impl Policy {
         {
             return Decision::Deny(reason);
         }
+        if let Some(reason) = located.as_deref().and_then(|l| project_file_reason(l, cwd)) {
+            return Decision::Deny(reason);
+        }
         if session.facet_root().is_none() {
             return Decision::NoOpinion;
         }
@@ -150,6 +154,9 @@ impl Policy {
         }
         let located: Vec<Location> = raw_paths.iter().cloned().map(Location::Named).collect();
         if let Some(reason) = self.guarded_reason(&located, cwd) {
+            return Decision::Deny(reason);
+        }
+        if let Some(reason) = project_file_reason(&located, cwd) {
             return Decision::Deny(reason);
         }
         if session.facet_root().is_none() {
@@ -241,6 +248,29 @@ impl Policy {
         }
         Decision::NoOpinion
     }
+}
+
+/// The refusal for the first location that is a project's `.facet.toml` (as written
+/// or as its canonical target), if any. The file is facet's configuration kept in the
+/// project: its standing grants are the person's decision, so no judged tool call may
+/// touch it, in a scoped session or not, whatever the grants — the person edits it
+/// and trusts it with `facet trust`.
+fn project_file_reason(located: &[Location], cwd: &Path) -> Option<String> {
+    located.iter().find_map(|location| {
+        let Location::Named(raw) = location else {
+            return None;
+        };
+        let expanded = expand_home(raw)?;
+        let named = is_project_file(Path::new(expanded.as_ref()));
+        let target = containment::resolve(expanded.as_ref(), cwd)
+            .ok()
+            .is_some_and(|resolved| is_project_file(resolved.path()));
+        (named || target).then(|| {
+            format!(
+                "{raw} is a project's facet file ({PROJECT_FILE}), which no tool call may touch: its standing grants are the user's decision — the user edits it and approves it with `facet trust`."
+            )
+        })
+    })
 }
 
 /// Why a call touching facet's own state or configuration is refused. Not one of the

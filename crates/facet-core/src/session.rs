@@ -39,6 +39,12 @@ pub struct Session {
     /// first binding it is told must carry the rule with it.
     #[serde(default)]
     pub rule_sent: bool,
+    /// The standing grants that count for this session now (canonical): the
+    /// project's, from facet's configuration or a trusted `.facet.toml`. Never stored:
+    /// filled in each time the session is loaded, so a change to either file counts
+    /// from the next event (see [`crate::standing`]).
+    #[serde(skip)]
+    pub standing: Vec<PathBuf>,
 }
 
 impl Session {
@@ -53,6 +59,7 @@ impl Session {
             mode,
             context_sent: None,
             rule_sent: false,
+            standing: Vec::new(),
         }
     }
 
@@ -76,6 +83,7 @@ impl Session {
             || self
                 .extras
                 .iter()
+                .chain(&self.standing)
                 .any(|extra| containment::is_within(target, extra))
     }
 
@@ -83,11 +91,15 @@ impl Session {
     pub fn context_text(&self, can_ask: bool) -> String {
         let cwd = self.directory.to_string_lossy();
         let root = self.facet_root().map(|root| root.to_string_lossy());
-        let extras: Vec<String> = self
-            .extras
-            .iter()
-            .map(|path| path.to_string_lossy().into_owned())
-            .collect();
+        // Standing grants are stated with the session's own: to the model both are
+        // simply granted.
+        let mut extras: Vec<String> = Vec::new();
+        for path in self.extras.iter().chain(&self.standing) {
+            let shown = path.to_string_lossy().into_owned();
+            if !extras.contains(&shown) {
+                extras.push(shown);
+            }
+        }
         let text = facet_context_text(&ContextInput {
             cwd: &cwd,
             root: root.as_deref(),

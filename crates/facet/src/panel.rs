@@ -15,6 +15,10 @@ use std::time::{Duration, SystemTime};
 
 use anyhow::{Context, Result, anyhow, bail};
 use clap::{Args, Subcommand, ValueEnum};
+use facet_core::seed::shell_word;
+use facet_core::standing::{
+    PROJECT_FILE, ProjectFile, ProjectFileState, Source, Standing, StandingGrant, read_project_file,
+};
 use facet_core::{Change, Mode, Session, SessionId, StateStore};
 use serde::Serialize;
 
@@ -61,7 +65,18 @@ pub enum PanelCommand {
         #[command(flatten)]
         target: Target,
     },
-    /// List the recorded sessions, most recently changed first.
+    /// Trust a project's `.facet.toml` as it is now: its `grants` count for every
+    /// session in the project until the file changes (pinned by SHA-256).
+    Trust {
+        /// The project file, or a folder of the project (default: the current folder);
+        /// the file that counts is the one at the project's top level.
+        path: Option<PathBuf>,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the recorded sessions, most recently active first (sessions not seen for
+    /// `prune_after_days`, default 30, are forgotten first).
     Sessions {
         /// Print JSON instead of text.
         #[arg(long)]
@@ -111,6 +126,11 @@ struct SessionAnswer {
     change: Option<ChangeView>,
     /// Why this session was the one shown or changed.
     chosen_because: String,
+    /// The project's standing grants that count for the session, with their source.
+    standing_grants: Vec<StandingView>,
+    /// The project's `.facet.toml`, if it has one, and whether it counts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    project_file: Option<ProjectFileView>,
     /// The session's binding after the command.
     binding: BindingView,
 }
@@ -165,18 +185,32 @@ struct SessionRow {
 
 /// Run one panel command, writing its answer to `out`.
 pub fn run(command: PanelCommand, out: &mut impl Write) -> Result<()> {
-    let store = state::open_store(None)?;
+    // The configuration decides standing grants and pruning; one that cannot be used
+    // still lets the person fix a session (the hook refuses every call meanwhile).
+    let config = match facet_core::Config::load_chosen() {
+        Ok(config) => Some(config),
+        Err(error) => {
+            eprintln!("facet: {error}; standing grants are not shown");
+            None
+        }
+    };
+    let mut store = state::open_store(None)?;
+    if let Some(config) = &config {
+        store = store.with_config(config.clone());
+    }
+    let config = config.unwrap_or_default();
     match command {
-        PanelCommand::Sessions { json } => sessions(&store, json, out),
+        PanelCommand::Sessions { json } => sessions(&store, &config, json, out),
+        PanelCommand::Trust { path, json } => trust(&store, &config, path, json, out),
         PanelCommand::Status(target) => {
             let picked = pick(&store, target.session.as_deref(), Strictness::MostRecent)?;
-            print_session(out, target.json, None, &picked)
+            print_session(out, target.json, None, &picked, &store, &config)
         }
         PanelCommand::Grant {
             paths,
             allow_missing,
             target,
-        } => change(&store, &target, out, |session| {
+        } => change(&store, &config, &target, out, |session| {
             let directory = session.directory.clone();
             if !allow_missing {
                 check_grants_exist(&paths, &directory)?;
@@ -185,18 +219,22 @@ pub fn run(command: PanelCommand, out: &mut impl Write) -> Result<()> {
                 .grant(&paths, &directory)
                 .map_err(|error| anyhow!("{error}"))
         }),
-        PanelCommand::Revoke { paths, target } => change(&store, &target, out, |session| {
-            let directory = session.directory.clone();
-            session
-                .revoke(&paths, &directory)
-                .map_err(|error| anyhow!("{error}"))
-        }),
-        PanelCommand::Reset(target) => change(&store, &target, out, |session| Ok(session.reset())),
-        PanelCommand::Mode { mode, target } => change(&store, &target, out, |session| {
+        PanelCommand::Revoke { paths, target } => {
+            change(&store, &config, &target, out, |session| {
+                let directory = session.directory.clone();
+                session
+                    .revoke(&paths, &directory)
+                    .map_err(|error| anyhow!("{error}"))
+            })
+        }
+        PanelCommand::Reset(target) => {
+            change(&store, &config, &target, out, |session| Ok(session.reset()))
+        }
+        PanelCommand::Mode { mode, target } => change(&store, &config, &target, out, |session| {
             session.mode = mode.into();
             Ok(Change::Mode(session.mode))
         }),
-        PanelCommand::Focus { path, target } => change(&store, &target, out, |session| {
+        PanelCommand::Focus { path, target } => change(&store, &config, &target, out, |session| {
             let directory = session.directory.clone();
             session
                 .set_focus(&path, &directory)
@@ -467,6 +505,7 @@ fn edit_distance(a: &str, b: &str) -> usize {
 
 fn change(
     store: &StateStore,
+    config: &facet_core::Config,
     target: &Target,
     out: &mut impl Write,
     apply: impl FnOnce(&mut Session) -> Result<Change>,
@@ -486,7 +525,7 @@ fn change(
         session,
         why: picked.why,
     };
-    print_session(out, target.json, Some(&change), &picked)
+    print_session(out, target.json, Some(&change), &picked, store, config)
 }
 
 fn print_session(
@@ -494,14 +533,19 @@ fn print_session(
     json: bool,
     change: Option<&Change>,
     picked: &Picked,
+    store: &StateStore,
+    config: &facet_core::Config,
 ) -> Result<()> {
     let session = &picked.session;
     let binding = BindingView::of(session);
+    let standing = store.standing_for(&session.directory, config);
     if json {
         let answer = SessionAnswer {
             change: change.map(ChangeView::from),
             chosen_because: picked.why.clone(),
             binding,
+            standing_grants: standing.grants.iter().map(StandingView::of).collect(),
+            project_file: standing.project_file.as_ref().map(ProjectFileView::of),
         };
         writeln!(out, "{}", serde_json::to_string_pretty(&answer)?)?;
         return Ok(());
@@ -518,6 +562,208 @@ fn print_session(
         writeln!(out, "(session {}: {}.)", session.id, picked.why)?;
     }
     write!(out, "{}", render_binding(&binding))?;
+    write!(out, "{}", render_standing(&standing))?;
+    Ok(())
+}
+
+/// The standing grants and the project file, one fact per line (nothing when there
+/// are none).
+fn render_standing(standing: &Standing) -> String {
+    let mut text = String::new();
+    for (index, grant) in standing.grants.iter().enumerate() {
+        let label = if index == 0 { "standing" } else { "" };
+        let from = match &grant.source {
+            Source::Config { root } => format!("[projects.{root:?}] in facet's configuration"),
+            Source::ProjectFile { file } => format!("{}, trusted", file.display()),
+        };
+        let missing = if grant.exists {
+            ""
+        } else {
+            " — does not exist"
+        };
+        text.push_str(&format!(
+            "{label:<9} {} (from {from}){missing}\n",
+            grant.path.display()
+        ));
+    }
+    if let Some((file, state)) = &standing.project_file {
+        let said = match state {
+            ProjectFileState::Trusted => "trusted".to_owned(),
+            ProjectFileState::Untrusted => format!(
+                "not trusted: its grants do not count until you review it and run \
+                 `facet trust {}`",
+                shell_word(&file.display().to_string())
+            ),
+            ProjectFileState::Invalid(problem) => {
+                format!("unusable ({problem}): its grants do not count")
+            }
+        };
+        text.push_str(&format!("project   {} — {said}\n", file.display()));
+    }
+    text
+}
+
+/// One standing grant in `--json`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct StandingView {
+    /// As written, relative to its root.
+    written: String,
+    /// The canonical target.
+    path: String,
+    /// Whether it exists now.
+    exists: bool,
+    /// `config` or `projectFile`.
+    source: &'static str,
+    /// The configuration's root, or the project file.
+    from: String,
+}
+
+impl StandingView {
+    fn of(grant: &StandingGrant) -> Self {
+        let (source, from) = match &grant.source {
+            Source::Config { root } => ("config", root.clone()),
+            Source::ProjectFile { file } => ("projectFile", file.display().to_string()),
+        };
+        Self {
+            written: grant.written.clone(),
+            path: grant.path.display().to_string(),
+            exists: grant.exists,
+            source,
+            from,
+        }
+    }
+}
+
+/// The project file in `--json`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ProjectFileView {
+    path: String,
+    /// `trusted`, `untrusted` or `invalid`.
+    state: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    problem: Option<String>,
+}
+
+impl ProjectFileView {
+    fn of((file, state): &(PathBuf, ProjectFileState)) -> Self {
+        let (state, problem) = match state {
+            ProjectFileState::Trusted => ("trusted", None),
+            ProjectFileState::Untrusted => ("untrusted", None),
+            ProjectFileState::Invalid(problem) => ("invalid", Some(problem.clone())),
+        };
+        Self {
+            path: file.display().to_string(),
+            state,
+            problem,
+        }
+    }
+}
+
+/// `facet trust [PATH]`: pin the project file's current content as trusted.
+fn trust(
+    store: &StateStore,
+    config: &facet_core::Config,
+    path: Option<PathBuf>,
+    json: bool,
+    out: &mut impl Write,
+) -> Result<()> {
+    let given = match path {
+        Some(path) => path,
+        None => std::env::current_dir().context("cannot read the current folder")?,
+    };
+    let is_dir = std::fs::symlink_metadata(&given).is_ok_and(|meta| meta.is_dir());
+    let folder = if is_dir {
+        given.clone()
+    } else if given.file_name().is_some_and(|name| name == PROJECT_FILE) {
+        match given.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
+            _ => PathBuf::from("."),
+        }
+    } else {
+        bail!(
+            "{} is neither a folder nor a {PROJECT_FILE}; name the project's {PROJECT_FILE} \
+             or a folder of the project",
+            given.display()
+        );
+    };
+    let folder = std::fs::canonicalize(&folder)
+        .with_context(|| format!("cannot find the folder {}", folder.display()))?;
+    let top = facet_core::project::project_top(&folder, &config.project_markers)
+        .unwrap_or(&folder)
+        .to_path_buf();
+    if !is_dir && top != folder {
+        bail!(
+            "{} is not at the project's top level ({}); only the top level's {PROJECT_FILE} counts",
+            given.display(),
+            top.display()
+        );
+    }
+    let file = top.join(PROJECT_FILE);
+    let read = read_project_file(&file)
+        .map_err(|problem| {
+            anyhow!(
+                "cannot read {}: {problem}; nothing was trusted",
+                file.display()
+            )
+        })?
+        .ok_or_else(|| {
+            anyhow!(
+                "there is no {} (the project's top level is {}); a project's standing grants \
+                 go there as `grants = [\"libs/common\"]`",
+                file.display(),
+                top.display()
+            )
+        })?;
+    let parsed = ProjectFile::parse(&read.text).map_err(|problem| {
+        anyhow!(
+            "{}: {problem}; nothing was trusted — fix the file and run `facet trust` again",
+            file.display()
+        )
+    })?;
+    store.trust(&file, &read.sha256)?;
+    let standing = store.standing_for(&top, config);
+    let grants: Vec<&StandingGrant> = standing
+        .grants
+        .iter()
+        .filter(
+            |grant| matches!(&grant.source, Source::ProjectFile { file: from } if *from == file),
+        )
+        .collect();
+    if json {
+        let answer = serde_json::json!({
+            "file": file.display().to_string(),
+            "sha256": read.sha256,
+            "grants": grants.iter().map(|grant| StandingView::of(grant)).collect::<Vec<_>>(),
+        });
+        writeln!(out, "{}", serde_json::to_string_pretty(&answer)?)?;
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "Trusted {} as it is now (sha256 {}): its grants count for every session under {} \
+         from their next event; a change to the file needs `facet trust` again.",
+        file.display(),
+        &read.sha256[..12],
+        top.display()
+    )?;
+    if parsed.grants.is_empty() {
+        writeln!(out, "It grants nothing.")?;
+    }
+    for grant in grants {
+        let missing = if grant.exists {
+            ""
+        } else {
+            " — does not exist"
+        };
+        writeln!(
+            out,
+            "  {} → {}{missing}",
+            grant.written,
+            grant.path.display()
+        )?;
+    }
     Ok(())
 }
 
@@ -563,7 +809,44 @@ pub fn render_binding(binding: &BindingView) -> String {
     )
 }
 
-fn sessions(store: &StateStore, json: bool, out: &mut impl Write) -> Result<()> {
+fn sessions(
+    store: &StateStore,
+    config: &facet_core::Config,
+    json: bool,
+    out: &mut impl Write,
+) -> Result<()> {
+    let days = config.prune_after_days;
+    let pruned = if days > 0 {
+        store.prune(Duration::from_secs(days.saturating_mul(86_400)))?
+    } else {
+        Vec::new()
+    };
+    let policy = if days > 0 {
+        format!(
+            "Sessions not seen for {days} days are forgotten (`prune_after_days` in facet's \
+             configuration)."
+        )
+    } else {
+        "Sessions are kept for ever (`prune_after_days = 0` in facet's configuration).".to_owned()
+    };
+    let pruned_line = (!pruned.is_empty()).then(|| {
+        format!(
+            "Forgot {} session{} not seen for {days} days: {}.",
+            pruned.len(),
+            if pruned.len() == 1 { "" } else { "s" },
+            pruned.join(", ")
+        )
+    });
+    if json {
+        // The JSON stays the list of rows; what was pruned goes to stderr.
+        if let Some(line) = &pruned_line {
+            eprintln!("facet: {line}");
+        }
+    } else {
+        if let Some(line) = &pruned_line {
+            writeln!(out, "{line}")?;
+        }
+    }
     let listing = store.list()?;
     let mut rows: Vec<(Option<SystemTime>, Session)> = listing
         .sessions
@@ -593,6 +876,7 @@ fn sessions(store: &StateStore, json: bool, out: &mut impl Write) -> Result<()> 
             "No sessions recorded in {} yet; a session is recorded at its first hook event.",
             store.dir().display()
         )?;
+        writeln!(out, "{policy}")?;
         return Ok(());
     }
     for (_, session) in &rows {
@@ -606,6 +890,7 @@ fn sessions(store: &StateStore, json: bool, out: &mut impl Write) -> Result<()> 
             binding.granted.len()
         )?;
     }
+    writeln!(out, "{policy}")?;
     if rows.is_empty() && !listing.problems.is_empty() {
         bail!("no readable session state");
     }
