@@ -168,3 +168,38 @@ fn without_session_the_one_meant_is_named_or_the_person_must_say() {
         recent.stdout
     );
 }
+
+/// On a terminal, the person is asked which session they mean (util-linux `script`
+/// gives the panel a pseudo-terminal; the answer is typed on it).
+#[test]
+fn on_a_terminal_the_person_is_asked_which_session() {
+    let tree = Tree::new();
+    start(&tree, "one");
+    start(&tree, "two");
+    let command = format!("{} grant ../../shared", support::facet_bin().display());
+    let mut child = std::process::Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .env("FACET_STATE_DIR", tree.state())
+        .env("XDG_CONFIG_HOME", tree.path("xdg-config"))
+        .env_remove("FACET_CONFIG")
+        .current_dir(tree.path("elsewhere"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("util-linux `script` is needed for this test");
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(b"one\n").unwrap();
+    let output = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{text}");
+    assert!(text.contains("2 sessions could be meant:"), "{text}");
+    assert!(
+        text.contains("(session one: chosen on the terminal.)"),
+        "{text}"
+    );
+    assert_eq!(
+        granted(&tree, "one"),
+        serde_json::json!([tree.path("project/shared")])
+    );
+    assert_eq!(granted(&tree, "two"), serde_json::json!([]));
+}
