@@ -345,10 +345,17 @@ pub fn outside_reason_no_channel(cwd: &str, path: &str, root: &str, grant: Optio
 }
 
 /// Why a search naming no directory is refused where nobody can be asked: the fix is
-/// still a folder inside the facet; a grant can only come from the panel.
+/// still a folder inside the facet; a grant can only come from the panel (none at all
+/// for a call that belongs to no recorded session: `session` empty).
 pub fn implicit_search_reason_no_channel(cwd: &str, root: &str, session: &str) -> String {
+    let lead = format!(
+        "This search names no `path`, so it would cover this session's directory {cwd} — and this session's facet is {root}. Name a folder inside the facet"
+    );
+    if session.is_empty() {
+        return format!("{lead}.");
+    }
     format!(
-        "This search names no `path`, so it would cover this session's directory {cwd} — and this session's facet is {root}. Name a folder inside the facet; this session has no approval channel, so only the user can grant another one, with `facet grant PATH --session {}` in a terminal.",
+        "{lead}; this session has no approval channel, so only the user can grant another one, with `facet grant PATH --session {}` in a terminal.",
         shell_word(session)
     )
 }

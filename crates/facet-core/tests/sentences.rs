@@ -118,6 +118,11 @@ fn ways_forward_without_a_channel() {
         missing,
         r"facet grant '/w/a b/it'\''s' --allow-missing --session 'odd id'"
     );
+    // No recorded session: nothing can grant, so no command is named.
+    assert!(
+        implicit_search_reason_no_channel(CWD, ROOT, "")
+            .ends_with("Name a folder inside the facet.")
+    );
     insta::assert_snapshot!("widen_no_channel", widen_refused_no_channel(Some(&grant)));
     insta::assert_snapshot!("panel_line", panel_line("s-1"));
 }
