@@ -469,7 +469,11 @@ fn respell(raw: &str, missing: &Path, fixed: &Path) -> String {
     if wrong.len() != right.len() {
         return fixed.display().to_string();
     }
-    let differing = wrong.iter().zip(&right).filter(|(a, b)| a != b).count();
+    // Everything from the first repaired component on is replaced.
+    let Some(first) = wrong.iter().zip(&right).position(|(a, b)| a != b) else {
+        return fixed.display().to_string();
+    };
+    let differing = wrong.len() - first;
     let raw_path = Path::new(raw.trim_end_matches('/'));
     let raw_parts: Vec<_> = raw_path.components().collect();
     if differing > raw_parts.len() {

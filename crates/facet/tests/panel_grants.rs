@@ -56,6 +56,28 @@ fn a_missing_path_is_refused_and_a_near_miss_names_the_sibling() {
     );
     assert!(typo.stderr.contains("--allow-missing"), "{}", typo.stderr);
 
+    // A typo above the last component: the rest is kept as written.
+    let upper = tree.panel(&["grant", "../../libz/common", "--session", "s"]);
+    assert!(
+        upper.stderr.contains(&format!(
+            "Did you mean ../../libs/common ({})?",
+            common.display()
+        )),
+        "{}",
+        upper.stderr
+    );
+
+    // A typo above the last component: the rest is kept as written.
+    let upper = tree.panel(&["grant", "../../libz/common", "--session", "s"]);
+    assert!(
+        upper.stderr.contains(&format!(
+            "Did you mean ../../libs/common ({})?",
+            common.display()
+        )),
+        "{}",
+        upper.stderr
+    );
+
     let nowhere = tree.panel(&["grant", "/does/not/exist", "--session", "s"]);
     assert_eq!(nowhere.code, 1);
     assert!(
