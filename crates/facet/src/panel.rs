@@ -1,10 +1,19 @@
-//! The user's panel: `facet status | grant | revoke | reset | mode | focus` and
-//! `facet sessions`.
+//! The user's panel: `facet status | grant | revoke | reset | mode | focus`,
+//! `facet trust` and `facet sessions`.
 //!
 //! This is the channel the agent has no write path to: it is a command a person
 //! runs, not a tool the model can call, so it is where a session without an
-//! approval channel gets widened. Every command takes `--session ID` (default:
-//! the session whose state changed most recently) and `--json`.
+//! approval channel gets widened (the sentences facet writes there name the exact
+//! `facet grant … --session ID`). Every session command takes `--session ID` and
+//! `--json`; without `--session` the one session active in the last hour is meant,
+//! and when more than one could be, a change asks on a terminal or is refused, never
+//! guessed. Every answer says which session and why.
+//!
+//! `facet grant` refuses a path that does not exist (a typo would grant nothing)
+//! unless `--allow-missing`, naming the nearest existing sibling of a near miss.
+//! `facet trust` pins a project's `.facet.toml` by hash (its standing grants, see
+//! `facet_core::standing`); `facet sessions` forgets sessions not seen for
+//! `prune_after_days` first and says so.
 //!
 //! Relative paths given here are taken against the *session's* folder, not the
 //! shell's: the person is talking about that session's project.
