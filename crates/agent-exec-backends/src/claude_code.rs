@@ -1012,7 +1012,7 @@ impl Backend for ClaudeCodeBackend {
                 return agent_program::format_unproven(
                     name,
                     adapter_version,
-                    &problem,
+                    &problem.to_string(),
                     INSTALL_HINT,
                 );
             }

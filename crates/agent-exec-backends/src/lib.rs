@@ -41,6 +41,7 @@
 //! `agent-exec-runtime`; the CLI (`agent-exec`) only wires these together.
 
 pub mod acp;
+pub mod agent_cli;
 pub mod agent_program;
 pub mod claude_code;
 pub mod codex;
