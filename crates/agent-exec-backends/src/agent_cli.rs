@@ -249,6 +249,11 @@ impl<C: AgentCli> AgentCliBackend<C> {
         &self.cli
     }
 
+    /// The program's side, taken out (to build another backend from it).
+    pub fn into_cli(self) -> C {
+        self.cli
+    }
+
     fn name(&self) -> &str {
         &self.cli.config().name
     }
