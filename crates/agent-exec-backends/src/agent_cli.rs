@@ -286,7 +286,7 @@ impl<C: AgentCli> AgentCliBackend<C> {
         Verification::failed(format!(
             "backend `{}`: {}",
             self.name(),
-            agent_program::with_install_hint(&self.redact(&problem.to_string()), C::INSTALL_HINT)
+            with_install_hint(&self.redact(&problem.to_string()), C::INSTALL_HINT)
         ))
     }
 
@@ -424,7 +424,7 @@ impl<C: AgentCli> Backend for AgentCliBackend<C> {
         let mut proven = match proven {
             Ok(proven) => proven,
             Err(problem) => {
-                return agent_program::format_unproven(
+                return format_unproven(
                     self.name(),
                     adapter_version,
                     &self.redact(&problem.to_string()),
@@ -506,5 +506,33 @@ impl<C: AgentCli> Backend for AgentCliBackend<C> {
         }
         result.logs = self.redact(&result.logs);
         result
+    }
+}
+
+/// `problem; hint`, unless the problem already ends in the hint (a program not found
+/// on PATH is reported with it by [`agent_program::probe_output`] and [`agent_program::probe_stream`]).
+fn with_install_hint(problem: &str, hint: &str) -> String {
+    if problem.contains(hint) {
+        problem.to_owned()
+    } else {
+        format!("{problem}; {hint}")
+    }
+}
+
+/// The verification of a program whose version is known but whose format probe
+/// failed: nothing verified, one problem naming the backend and what to install.
+fn format_unproven(
+    name: &str,
+    adapter_version: String,
+    problem: &str,
+    install_hint: &str,
+) -> Verification {
+    Verification {
+        verified: Vec::new(),
+        adapter_version,
+        problems: vec![format!(
+            "backend `{name}`: {}",
+            with_install_hint(problem, install_hint)
+        )],
     }
 }

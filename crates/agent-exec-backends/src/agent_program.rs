@@ -828,13 +828,6 @@ pub enum ProbeError {
     Unproven(String),
 }
 
-/// Bridge for the backends not yet on [`crate::agent_cli`]; removed once they are.
-impl From<ProbeError> for String {
-    fn from(problem: ProbeError) -> Self {
-        problem.to_string()
-    }
-}
-
 impl ProbeError {
     fn not_found(problem: String, install_hint: &str) -> Self {
         ProbeError::NotFound {
@@ -952,16 +945,6 @@ pub fn refused_loopback_port() -> Result<u16, ProbeError> {
         .map_err(refused)
 }
 
-/// `problem; hint`, unless the problem already ends in the hint (a program not found
-/// on PATH is reported with it by [`probe_output`] and [`probe_stream`]).
-pub fn with_install_hint(problem: &str, hint: &str) -> String {
-    if problem.contains(hint) {
-        problem.to_owned()
-    } else {
-        format!("{problem}; {hint}")
-    }
-}
-
 /// A format probe's throw-away folder: a `workspace` to run in and a `home` for the
 /// program's own state (its config folder), both removed when this is dropped.
 pub struct ProbeFolder {
@@ -1004,24 +987,6 @@ impl ProbeFolder {
             },
             ..Default::default()
         }
-    }
-}
-
-/// The verification of a program whose version is known but whose format probe
-/// failed: nothing verified, one problem naming the backend and what to install.
-pub fn format_unproven(
-    name: &str,
-    adapter_version: String,
-    problem: &str,
-    install_hint: &str,
-) -> agent_exec_contract::Verification {
-    agent_exec_contract::Verification {
-        verified: Vec::new(),
-        adapter_version,
-        problems: vec![format!(
-            "backend `{name}`: {}",
-            with_install_hint(problem, install_hint)
-        )],
     }
 }
 

@@ -16,8 +16,9 @@
 //! * [`CodexStream`] folds those lines into the driver's [`Verdict`]: the run's text is
 //!   the *last* `agent_message`; the result is final only on `turn.completed` (usage
 //!   summed over the turn's model calls, as codex reports it) or `turn.failed`.
-//! * [`CodexBackend`] is the argv ([`CodexBackend::kind_args`], [`tool_args`]), the
-//!   prompt ([`crate::agent_program::render_prompt`]) and [`Backend::verify`].
+//! * [`Codex`] is the [`AgentCli`]: the argv ([`Codex::kind_args`], [`tool_args`]),
+//!   the prompt ([`crate::agent_program::render_prompt`]) and the probes;
+//!   [`CodexBackend`] is the one agent-CLI backend over it.
 //!
 //! Decisions:
 //! * A top-level `error` line is *not* final: codex also uses it for notices it
