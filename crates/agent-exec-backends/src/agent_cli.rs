@@ -536,3 +536,169 @@ fn format_unproven(
         )],
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent_program::Verdict;
+    use agent_exec_contract::{Event, Usage};
+
+    /// A program whose probes fail for what it was told to refuse; nothing runs.
+    #[derive(Debug)]
+    struct Scripted {
+        config: ProgramConfig,
+        refuses: &'static [&'static str],
+    }
+
+    #[derive(Default)]
+    struct NoStream;
+
+    impl StreamParser for NoStream {
+        fn line(&mut self, _line: &[u8], _events: &mut Vec<Event>) {}
+        fn verdict(&self) -> Verdict {
+            Verdict::Pending
+        }
+        fn usage(&self) -> Usage {
+            Usage::default()
+        }
+    }
+
+    #[async_trait::async_trait]
+    impl AgentCli for Scripted {
+        const KIND: &'static str = "scripted";
+        const DEFAULT_PROGRAM: &'static str = "scripted";
+        const INSTALL_HINT: &'static str = "install scripted";
+        const PROBES: ProbePlan = ProbePlan {
+            version: VersionOrder::Before,
+            tools: ToolsProof::FormatProbe { flags: "`--tools`" },
+            structured_output: true,
+            resume: true,
+            upgrade: "upgrade scripted",
+            resume_hint: ", and keep sessions",
+        };
+        const RETRY_UNAVAILABLE: bool = false;
+        type Parser = NoStream;
+
+        fn config(&self) -> &ProgramConfig {
+            &self.config
+        }
+
+        fn attempt(
+            &self,
+            _request: &ContractRequest,
+            _ctx: &ExecutionContext,
+            _resume: Option<&str>,
+        ) -> Result<Attempt<NoStream>, Error> {
+            Err(Error::new(
+                ErrorCode::Internal,
+                "not run",
+                SideEffects::None,
+            ))
+        }
+
+        async fn version(&self) -> Result<ProgramVersion, ProbeError> {
+            if self.refuses.contains(&"version") {
+                return Err(ProbeError::Unproven("no version".into()));
+            }
+            Ok(ProgramVersion::new("scripted 1.2"))
+        }
+
+        async fn probe(
+            &self,
+            _folder: &ProbeFolder,
+            probe: Probe<'_>,
+        ) -> Result<SessionSeen, ProbeError> {
+            let refused = |what: &str| self.refuses.contains(&what);
+            if refused("format")
+                || (probe.tools && refused("tools"))
+                || (probe.schema && refused("schema"))
+                || (probe.resume.is_some() && refused("resume"))
+            {
+                return Err(ProbeError::Unproven(format!("refused {probe:?}")));
+            }
+            Ok(SessionSeen::Id("s-1".into()))
+        }
+    }
+
+    async fn verify(refuses: &'static [&'static str]) -> Verification {
+        AgentCliBackend::of(Scripted {
+            config: ProgramConfig::new("x"),
+            refuses,
+        })
+        .verify()
+        .await
+    }
+
+    fn has(verification: &Verification, capability: Capability) -> bool {
+        verification.verified.contains(&capability)
+    }
+
+    #[tokio::test]
+    async fn a_program_that_proves_everything_verifies_everything_it_declares() {
+        let all = verify(&[]).await;
+        for capability in AgentCliBackend::<Scripted>::declared() {
+            assert!(has(&all, capability.clone()), "{capability:?}: {all:?}");
+        }
+        assert_eq!(
+            all.adapter_version,
+            format!("scripted/{} (scripted 1.2)", env!("CARGO_PKG_VERSION"))
+        );
+    }
+
+    #[tokio::test]
+    async fn each_fallback_loses_only_what_it_could_not_prove_and_says_why() {
+        let no_schema = verify(&["schema"]).await;
+        assert!(
+            !has(&no_schema, Capability::StructuredOutput),
+            "{no_schema:?}"
+        );
+        assert!(has(&no_schema, Capability::Tools), "{no_schema:?}");
+        assert!(
+            no_schema.problems[0].starts_with("structured-output: refused")
+                && no_schema.problems[0].ends_with("; upgrade scripted"),
+            "{no_schema:?}"
+        );
+
+        // Without the tool flags the schema probe is not tried again.
+        let no_tools = verify(&["tools"]).await;
+        assert!(!has(&no_tools, Capability::Tools), "{no_tools:?}");
+        assert!(
+            !has(&no_tools, Capability::StructuredOutput),
+            "{no_tools:?}"
+        );
+        assert!(has(&no_tools, Capability::Stream), "{no_tools:?}");
+        assert!(has(&no_tools, Capability::Resume), "{no_tools:?}");
+        assert!(
+            no_tools
+                .problems
+                .iter()
+                .any(|p| p.starts_with("tools: `scripted` does not run with `--tools`")),
+            "{no_tools:?}"
+        );
+
+        let no_resume = verify(&["resume"]).await;
+        assert!(!has(&no_resume, Capability::Resume), "{no_resume:?}");
+        assert!(has(&no_resume, Capability::Tools), "{no_resume:?}");
+        assert!(
+            no_resume
+                .problems
+                .iter()
+                .any(|p| p.starts_with("resume: refused") && p.ends_with(", and keep sessions")),
+            "{no_resume:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn no_version_or_no_format_verifies_nothing_and_names_what_to_install() {
+        for refuses in [&["version"][..], &["format"][..]] {
+            let none = verify(refuses).await;
+            assert!(none.verified.is_empty(), "{none:?}");
+            assert_eq!(none.problems.len(), 1, "{none:?}");
+            assert!(
+                none.problems[0].starts_with("backend `x`: ")
+                    && none.problems[0].ends_with("; install scripted"),
+                "{none:?}"
+            );
+        }
+    }
+}
