@@ -850,15 +850,18 @@ pub async fn resume_keeps_the_execution(h: &dyn Harness) {
         return;
     }
 
-    // The first attempt: a backend that verified resume reports its session handle.
+    // The first attempt is interrupted (what a resume is for: a succeeded execution is
+    // never resumed, and a backend may drop its session after a success), and a
+    // backend that verified resume reported its session handle before it died.
+    let interrupted = resolve(h, &echo.name, Scenario::Crash).await;
     let mut request = ws.request(&id, "conformance-first-2b7e");
     let deadline = OffsetDateTime::now_utc() + time::Duration::minutes(5);
     request.budget.deadline = Some(deadline);
     request.budget.max_prompt_tokens = 1_000_000;
     let first = runtime
-        .run(request.clone(), &echo, RunOptions::default())
+        .run(request.clone(), &interrupted, RunOptions::default())
         .await;
-    assert_eq!(first.outcome, Outcome::Succeeded, "resume: {first:?}");
+    assert_eq!(first.outcome, Outcome::Unknown, "resume: {first:?}");
     let Some((_, session_attempt, session)) = journal
         .sessions()
         .into_iter()
