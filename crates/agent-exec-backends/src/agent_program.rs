@@ -798,7 +798,7 @@ pub fn verification_key(kind: &str, program: &str, config: &ProgramConfig) -> Op
 /// happened and, for a missing program, what to install.
 #[derive(Debug, thiserror::Error)]
 pub enum ProbeError {
-    /// The program is not there (`problem` is [`crate::locate::find_program`]'s).
+    /// The program is not there (`problem` says where it was looked for).
     #[error("{problem}; {install_hint}")]
     NotFound {
         problem: String,
