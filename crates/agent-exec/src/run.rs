@@ -111,6 +111,7 @@ pub async fn run(args: &Args, run: &RunArgs) -> anyhow::Result<u8> {
         ..Default::default()
     };
     let result = runtime.run(request, &resolved, options).await;
+    crate::verified::forget_if_changed(&registry, &resolved.name, &result).await;
     if let Some(printer) = printer {
         let _ = printer.await;
     }
