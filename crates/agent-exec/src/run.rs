@@ -104,7 +104,18 @@ pub async fn run(args: &Args, run: &RunArgs) -> anyhow::Result<u8> {
     let journal = open_journal(args, &config).await?;
     let runtime = Runtime::new().with_journal(Arc::new(journal));
 
-    let (events, printer) = event_printer(run.events);
+    // Human mode on a `command` backend: the program's stdout and stderr as they come
+    // (a Ctrl-C'd run has shown what it had), not all at the end.
+    let stream =
+        !run.json && config.kind_of(&resolved.name) == Some(agent_exec_backends::command::KIND);
+    agent_exec_backends::command::echo_stderr(stream);
+    let (events, printer, streamed) = if stream {
+        let (events, streamer) = text_streamer(run.events);
+        (events, None, Some(streamer))
+    } else {
+        let (events, printer) = event_printer(run.events);
+        (events, printer, None)
+    };
     let options = RunOptions {
         events,
         cancellation,
@@ -115,7 +126,18 @@ pub async fn run(args: &Args, run: &RunArgs) -> anyhow::Result<u8> {
     if let Some(printer) = printer {
         let _ = printer.await;
     }
-    print_result(run.json, &execution_id, &result)?;
+    if let Some(streamer) = streamed {
+        let open_line = streamer.await.unwrap_or(false);
+        if open_line {
+            crate::write_stdout("\n")?;
+        }
+        // The text is out already; the rest (deliverables, the summary) as usual.
+        let mut rest = result.clone();
+        rest.text.clear();
+        print_result(false, &execution_id, &rest)?;
+    } else {
+        print_result(run.json, &execution_id, &result)?;
+    }
     Ok(exit_code(&result.outcome))
 }
 
@@ -212,6 +234,28 @@ pub fn event_printer(events: bool) -> (EventSink, Option<tokio::task::JoinHandle
         }
     });
     (sink, Some(printer))
+}
+
+/// A sink that writes the text of `text_delta` events to stdout as they come (and,
+/// with `--events`, every event as a JSON line on stderr). The task ends with the
+/// run's events and says whether the text left a line open (no final newline).
+fn text_streamer(events: bool) -> (EventSink, tokio::task::JoinHandle<bool>) {
+    let (sink, mut receiver) = EventSink::channel();
+    let streamer = tokio::spawn(async move {
+        let mut open_line = false;
+        while let Some(event) = receiver.next().await {
+            if events && let Ok(line) = serde_json::to_string(&event) {
+                let _ = std::io::stderr().write_all(format!("{line}\n").as_bytes());
+            }
+            if event.kind == agent_exec_contract::EventKind::TextDelta && !event.text.is_empty() {
+                open_line = !event.text.ends_with('\n');
+                // A closed stdout is not the run's failure; the summary says the rest.
+                let _ = crate::write_stdout(&event.text);
+            }
+        }
+        open_line
+    });
+    (sink, streamer)
 }
 
 /// Cancels on the first Ctrl-C or SIGTERM.
