@@ -219,7 +219,7 @@ impl OpenAiBackend {
     /// process holds, and URL credentials from `text` — the same values the stream
     /// redactor hides from the model's text.
     pub fn redact(&self, text: &str) -> String {
-        redact_userinfo(&StreamRedactor::of_values(self.secret_values()).redact_whole(text))
+        StreamRedactor::of_values(self.secret_values()).redact_whole(text)
     }
 
     /// The request body. With `resume`, `request.prompt` is the continuation and the
@@ -606,24 +606,6 @@ fn error_chain(e: &dyn std::error::Error) -> String {
     text
 }
 
-/// `scheme://user:pass@host/...` → `scheme://host/...` wherever it occurs in `text`.
-fn redact_userinfo(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(i) = rest.find("://") {
-        out.push_str(&rest[..i + 3]);
-        rest = &rest[i + 3..];
-        let end = rest
-            .find(|c: char| c == '/' || c.is_whitespace() || c == ')' || c == '"')
-            .unwrap_or(rest.len());
-        if let Some(at) = rest[..end].rfind('@') {
-            rest = &rest[at + 1..];
-        }
-    }
-    out.push_str(rest);
-    out
-}
-
 #[async_trait::async_trait]
 impl Backend for OpenAiBackend {
     fn descriptor(&self) -> BackendDescriptor {
@@ -915,12 +897,12 @@ mod tests {
 
     #[test]
     fn credentials_in_urls_are_cut() {
+        let backend = OpenAiBackend::new(OpenAiConfig::new("o", "http://h/v1", "m"));
         assert_eq!(
-            redact_userinfo("HTTP 500 from https://u:secret@api.example/v1: boom"),
-            "HTTP 500 from https://api.example/v1: boom"
+            backend.redact("HTTP 500 from https://u:secret@api.example/v1: boom"),
+            "HTTP 500 from https://u:[redacted]@api.example/v1: boom"
         );
-        assert_eq!(redact_userinfo("no url here"), "no url here");
-        assert_eq!(redact_userinfo("http://h/x@y"), "http://h/x@y");
+        assert_eq!(backend.redact("no url here"), "no url here");
     }
 
     #[test]
