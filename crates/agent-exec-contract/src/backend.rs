@@ -46,9 +46,9 @@ pub trait Backend: Send + Sync {
 
     /// A fingerprint of everything [`Backend::verify`] depends on (program file,
     /// configuration, adapter version), for a [`crate::VerificationCache`]: while the
-    /// key is unchanged, a past clean verification stands for a new probe. `None`
-    /// (the default): never cached, every process probes. The key may be stored in
-    /// clear, so it must hold no credential: hash anything secret.
+    /// key is unchanged, a past verification stands for a new probe, for what it
+    /// verified. `None` (the default): never cached, every process probes. The key may
+    /// be stored in clear, so it must hold no credential: hash anything secret.
     fn verification_key(&self) -> Option<String> {
         None
     }

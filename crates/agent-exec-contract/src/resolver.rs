@@ -49,7 +49,7 @@ pub struct Alias {
     pub deprecated: bool,
 }
 
-/// Where past clean verifications are kept across processes. Implementations never
+/// Where past verifications are kept across processes. Implementations never
 /// fail: an unreadable or corrupt entry is a miss, a failed write is dropped.
 pub trait VerificationCache: Send + Sync {
     /// The verification stored for `backend` under exactly `key`, if still fresh.
