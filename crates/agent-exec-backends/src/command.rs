@@ -8,6 +8,14 @@
 //!   `AGENT_EXEC_INSTRUCTIONS` and `AGENT_EXEC_TARGETS` (one target per line);
 //! * `text` is the program's stdout (invalid UTF-8 is replaced, and logged);
 //!   stdout chunks are also sent as `text_delta` events as they arrive;
+//! * `structured_output = true` declares `structured-output`: the request's
+//!   `output_schema` is handed over in `AGENT_EXEC_OUTPUT_SCHEMA` (compact JSON), and
+//!   the answer is checked against it here, with the runtime's own validator — that
+//!   check, not the program, is the proof, so the probe only needs the program;
+//! * a failed or rejected answer is not lost: the end of stdout (at most
+//!   [`STDOUT_TAIL`] bytes) goes to `logs`, and the ends of stderr and stdout to the
+//!   error's reason (at most [`REASON_TAIL`] bytes each), all redacted;
+//! * [`echo_stderr`]: a CLI in human mode sees the program's stderr as it comes;
 //! * the program leads its own process group; cancel and the end of the run
 //!   terminate the whole tree ([`agent_exec_runtime::process`]).
 //!
@@ -37,7 +45,7 @@ use agent_exec_runtime::process::{DEFAULT_GRACE, ProcessTree, Termination};
 
 use crate::locate::find_program;
 use crate::output::{Collected, Reader, Unfinished, join_bounded, push_line};
-use crate::redact::{StreamRedactor, redact_result};
+use crate::redact::{StreamRedactor, credential_values, redact_result, redact_values};
 use serde::Deserialize;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
@@ -46,6 +54,26 @@ pub const KIND: &str = "command";
 
 /// Environment variable holding the execution id.
 pub const EXECUTION_ID_VAR: &str = "AGENT_EXEC_EXECUTION_ID";
+
+/// Environment variable holding the request's `output_schema` (compact JSON), when it
+/// has one.
+pub const OUTPUT_SCHEMA_VAR: &str = "AGENT_EXEC_OUTPUT_SCHEMA";
+
+/// How much of a failed or rejected answer's stdout `logs` keeps (its end).
+pub const STDOUT_TAIL: usize = 4 * 1024;
+
+/// How much of the end of stderr, and of stdout, an error's reason quotes.
+pub const REASON_TAIL: usize = 240;
+
+static ECHO_STDERR: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether every later run copies its program's stderr to this process's stderr as
+/// it is read (credentials redacted), besides keeping its tail for `logs`. For a
+/// command-line tool in human mode, where the program's diagnostics are the user's to
+/// read while it runs; a process-wide choice of how to show output, not run state.
+pub fn echo_stderr(on: bool) {
+    ECHO_STDERR.store(on, std::sync::atomic::Ordering::Relaxed);
+}
 
 /// How often the process tree is scanned while the program runs, so that a
 /// process which leaves the group is remembered while it can still be seen.
@@ -84,6 +112,11 @@ pub struct CommandConfig {
     /// `possible`, so no fallback replays them.
     #[serde(default)]
     pub assume_external_effects: bool,
+    /// The program answers in the JSON a request's `output_schema` asks for (handed
+    /// over in [`OUTPUT_SCHEMA_VAR`]): declares `structured-output`, which the answer's
+    /// check against the schema proves at every run.
+    #[serde(default)]
+    pub structured_output: bool,
 }
 
 fn default_grace_ms() -> u64 {
@@ -100,6 +133,7 @@ impl CommandConfig {
             env: BTreeMap::new(),
             grace_ms: default_grace_ms(),
             assume_external_effects: false,
+            structured_output: false,
         }
     }
 }
@@ -117,13 +151,17 @@ impl CommandBackend {
         CommandBackend { config }
     }
 
-    fn declared() -> Vec<Capability> {
-        vec![
+    fn declared(&self) -> Vec<Capability> {
+        let mut declared = vec![
             Capability::Text,
             Capability::Files,
             Capability::Stream,
             Capability::Cancel,
-        ]
+        ];
+        if self.config.structured_output {
+            declared.push(Capability::StructuredOutput);
+        }
+        declared
     }
 
     fn failure_effects(&self) -> SideEffects {
@@ -140,7 +178,7 @@ impl Backend for CommandBackend {
     fn descriptor(&self) -> BackendDescriptor {
         BackendDescriptor {
             name: self.config.name.clone(),
-            capabilities: Self::declared(),
+            capabilities: self.declared(),
             adapter_version: format!("command/{}", env!("CARGO_PKG_VERSION")),
         }
     }
@@ -156,6 +194,10 @@ impl Backend for CommandBackend {
             return Verification::failed(format!("backend `{}`: {problem}", self.config.name));
         }
         let mut verified = vec![Capability::Text, Capability::Files, Capability::Stream];
+        if self.config.structured_output {
+            // Proven per run: the answer is checked against the schema in `execute`.
+            verified.push(Capability::StructuredOutput);
+        }
         let mut problems = Vec::new();
         crate::agent_program::verify_cancel(&mut verified, &mut problems);
         Verification {
@@ -208,6 +250,22 @@ impl Backend for CommandBackend {
         if !request.targets.is_empty() {
             command.env("AGENT_EXEC_TARGETS", request.targets.join("\n"));
         }
+        let schema = match &request.output_schema {
+            None => None,
+            Some(schema) => match agent_exec_runtime::structured::check_schema(schema) {
+                Ok(checker) => {
+                    command.env(OUTPUT_SCHEMA_VAR, schema.to_string());
+                    Some(checker)
+                }
+                Err(why) => {
+                    return ContractResult::failed(Error::new(
+                        ErrorCode::Internal,
+                        why,
+                        SideEffects::None,
+                    ));
+                }
+            },
+        };
         match self.config.prompt {
             PromptMode::Stdin => {
                 command.stdin(Stdio::piped());
@@ -243,7 +301,14 @@ impl Backend for CommandBackend {
         let events = ctx.events.clone();
         let redactor = StreamRedactor::new(&self.config.env);
         let reader = Reader::spawn(|into| read_stdout(stdout, events, redactor, into));
-        let err_reader = Reader::tail(tree.child_mut().stderr.take());
+        let err_reader = if ECHO_STDERR.load(std::sync::atomic::Ordering::Relaxed) {
+            Reader::tail_echo(
+                tree.child_mut().stderr.take(),
+                stderr_echo(&self.config.env),
+            )
+        } else {
+            Reader::tail(tree.child_mut().stderr.take())
+        };
 
         let grace = Duration::from_millis(self.config.grace_ms);
         let exited = tokio::select! {
@@ -257,7 +322,15 @@ impl Backend for CommandBackend {
         let (stdout_bytes, stdout_note) = join_bounded(reader).await;
         let (stderr_tail, _) = join_bounded(err_reader).await;
 
-        let mut logs = String::from_utf8_lossy(&stderr_tail).into_owned();
+        // Redacted before anything is cut from it, so no cut leaves half a credential.
+        let secrets = credential_values(&self.config.env);
+        // At this size the reader may have dropped the beginning (it keeps the tail).
+        let maybe_cut = stderr_tail.len() >= crate::output::STDERR_TAIL;
+        let stderr_text = redact_values(
+            &secrets,
+            drop_cut_line(&String::from_utf8_lossy(&stderr_tail), maybe_cut),
+        );
+        let mut logs = stderr_text.clone();
         let text = match String::from_utf8(stdout_bytes) {
             Ok(text) => text,
             Err(e) => {
@@ -268,6 +341,7 @@ impl Backend for CommandBackend {
                 String::from_utf8_lossy(e.as_bytes()).into_owned()
             }
         };
+        let text = redact_values(&secrets, &text);
         if let Some(unfinished) = stdout_note {
             push_line(&mut logs, unfinished.note());
         }
@@ -295,14 +369,46 @@ impl Backend for CommandBackend {
                 ),
             );
         }
+        if result.outcome == Outcome::Succeeded
+            && let Some(checker) = &schema
+            && let Err(why) = checker.check_text(&text)
+        {
+            // The runtime would reject it too, but keep nothing of it; here the
+            // program's answer is at hand to show the caller what it said instead.
+            // Code and words as the runtime's rejection (`structured`).
+            result = ContractResult::failed(Error::new(
+                ErrorCode::MissingDeliverable,
+                format!("structured output rejected: {why}"),
+                effects,
+            ));
+        }
         if result.outcome == Outcome::Succeeded {
             result.text = text;
             ctx.events.emit(Event::of_kind(EventKind::MessageEnd));
-        } else if !text.is_empty() {
-            push_line(
-                &mut logs,
-                &format!("stdout ({} bytes) not returned as text", text.len()),
-            );
+        } else {
+            if !text.is_empty() {
+                push_line(
+                    &mut logs,
+                    &format!(
+                        "stdout ({} bytes, not returned as text){}:\n{}",
+                        text.len(),
+                        if text.len() > STDOUT_TAIL {
+                            ", its end"
+                        } else {
+                            ""
+                        },
+                        tail(&text, STDOUT_TAIL)
+                    ),
+                );
+            }
+            if let Some(err) = result.err.as_mut() {
+                for (stream, said) in [("stderr", &stderr_text), ("stdout", &text)] {
+                    let end = tail(said.trim_end(), REASON_TAIL);
+                    if !end.trim().is_empty() {
+                        err.reason.push_str(&format!("; {stream} ends: {end:?}"));
+                    }
+                }
+            }
         }
         result.logs = logs;
         termination.report_leftovers(program, &mut result, &ctx.events);
@@ -384,6 +490,62 @@ impl CommandBackend {
                     ),
                 ),
             },
+        }
+    }
+}
+
+/// At most the last `max` bytes of `text`, from a char boundary.
+fn tail(text: &str, max: usize) -> &str {
+    let mut start = text.len().saturating_sub(max);
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    text.get(start..).unwrap_or_default()
+}
+
+/// `text` without its first line when `cut` (the reader dropped its beginning): that
+/// line may start in the middle of a credential, which redaction would not recognise.
+fn drop_cut_line(text: &str, cut: bool) -> &str {
+    match text.split_once('\n') {
+        Some((_, rest)) if cut => rest,
+        _ if cut => "",
+        _ => text,
+    }
+}
+
+/// Copies stderr chunks to this process's stderr as they come, credentials redacted
+/// (held back while a piece could begin one), UTF-8 sequences split across reads kept
+/// whole.
+fn stderr_echo(
+    configured: &BTreeMap<String, String>,
+) -> impl FnMut(Option<&[u8]>) + Send + 'static {
+    use std::io::Write as _;
+    let mut redactor = StreamRedactor::new(configured);
+    let mut pending = Vec::new();
+    move |chunk| {
+        let text = match chunk {
+            Some(chunk) => {
+                pending.extend_from_slice(chunk);
+                let complete = match std::str::from_utf8(&pending) {
+                    Ok(_) => pending.len(),
+                    Err(e) if e.error_len().is_none() => e.valid_up_to(),
+                    Err(_) => pending.len(),
+                };
+                let piece = String::from_utf8_lossy(pending.get(..complete).unwrap_or_default())
+                    .into_owned();
+                pending.drain(..complete);
+                redactor.push(&piece)
+            }
+            None => {
+                let rest = String::from_utf8_lossy(&std::mem::take(&mut pending)).into_owned();
+                let mut out = redactor.push(&rest);
+                out.push_str(&redactor.finish());
+                out
+            }
+        };
+        if !text.is_empty() {
+            // Our stderr gone away is not the run's failure.
+            let _ = std::io::stderr().write_all(text.as_bytes());
         }
     }
 }

@@ -27,9 +27,18 @@
 //! that may have forgotten it); no `assistant` turn for the interrupted attempt — its
 //! partial answer never became a result, isn't journaled, and writing one would put
 //! words in the model's mouth; a handle that is not ours is refused before anything is
-//! sent. `verify` proves it with a third probe of exactly that two-user-message shape
+//! sent. The probe proves it with a request of exactly that two-user-message shape
 //! (a server whose chat template insists on strict user/assistant alternation refuses
 //! it, and then does not verify `resume`).
+//!
+//! Probes cost: each is a real completion. [`Backend::probe`] always sends the base
+//! probe (one token: the server is there, knows the model, streams, reports usage)
+//! and the `structured-output` and `resume` probes only when asked for them (a run
+//! that requires them, or `agent-exec backends --verify`). Every probe request
+//! carries the probe's own execution id (`verify-…`) and its tokens are reported.
+//! [`Backend::verification_key`] is this adapter's version and a hash of the
+//! endpoint, model and settings, so a cached verification stands in for the probes
+//! until one of them changes.
 //!
 //! Retries (invariant 3, the adapter's layer): connection errors, 408, 429 and 5xx, and a
 //! stream that fails before its first token, are retried at most `max_retries` times
@@ -42,7 +51,8 @@ use std::time::Duration;
 
 use agent_exec_contract::{
     Backend, BackendDescriptor, Capability, ContractRequest, ContractResult, Error, ErrorCode,
-    Event, EventKind, ExecutionContext, Outcome, ResumeFrom, SideEffects, Usage, Verification,
+    Event, EventKind, ExecutionContext, Outcome, Probe, ProbeRequest, ResumeFrom, SideEffects,
+    Usage, Verification,
 };
 use agent_exec_runtime::cause_code;
 use serde::Deserialize;
@@ -209,7 +219,7 @@ impl OpenAiBackend {
     /// process holds, and URL credentials from `text` — the same values the stream
     /// redactor hides from the model's text.
     pub fn redact(&self, text: &str) -> String {
-        redact_userinfo(&StreamRedactor::of_values(self.secret_values()).redact_whole(text))
+        StreamRedactor::of_values(self.secret_values()).redact_whole(text)
     }
 
     /// The request body. With `resume`, `request.prompt` is the continuation and the
@@ -269,7 +279,8 @@ impl OpenAiBackend {
         &self,
         client: &reqwest::Client,
         key: Option<&str>,
-    ) -> Result<(), String> {
+        execution_id: &str,
+    ) -> (Result<(), String>, Usage) {
         let schema = serde_json::json!({
             "type": "object",
             "properties": {"ok": {"type": "boolean"}},
@@ -277,6 +288,7 @@ impl OpenAiBackend {
             "additionalProperties": false
         });
         let probe = ContractRequest {
+            execution_id: execution_id.to_owned(),
             prompt: r#"Reply with the JSON object {"ok": true} and nothing else."#.into(),
             budget: agent_exec_contract::ContractBudget {
                 max_completion_tokens: 20,
@@ -293,23 +305,34 @@ impl OpenAiBackend {
         )
         .await;
         let result = match exchange {
-            Err(_) => return Err("the probe timed out after 60 s".into()),
-            Ok(Exchange::Transient { reason, .. }) => return Err(reason),
+            Err(_) => {
+                return (
+                    Err("the probe timed out after 60 s".into()),
+                    Usage::default(),
+                );
+            }
+            Ok(Exchange::Transient { reason, .. }) => return (Err(reason), Usage::default()),
             Ok(Exchange::Done(result)) => result,
         };
+        let usage = result.usage;
         if result.outcome != Outcome::Succeeded {
-            return Err(format!(
-                "the server did not complete a request with response_format: {}",
-                result.err.map(|e| e.reason).unwrap_or_default()
-            ));
+            return (
+                Err(format!(
+                    "the server did not complete a request with response_format: {}",
+                    result.err.map(|e| e.reason).unwrap_or_default()
+                )),
+                usage,
+            );
         }
-        let checker = agent_exec_runtime::structured::check_schema(&schema)?;
-        checker.check_text(&result.text).map_err(|why| {
-            format!(
-                "the server accepted response_format but did not honour it ({why}; it answered {:?})",
-                truncate(&result.text, 80)
-            )
-        })
+        let verdict = agent_exec_runtime::structured::check_schema(&schema).and_then(|checker| {
+            checker.check_text(&result.text).map_err(|why| {
+                format!(
+                    "the server accepted response_format but did not honour it ({why}; it answered {:?})",
+                    truncate(&result.text, 80)
+                )
+            })
+        });
+        (verdict, usage)
     }
 
     /// The resume probe: a one-token completion of the exact layout a resumed attempt
@@ -320,8 +343,10 @@ impl OpenAiBackend {
         &self,
         client: &reqwest::Client,
         key: Option<&str>,
-    ) -> Result<(), String> {
+        execution_id: &str,
+    ) -> (Result<(), String>, Usage) {
         let probe = ContractRequest {
+            execution_id: execution_id.to_owned(),
             prompt: "Once more: reply with the word ok.".into(),
             budget: agent_exec_contract::ContractBudget {
                 max_completion_tokens: 1,
@@ -342,13 +367,21 @@ impl OpenAiBackend {
         )
         .await;
         match exchange {
-            Err(_) => Err("the probe timed out after 60 s".into()),
-            Ok(Exchange::Transient { reason, .. }) => Err(reason),
-            Ok(Exchange::Done(result)) if result.outcome == Outcome::Succeeded => Ok(()),
-            Ok(Exchange::Done(result)) => Err(format!(
-                "the server did not complete a conversation of two user messages (what a resumed attempt sends): {}",
-                result.err.map(|e| e.reason).unwrap_or_default()
-            )),
+            Err(_) => (
+                Err("the probe timed out after 60 s".into()),
+                Usage::default(),
+            ),
+            Ok(Exchange::Transient { reason, .. }) => (Err(reason), Usage::default()),
+            Ok(Exchange::Done(result)) if result.outcome == Outcome::Succeeded => {
+                (Ok(()), result.usage)
+            }
+            Ok(Exchange::Done(result)) => (
+                Err(format!(
+                    "the server did not complete a conversation of two user messages (what a resumed attempt sends): {}",
+                    result.err.map(|e| e.reason).unwrap_or_default()
+                )),
+                result.usage,
+            ),
         }
     }
 
@@ -573,24 +606,6 @@ fn error_chain(e: &dyn std::error::Error) -> String {
     text
 }
 
-/// `scheme://user:pass@host/...` → `scheme://host/...` wherever it occurs in `text`.
-fn redact_userinfo(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(i) = rest.find("://") {
-        out.push_str(&rest[..i + 3]);
-        rest = &rest[i + 3..];
-        let end = rest
-            .find(|c: char| c == '/' || c.is_whitespace() || c == ')' || c == '"')
-            .unwrap_or(rest.len());
-        if let Some(at) = rest[..end].rfind('@') {
-            rest = &rest[at + 1..];
-        }
-    }
-    out.push_str(rest);
-    out
-}
-
 #[async_trait::async_trait]
 impl Backend for OpenAiBackend {
     fn descriptor(&self) -> BackendDescriptor {
@@ -605,19 +620,41 @@ impl Backend for OpenAiBackend {
         }
     }
 
-    /// A real one-token streamed completion: proves the server is there, knows the
-    /// model, streams, and (when asked) reports usage. Costs about one token.
+    /// Every probe (see [`OpenAiBackend::probe`]).
     async fn verify(&self) -> Verification {
+        let request = ProbeRequest {
+            execution_id: agent_exec_contract::probe_execution_id(),
+            required: None,
+        };
+        self.probe(&request).await.verification
+    }
+
+    /// A real one-token streamed completion, always: proves the server is there, knows
+    /// the model, streams, and (when asked) reports usage. Then, each only when
+    /// `request` asks for it, the `structured-output` and `resume` probes, at the same
+    /// time. Every request carries the probe's execution id; the usage is their sum.
+    async fn probe(&self, request: &ProbeRequest) -> Probe {
+        let failed = |problem: String| Probe {
+            verification: Verification::failed(problem),
+            usage: Usage::default(),
+        };
         let client = match &self.client {
             Ok(c) => c,
-            Err(e) => return Verification::failed(e.clone()),
+            Err(e) => return failed(e.clone()),
         };
         let key = match self.api_key() {
             Ok(key) => key,
-            Err(e) => return Verification::failed(e),
+            Err(e) => return failed(e),
         };
+        let wants = |capability: Capability| {
+            request
+                .required
+                .as_ref()
+                .is_none_or(|required| required.contains(&capability))
+        };
+        let id = request.execution_id.as_str();
         let probe = ContractRequest {
-            execution_id: String::new(),
+            execution_id: id.to_owned(),
             prompt: "Reply with the word ok.".into(),
             budget: agent_exec_contract::ContractBudget {
                 max_completion_tokens: 1,
@@ -627,31 +664,57 @@ impl Backend for OpenAiBackend {
         };
         let ctx = ExecutionContext::new(agent_exec_contract::EventSink::discard());
         let mut log = Vec::new();
-        // All probes at once: `verify` runs before every run (it is not cached for
-        // this backend), so the others must not add their latency.
+        let key = key.as_deref();
+        // The probes asked for go out at once, so the others do not add their latency.
         let (probe_result, structured, resume) = tokio::join!(
             tokio::time::timeout(
                 Duration::from_secs(60),
-                self.exchange(client, key.as_deref(), &probe, &ctx, &mut log),
+                self.exchange(client, key, &probe, &ctx, &mut log),
             ),
-            self.probe_structured(client, key.as_deref()),
-            self.probe_resume(client, key.as_deref()),
+            async {
+                if wants(Capability::StructuredOutput) {
+                    Some(self.probe_structured(client, key, id).await)
+                } else {
+                    None
+                }
+            },
+            async {
+                if wants(Capability::Resume) {
+                    Some(self.probe_resume(client, key, id).await)
+                } else {
+                    None
+                }
+            },
         );
+        let mut usage = [&structured, &resume]
+            .into_iter()
+            .flatten()
+            .fold(Usage::default(), |sum, (_, spent)| sum.plus(*spent));
         let result = match probe_result {
             Err(_) => {
-                return Verification::failed(format!(
-                    "{}: the probe timed out after 60 s",
-                    self.config.base_url
-                ));
+                return Probe {
+                    usage,
+                    ..failed(format!(
+                        "{}: the probe timed out after 60 s",
+                        self.config.base_url
+                    ))
+                };
             }
             Ok(Exchange::Transient { reason, .. }) => {
-                return Verification::failed(format!("{}: {reason}", self.config.base_url));
+                return Probe {
+                    usage,
+                    ..failed(format!("{}: {reason}", self.config.base_url))
+                };
             }
             Ok(Exchange::Done(result)) => result,
         };
+        usage = usage.plus(result.usage);
         if result.outcome != Outcome::Succeeded {
             let reason = result.err.map(|e| e.reason).unwrap_or_default();
-            return Verification::failed(format!("probe completion did not succeed: {reason}"));
+            return Probe {
+                usage,
+                ..failed(format!("probe completion did not succeed: {reason}"))
+            };
         }
         let mut verified = vec![Capability::Text, Capability::Stream, Capability::Cancel];
         let mut problems = Vec::new();
@@ -667,23 +730,60 @@ impl Backend for OpenAiBackend {
                 }
             ));
         }
-        match structured {
-            Ok(()) => verified.push(Capability::StructuredOutput),
-            Err(why) => problems.push(format!("structured-output: {}", self.redact(&why))),
+        for (capability, outcome) in [
+            (Capability::StructuredOutput, structured),
+            (Capability::Resume, resume),
+        ] {
+            match outcome {
+                None => {}
+                Some((Ok(()), _)) => verified.push(capability),
+                Some((Err(why), _)) => {
+                    problems.push(format!("{capability}: {}", self.redact(&why)))
+                }
+            }
         }
-        match resume {
-            Ok(()) => verified.push(Capability::Resume),
-            Err(why) => problems.push(format!("resume: {}", self.redact(&why))),
+        Probe {
+            verification: Verification {
+                verified,
+                adapter_version: format!(
+                    "openai/{} model {}",
+                    env!("CARGO_PKG_VERSION"),
+                    self.config.model
+                ),
+                problems,
+            },
+            usage,
         }
-        Verification {
-            verified,
-            adapter_version: format!(
-                "openai/{} model {}",
-                env!("CARGO_PKG_VERSION"),
-                self.config.model
-            ),
-            problems,
+    }
+
+    /// This adapter's version and a SHA-256 of everything the probes' answers depend
+    /// on: the endpoint (hashed: a URL may carry credentials), the model, the key's
+    /// variable name (never its value) and the request settings. A new key under the
+    /// same variable keeps the entry; a run that then fails as unavailable drops it.
+    fn verification_key(&self) -> Option<String> {
+        use sha2::{Digest as _, Sha256};
+        let c = &self.config;
+        let mut hasher = Sha256::new();
+        for field in [
+            c.base_url.trim_end_matches('/').to_owned(),
+            c.model.clone(),
+            c.api_key_env.clone().unwrap_or_default(),
+            c.include_usage.to_string(),
+            format!("{:?}", c.temperature),
+            format!("{:?}", c.max_tokens),
+        ] {
+            hasher.update((field.len() as u64).to_le_bytes());
+            hasher.update(field.as_bytes());
         }
+        let digest: String = hasher
+            .finalize()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        Some(format!(
+            "{KIND}/{} config=sha256:{digest}",
+            env!("CARGO_PKG_VERSION")
+        ))
     }
 
     async fn execute(&self, request: &ContractRequest, ctx: ExecutionContext) -> ContractResult {
@@ -797,12 +897,12 @@ mod tests {
 
     #[test]
     fn credentials_in_urls_are_cut() {
+        let backend = OpenAiBackend::new(OpenAiConfig::new("o", "http://h/v1", "m"));
         assert_eq!(
-            redact_userinfo("HTTP 500 from https://u:secret@api.example/v1: boom"),
-            "HTTP 500 from https://api.example/v1: boom"
+            backend.redact("HTTP 500 from https://u:secret@api.example/v1: boom"),
+            "HTTP 500 from https://u:[redacted]@api.example/v1: boom"
         );
-        assert_eq!(redact_userinfo("no url here"), "no url here");
-        assert_eq!(redact_userinfo("http://h/x@y"), "http://h/x@y");
+        assert_eq!(backend.redact("no url here"), "no url here");
     }
 
     #[test]

@@ -53,12 +53,25 @@ impl Reader {
 
     /// A reader of `stream` keeping its last [`STDERR_TAIL`] bytes.
     pub(crate) fn tail(stream: Option<tokio::process::ChildStderr>) -> Reader {
-        Reader::spawn(|into| read_tail(stream, into))
+        Reader::spawn(|into| read_tail(stream, into, |_| {}))
+    }
+
+    /// [`Reader::tail`] that also hands `echo` each chunk as it is read, then `None`
+    /// at the end of the stream.
+    pub(crate) fn tail_echo(
+        stream: Option<tokio::process::ChildStderr>,
+        echo: impl FnMut(Option<&[u8]>) + Send + 'static,
+    ) -> Reader {
+        Reader::spawn(|into| read_tail(stream, into, echo))
     }
 }
 
 /// Reads a stream to the end into `into`, keeping its last [`STDERR_TAIL`] bytes.
-async fn read_tail(stream: Option<tokio::process::ChildStderr>, into: Collected) {
+async fn read_tail(
+    stream: Option<tokio::process::ChildStderr>,
+    into: Collected,
+    mut echo: impl FnMut(Option<&[u8]>) + Send + 'static,
+) {
     let Some(mut stream) = stream else {
         return;
     };
@@ -66,14 +79,19 @@ async fn read_tail(stream: Option<tokio::process::ChildStderr>, into: Collected)
     loop {
         match stream.read(&mut buf).await {
             Ok(0) | Err(_) => break,
-            Ok(n) => into.with(|tail| {
-                tail.extend_from_slice(buf.get(..n).unwrap_or_default());
-                if tail.len() > 2 * STDERR_TAIL {
-                    tail.drain(..tail.len() - STDERR_TAIL);
-                }
-            }),
+            Ok(n) => {
+                let chunk = buf.get(..n).unwrap_or_default();
+                echo(Some(chunk));
+                into.with(|tail| {
+                    tail.extend_from_slice(chunk);
+                    if tail.len() > 2 * STDERR_TAIL {
+                        tail.drain(..tail.len() - STDERR_TAIL);
+                    }
+                })
+            }
         }
     }
+    echo(None);
 }
 
 /// Why a reader did not reach the end of its stream.

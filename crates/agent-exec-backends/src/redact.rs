@@ -3,8 +3,10 @@
 //! where a value split across two pieces must not slip through.
 //!
 //! Which variables count as credentials is the contract's rule
-//! ([`agent_exec_contract::redact::is_credential_name`]); this module only finds their
-//! values (configured and inherited) and replaces them.
+//! ([`agent_exec_contract::redact::is_credential_name`]); this module finds their
+//! values (configured and inherited) and replaces them, and removes the credentials
+//! inside URLs ([`agent_exec_contract::redact::redact_url_credentials`]) wherever
+//! values are replaced.
 
 use std::collections::BTreeMap;
 
@@ -45,13 +47,17 @@ pub fn credential_values(configured: &BTreeMap<String, String>) -> Vec<String> {
     secrets
 }
 
-/// `text` with each of `secrets` (longest first) replaced by `[redacted]`.
+/// `text` with each of `secrets` (longest first) replaced by `[redacted]`, then the
+/// credentials inside URLs.
 pub fn redact_values(secrets: &[String], text: &str) -> String {
     let mut out = text.to_owned();
     for secret in secrets {
         if out.contains(secret.as_str()) {
             out = out.replace(secret.as_str(), agent_exec_contract::redact::REDACTED);
         }
+    }
+    if out.contains("://") {
+        out = agent_exec_contract::redact::redact_url_credentials(&out);
     }
     out
 }
@@ -60,9 +66,6 @@ pub fn redact_values(secrets: &[String], text: &str) -> String {
 /// with [`redact_credentials`]; the one place backends call before returning.
 pub fn redact_result(configured: &BTreeMap<String, String>, result: &mut ContractResult) {
     let secrets = credential_values(configured);
-    if secrets.is_empty() {
-        return;
-    }
     result.text = redact_values(&secrets, &result.text);
     result.logs = redact_values(&secrets, &result.logs);
     if let Some(err) = result.err.as_mut() {
@@ -110,13 +113,24 @@ impl StreamRedactor {
     /// Takes the next piece; returns what may be emitted now (redacted).
     pub fn push(&mut self, piece: &str) -> String {
         self.held.push_str(piece);
-        if self.secrets.is_empty() {
-            return std::mem::take(&mut self.held);
+        // Values first: a URL's credentials may be a configured value too.
+        let mut redacted = self.held.clone();
+        for secret in &self.secrets {
+            if redacted.contains(secret.as_str()) {
+                redacted = redacted.replace(secret.as_str(), agent_exec_contract::redact::REDACTED);
+            }
         }
-        let redacted = redact_values(&self.secrets, &self.held);
+        // A URL whose authority has not ended may still gain credentials: held back
+        // whole (from its `://`), and its credentials removed once it has ended.
+        let url_open = agent_exec_contract::redact::open_url_authority(&redacted);
+        let settled = url_open.unwrap_or(redacted.len());
+        let mut clean = agent_exec_contract::redact::redact_url_credentials(&redacted[..settled]);
+        let url_hold = url_open.map(|_| clean.len());
+        clean.push_str(&redacted[settled..]);
+        let redacted = clean;
         // The earliest char boundary from which the rest is a proper prefix of a
         // credential: held back, since the next piece may complete it.
-        let hold_from = redacted
+        let value_hold = redacted
             .char_indices()
             .map(|(i, _)| i)
             .find(|&i| {
@@ -126,6 +140,7 @@ impl StreamRedactor {
                     .any(|s| s.len() > tail.len() && s.starts_with(tail))
             })
             .unwrap_or(redacted.len());
+        let hold_from = url_hold.map_or(value_hold, |u| u.min(value_hold));
         let (now, later) = redacted.split_at(hold_from);
         let now = now.to_owned();
         self.held = later.to_owned();
@@ -158,6 +173,51 @@ mod tests {
             ),
             "a [redacted] b [redacted] c 1 /home/me/.codex"
         );
+    }
+
+    /// Before: only names containing KEY, TOKEN, SECRET or PASSWORD counted, so a
+    /// `DB_PASS` value was printed as it was; URL credentials were removed only by the
+    /// openai backend.
+    #[test]
+    fn pass_variables_and_url_credentials_are_redacted() {
+        let configured: BTreeMap<String, String> = [
+            ("DB_PASS".to_owned(), "hunter2-db-pass".to_owned()),
+            ("SMTP_PASSWORD".to_owned(), "mail-pass-123".to_owned()),
+        ]
+        .into();
+        assert_eq!(
+            redact_credentials(
+                &configured,
+                "db hunter2-db-pass smtp mail-pass-123 at https://me:pw1@mail.example/x"
+            ),
+            "db [redacted] smtp [redacted] at https://me:[redacted]@mail.example/x"
+        );
+        let mut result = ContractResult::succeeded("via https://tok@github.com/o/r");
+        result.logs = "git: https://x:y@h failed".into();
+        redact_result(&BTreeMap::new(), &mut result);
+        assert_eq!(result.text, "via https://[redacted]@github.com/o/r");
+        assert_eq!(result.logs, "git: https://x:[redacted]@h failed");
+    }
+
+    #[test]
+    fn url_credentials_split_across_stream_pieces_are_redacted() {
+        let mut redactor = StreamRedactor::default();
+        let mut out = String::new();
+        let mut emitted = Vec::new();
+        for piece in ["fetch https:", "//bo", "b:s3cr", "et@host", "/path done"] {
+            let now = redactor.push(piece);
+            emitted.push(now.clone());
+            out.push_str(&now);
+        }
+        out.push_str(&redactor.finish());
+        assert_eq!(out, "fetch https://bob:[redacted]@host/path done");
+        assert!(emitted.iter().all(|e| !e.contains("s3cr")), "{emitted:?}");
+        // An unfinished URL at the end is flushed (redacted) by `finish`.
+        let mut redactor = StreamRedactor::default();
+        let mut out = redactor.push("at https://u:p@h");
+        assert_eq!(out, "at https", "held from the `://`");
+        out.push_str(&redactor.finish());
+        assert_eq!(out, "at https://u:[redacted]@h");
     }
 
     #[test]

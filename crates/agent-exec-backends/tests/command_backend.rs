@@ -330,8 +330,155 @@ async fn a_process_outside_the_tree_holding_stdout_open_is_unknown_never_succeed
     assert!(
         result
             .logs
-            .contains("stdout (11 bytes) not returned as text"),
+            .contains("stdout (11 bytes, not returned as text):\nthe-result"),
         "{}",
         result.logs
     );
+}
+
+/// Before: a failed run's stdout was dropped (`stdout (8 bytes) not returned as
+/// text`) and the reason said only the exit status. Now the end of stdout is in
+/// `logs`, and the ends of stderr and stdout in the reason, credentials redacted.
+#[tokio::test]
+async fn a_failed_answer_reaches_the_caller_redacted() {
+    let ws = tempfile::tempdir().unwrap();
+    let secret = "tok-3f9a8b7c6d5e";
+    let mut config = CommandConfig::new(
+        "cmd",
+        vec![
+            "sh".into(),
+            "-c".into(),
+            "printf 'half an answer, token %s' \"$MY_TOKEN\"; echo \"cannot go on with $MY_TOKEN\" >&2; exit 3"
+                .into(),
+        ],
+    );
+    config.env.insert("MY_TOKEN".into(), secret.into());
+    let result = CommandBackend::new(config)
+        .execute(
+            &request(&ws, ""),
+            ExecutionContext::new(EventSink::discard()),
+        )
+        .await;
+    assert_eq!(result.outcome, Outcome::Failed, "{result:?}");
+    assert!(result.text.is_empty());
+    let err = result.err.as_ref().unwrap();
+    assert!(
+        err.reason
+            .contains(r#"stdout ends: "half an answer, token [redacted]""#),
+        "{}",
+        err.reason
+    );
+    assert!(
+        err.reason
+            .contains(r#"stderr ends: "cannot go on with [redacted]""#),
+        "{}",
+        err.reason
+    );
+    assert!(
+        result.logs.contains("half an answer, token [redacted]"),
+        "{}",
+        result.logs
+    );
+    let everything = format!("{result:?}");
+    assert!(!everything.contains(secret), "{everything}");
+}
+
+/// A long answer: `logs` keeps its end (bounded), the reason a short end.
+#[tokio::test]
+async fn the_end_of_a_long_failed_answer_is_bounded() {
+    let ws = tempfile::tempdir().unwrap();
+    let result = backend(
+        "i=0; while [ $i -lt 5000 ]; do echo \"line $i of the answer\"; i=$((i+1)); done; exit 1",
+    )
+    .execute(
+        &request(&ws, ""),
+        ExecutionContext::new(EventSink::discard()),
+    )
+    .await;
+    assert_eq!(result.outcome, Outcome::Failed, "{result:?}");
+    assert!(
+        result.logs.contains("line 4999 of the answer"),
+        "{}",
+        result.logs
+    );
+    assert!(
+        !result.logs.contains("line 0 of"),
+        "the whole answer is in logs"
+    );
+    assert!(
+        result.logs.len() < agent_exec_backends::command::STDOUT_TAIL + 200,
+        "{}",
+        result.logs.len()
+    );
+    let reason = &result.err.as_ref().unwrap().reason;
+    assert!(reason.contains("line 4999 of the answer"), "{reason}");
+    assert!(
+        reason.len() < agent_exec_backends::command::REASON_TAIL * 2 + 200,
+        "{reason}"
+    );
+}
+
+fn structured_backend(script: &str) -> CommandBackend {
+    let mut config = CommandConfig::new("cmd", vec!["sh".into(), "-c".into(), script.into()]);
+    config.structured_output = true;
+    CommandBackend::new(config)
+}
+
+/// `structured_output = true` declares and verifies `structured-output`; the schema
+/// reaches the program in `AGENT_EXEC_OUTPUT_SCHEMA`; an answer that does not match is
+/// failed with what the program said in the reason (before: no such key, and the
+/// runtime's rejection kept nothing of the answer).
+#[tokio::test]
+async fn structured_output_is_declared_by_config_and_checked_at_each_run() {
+    let ws = tempfile::tempdir().unwrap();
+    let plain = resolved(backend("cat")).await;
+    assert!(
+        !plain
+            .verification
+            .verified
+            .contains(&Capability::StructuredOutput)
+    );
+    // The schema asks for an object with a `required` key: the program answers with
+    // the schema it was handed, which is such an object.
+    let schema = serde_json::json!({"type": "object", "required": ["required"]});
+    let mut registry = Registry::new();
+    registry
+        .register(Arc::new(structured_backend(
+            "printf '%s' \"$AGENT_EXEC_OUTPUT_SCHEMA\"",
+        )))
+        .unwrap();
+    let echo = registry
+        .resolve("cmd", &[Capability::StructuredOutput])
+        .await
+        .unwrap();
+    let mut req = request(&ws, "");
+    req.output_schema = Some(schema.clone());
+    req.required = vec![Capability::StructuredOutput];
+    let result = Runtime::new()
+        .run(req.clone(), &echo, RunOptions::default())
+        .await;
+    assert_eq!(result.outcome, Outcome::Succeeded, "{result:?}");
+    let answered: serde_json::Value = serde_json::from_str(&result.text).unwrap();
+    assert_eq!(answered, schema);
+
+    let mut registry = Registry::new();
+    registry
+        .register(Arc::new(structured_backend("printf 'Sure! Here it is.'")))
+        .unwrap();
+    let prose = registry
+        .resolve("cmd", &[Capability::StructuredOutput])
+        .await
+        .unwrap();
+    req.execution_id = "exec-43".into();
+    let result = Runtime::new().run(req, &prose, RunOptions::default()).await;
+    assert_eq!(result.outcome, Outcome::Failed, "{result:?}");
+    let err = result.err.unwrap();
+    assert_eq!(err.code, ErrorCode::MissingDeliverable);
+    assert!(
+        err.reason.contains("structured output rejected")
+            && err.reason.contains(r#"stdout ends: "Sure! Here it is.""#),
+        "{}",
+        err.reason
+    );
+    assert!(result.logs.contains("Sure! Here it is."), "{}", result.logs);
 }

@@ -10,7 +10,8 @@ use std::time::Duration;
 use agent_exec_backends::openai::{OpenAiBackend, OpenAiConfig, SESSION_HANDLE};
 use agent_exec_contract::{
     Backend, Capability, ContractRequest, ContractResult, ErrorCode, EventKind, EventSink,
-    ExecutionContext, Outcome, Registry, ResolveError, ResumeFrom, SessionReporter, SideEffects,
+    ExecutionContext, Outcome, ProbeRequest, Registry, ResolveError, ResumeFrom, SessionReporter,
+    SideEffects,
 };
 use futures::StreamExt as _;
 use support::ScriptedServer;
@@ -212,21 +213,53 @@ async fn capabilities_are_verified_by_a_real_probe() {
         .await
         .unwrap();
     assert_eq!(resolved.name, "llm");
-    // Three probes, sent at once: the one-token completion, the structured-output one
-    // and the resume one.
+    // A run that requires neither structured output nor resume pays for one probe: the
+    // one-token completion. (Before: three, on every run.)
     let probes = server.requests();
-    assert_eq!(probes.len(), 3, "{probes:?}");
-    assert!(
-        probes.iter().all(|p| p.execution_id.is_none()),
-        "the probes are not executions"
-    );
-    let plain = probes
-        .iter()
-        .find(|p| {
-            p.body.get("response_format").is_none()
-                && p.body["messages"].as_array().unwrap().len() == 1
+    assert_eq!(probes.len(), 1, "{probes:?}");
+    let id = probes[0].execution_id.clone().unwrap_or_default();
+    assert!(id.starts_with("verify-"), "the probe's own id: {id:?}");
+    let plain = &probes[0];
+    assert!(plain.body.get("response_format").is_none());
+    assert_eq!(plain.body["messages"].as_array().unwrap().len(), 1);
+    assert_eq!(plain.body["max_tokens"], 1);
+
+    // Everything (`backends --verify`): the three probes at once, under one new id,
+    // and what they spent.
+    let probe = backend(&server, "echo")
+        .probe(&ProbeRequest {
+            execution_id: "verify-all".into(),
+            required: None,
         })
-        .unwrap();
+        .await;
+    assert!(probe.verification.problems.is_empty(), "{probe:?}");
+    let all = server.requests();
+    assert_eq!(all.len(), 4, "{all:?}");
+    assert!(
+        all[1..]
+            .iter()
+            .all(|p| p.execution_id.as_deref() == Some("verify-all")),
+        "{all:?}"
+    );
+    assert!(all.iter().all(|p| p.is_probe()));
+    assert!(probe.usage.prompt_tokens > 0, "{probe:?}");
+    // Asked for structured output alone: the base probe and that one.
+    backend(&server, "echo")
+        .probe(&ProbeRequest {
+            execution_id: "verify-so".into(),
+            required: Some(vec![Capability::StructuredOutput]),
+        })
+        .await;
+    let so: Vec<_> = server
+        .requests()
+        .into_iter()
+        .filter(|p| p.execution_id.as_deref() == Some("verify-so"))
+        .collect();
+    assert_eq!(so.len(), 2, "{so:?}");
+    assert!(
+        so.iter()
+            .any(|p| p.body["response_format"]["type"] == "json_schema")
+    );
     assert_eq!(plain.body["max_tokens"], 1);
 
     let down = ScriptedServer::start();
@@ -496,10 +529,7 @@ async fn resume_is_verified_by_a_probe_of_the_resumed_shape() {
         .into_iter()
         .find(|p| p.body["messages"].as_array().is_some_and(|m| m.len() == 2))
         .expect("a probe of two messages");
-    assert!(
-        probe.execution_id.is_none(),
-        "the probe is not an execution"
-    );
+    assert!(probe.is_probe(), "the probe is not an execution");
     assert_eq!(
         messages(&probe.body)
             .iter()

@@ -7,7 +7,7 @@ use futures::channel::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::session::{ResumeFrom, SessionReporter};
-use crate::types::{BackendDescriptor, Capability, ContractRequest, ContractResult, Event};
+use crate::types::{BackendDescriptor, Capability, ContractRequest, ContractResult, Event, Usage};
 
 /// One agent backend (Go `ContractBackend`).
 ///
@@ -30,11 +30,25 @@ pub trait Backend: Send + Sync {
     /// and reports which declared capabilities are verified. Must not run an agent.
     async fn verify(&self) -> Verification;
 
+    /// Probes what `request` asks for, under the probe's own execution id. The
+    /// default runs [`Backend::verify`] (every declared capability; no tokens to
+    /// report). A backend whose probes cost (a paid model request each) overrides it:
+    /// it always proves the backend is there and speaks its format, proves every
+    /// capability in [`ProbeRequest::required`], and may leave the other declared
+    /// capabilities unproven — neither verified nor a problem.
+    async fn probe(&self, request: &ProbeRequest) -> Probe {
+        let _ = request;
+        Probe {
+            verification: self.verify().await,
+            usage: Usage::default(),
+        }
+    }
+
     /// A fingerprint of everything [`Backend::verify`] depends on (program file,
     /// configuration, adapter version), for a [`crate::VerificationCache`]: while the
-    /// key is unchanged, a past clean verification stands for a new probe. `None`
-    /// (the default): never cached, every process probes. The key may be stored in
-    /// clear, so it must hold no credential: hash anything secret.
+    /// key is unchanged, a past verification stands for a new probe, for what it
+    /// verified. `None` (the default): never cached, every process probes. The key may
+    /// be stored in clear, so it must hold no credential: hash anything secret.
     fn verification_key(&self) -> Option<String> {
         None
     }
@@ -63,6 +77,32 @@ impl Verification {
             problems: vec![problem.into()],
         }
     }
+}
+
+/// What a probe is asked for ([`Backend::probe`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProbeRequest {
+    /// The probe's own execution id ([`probe_execution_id`]): what the probe sends
+    /// where a run would send its id (a provider's request header). Never a run's id,
+    /// never empty.
+    pub execution_id: String,
+    /// `None`: every declared capability (`agent-exec backends --verify`).
+    /// `Some(caps)`: what a run requires.
+    pub required: Option<Vec<Capability>>,
+}
+
+/// What a probe established, and what it cost.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Probe {
+    pub verification: Verification,
+    /// Tokens the probe's own requests spent (zero for a probe that calls no model).
+    pub usage: Usage,
+}
+
+/// A fresh probe execution id: `verify-` and a UUIDv7, so a provider's logs tell a
+/// probe from a run and probes apart from each other.
+pub fn probe_execution_id() -> String {
+    format!("verify-{}", uuid::Uuid::now_v7())
 }
 
 /// Why an execution was asked to stop.

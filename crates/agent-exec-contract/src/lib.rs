@@ -62,14 +62,17 @@ pub mod session;
 pub mod types;
 pub mod wire;
 
-pub use backend::{Backend, CancelCause, Cancellation, EventSink, ExecutionContext, Verification};
+pub use backend::{
+    Backend, CancelCause, Cancellation, EventSink, ExecutionContext, Probe, ProbeRequest,
+    Verification, probe_execution_id,
+};
 pub use error::{CANCEL_REQUESTED, Error, ErrorCode, SideEffects};
 pub use journal::{
     AttemptState, JournalError, JournalHook, PriorAttempts, ResumePoint, may_continue,
 };
 pub use request_json::{MAX_REQUEST_BYTES, RequestJsonError, decode_request};
 pub use resolver::{
-    AGENT_NATIVE, Alias, CacheMode, PI_NATIVE_ALIAS, Registry, ResolveError, Resolved,
+    AGENT_NATIVE, Alias, CacheMode, PI_NATIVE_ALIAS, ProbeRun, Registry, ResolveError, Resolved,
     VerificationCache,
 };
 pub use session::{MAX_SESSION_HANDLE_BYTES, ResumeFrom, SessionReporter, check_session_handle};

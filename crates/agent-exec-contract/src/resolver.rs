@@ -5,25 +5,37 @@
 //! capability counts only if the backend's probe verified it; a deprecated alias
 //! resolves but comes back with a warning for the caller to show.
 //!
-//! Verification cache: probing an agent program costs a process start (hundreds of
-//! milliseconds for a Node launcher or an ACP handshake), paid by every short-lived
-//! process before its first run. A [`VerificationCache`] port lets a past *clean*
-//! probe stand in while the backend's [`Backend::verification_key`] is unchanged.
-//! Invariants: only a verification without problems is stored (a failure is always
-//! re-probed, so a fix shows at once); the key is taken *before* the probe, so a
-//! program replaced mid-probe leaves its result under the old key, which the next
-//! lookup misses; a cached answer is still cut down to the declared capabilities.
+//! What a lookup probes: [`Registry::resolve`] asks the backend to prove only what the
+//! run requires ([`Backend::probe`] with `required`), since a probe may cost (an
+//! `openai` backend pays a model request per capability it proves);
+//! [`Registry::verification`] asks for every declared capability. Each probe has its
+//! own execution id (`verify-…`); [`Registry::probe_run`] says which, and what it cost.
+//!
+//! Verification cache: probing costs a process start (hundreds of milliseconds for a
+//! Node launcher or an ACP handshake) or a paid request, paid by every short-lived
+//! process before its first run. A [`VerificationCache`] port lets a past probe stand
+//! in while the backend's [`Backend::verification_key`] is unchanged. Invariants:
+//! * a stored entry answers a lookup only if it verified every declared capability
+//!   the lookup needs — a capability that failed (or was never asked about) is always
+//!   probed again, so a fix shows at once and a wider need widens the entry (the new
+//!   probe is asked for what the entry had too);
+//! * a probe that verified something is stored (its verified set; problems are not
+//!   kept), one that verified nothing removes the entry, and so does
+//!   [`Registry::forget`] — what a caller does when a run fails in a way that says the
+//!   program or endpoint changed;
+//! * the key is taken *before* the probe, so a program replaced mid-probe leaves its
+//!   result under the old key, which the next lookup misses;
+//! * a cached answer is still cut down to the declared capabilities.
+//!
 //! Expiry and storage are the port's business (the CLI keeps one JSON file per
 //! backend for 24 h).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use tokio::sync::OnceCell;
-
-use crate::backend::{Backend, Verification};
+use crate::backend::{Backend, ProbeRequest, Verification, probe_execution_id};
 use crate::error::{Error, ErrorCode, SideEffects};
-use crate::types::{BackendDescriptor, Capability};
+use crate::types::{BackendDescriptor, Capability, Usage};
 
 /// The canonical name of the pi coding agent backend.
 pub const AGENT_NATIVE: &str = "agent-native";
@@ -37,13 +49,15 @@ pub struct Alias {
     pub deprecated: bool,
 }
 
-/// Where past clean verifications are kept across processes. Implementations never
+/// Where past verifications are kept across processes. Implementations never
 /// fail: an unreadable or corrupt entry is a miss, a failed write is dropped.
 pub trait VerificationCache: Send + Sync {
     /// The verification stored for `backend` under exactly `key`, if still fresh.
     fn get(&self, backend: &str, key: &str) -> Option<Verification>;
     /// Stores `verification` for `backend` under `key`, replacing any older entry.
     fn put(&self, backend: &str, key: &str, verification: &Verification);
+    /// Drops whatever is stored for `backend`.
+    fn remove(&self, backend: &str);
 }
 
 /// How a [`Registry`] uses its [`VerificationCache`].
@@ -51,13 +65,31 @@ pub trait VerificationCache: Send + Sync {
 pub enum CacheMode {
     /// Take a cached verification when the key matches; probe and store otherwise.
     Use,
-    /// Always probe, and store a clean result (`agent-exec backends --verify`).
+    /// Always probe, and store the result (`agent-exec backends --verify`).
     Refresh,
 }
 
 struct Entry {
     backend: Arc<dyn Backend>,
-    verification: OnceCell<Verification>,
+    /// What this registry has learnt of the backend. The lock also keeps two lookups
+    /// of one backend from probing it at once.
+    known: tokio::sync::Mutex<Option<Known>>,
+}
+
+struct Known {
+    verification: Verification,
+    /// Declared capabilities the answer speaks for, verified or not: a later lookup
+    /// within them is answered without another probe in this process.
+    asked: Vec<Capability>,
+    /// The probe this registry ran for it; `None` when the cache answered.
+    probe: Option<ProbeRun>,
+}
+
+/// A probe a [`Registry`] ran: its own execution id and what it spent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProbeRun {
+    pub execution_id: String,
+    pub usage: Usage,
 }
 
 /// The set of backends a program can dispatch to.
@@ -146,7 +178,7 @@ impl Registry {
             name,
             Entry {
                 backend,
-                verification: OnceCell::new(),
+                known: tokio::sync::Mutex::new(None),
             },
         );
         Ok(())
@@ -213,33 +245,47 @@ impl Registry {
         Ok((canonical, warning))
     }
 
-    /// The probe result of `name`, running the probe (or taking it from the
-    /// verification cache) once per registry.
+    /// The probe result of `name` for every declared capability, running the probe
+    /// (or taking it from the verification cache) at most once per registry.
     pub async fn verification(&self, name: &str) -> Result<Verification, ResolveError> {
         let (canonical, _) = self.canonical(name)?;
-        let entry = self
-            .entries
-            .get(&canonical)
-            .ok_or_else(|| ResolveError::UnknownBackend {
-                name: name.to_owned(),
-                known: self.names(),
-            })?;
-        let verification = entry
-            .verification
-            .get_or_init(|| self.probe_or_cached(&canonical, entry.backend.as_ref()))
-            .await;
-        Ok(verification.clone())
+        self.verified_for(&canonical, None).await
+    }
+
+    /// The probe this registry ran for `name` (canonical or alias), if it ran one —
+    /// `None` when nothing was probed yet or the cache answered.
+    pub async fn probe_run(&self, name: &str) -> Option<ProbeRun> {
+        let (canonical, _) = self.canonical(name).ok()?;
+        let entry = self.entries.get(&canonical)?;
+        let known = entry.known.lock().await;
+        known.as_ref()?.probe.clone()
+    }
+
+    /// Drops what is known of `name`'s verification, here and in the cache: the next
+    /// lookup probes. For a run whose failure says the program or endpoint changed
+    /// since it was verified (it is gone, the model is unknown, the stream is not what
+    /// the probe saw).
+    pub async fn forget(&self, name: &str) {
+        let Ok((canonical, _)) = self.canonical(name) else {
+            return;
+        };
+        if let Some(entry) = self.entries.get(&canonical) {
+            *entry.known.lock().await = None;
+        }
+        if let Some((cache, _)) = &self.cache {
+            cache.remove(&canonical);
+        }
     }
 
     /// Resolves `name` to a backend whose verified capabilities include all of
-    /// `required` (Go `Resolver.Resolve`).
+    /// `required` (Go `Resolver.Resolve`), probing only what `required` needs.
     pub async fn resolve(
         &self,
         name: &str,
         required: &[Capability],
     ) -> Result<Resolved, ResolveError> {
         let (canonical, deprecation_warning) = self.canonical(name)?;
-        let verification = self.verification(&canonical).await?;
+        let verification = self.verified_for(&canonical, Some(required)).await?;
         let missing: Vec<Capability> = required
             .iter()
             .filter(|c| !verification.verified.contains(c))
@@ -270,35 +316,99 @@ impl Registry {
 }
 
 impl Registry {
-    async fn probe_or_cached(&self, canonical: &str, backend: &dyn Backend) -> Verification {
+    /// The verification of `canonical` covering `required` (`None`: every declared
+    /// capability): known in this process, else cached, else probed. See the module
+    /// doc for when each answers.
+    async fn verified_for(
+        &self,
+        canonical: &str,
+        required: Option<&[Capability]>,
+    ) -> Result<Verification, ResolveError> {
+        let entry = self
+            .entries
+            .get(canonical)
+            .ok_or_else(|| ResolveError::UnknownBackend {
+                name: canonical.to_owned(),
+                known: self.names(),
+            })?;
+        let backend = entry.backend.as_ref();
+        let declared = backend.descriptor().capabilities;
+        // An undeclared capability can never be verified: no probe asks for it.
+        let wanted: Vec<Capability> = match required {
+            None => declared.clone(),
+            Some(required) => required
+                .iter()
+                .filter(|c| declared.contains(c))
+                .cloned()
+                .collect(),
+        };
+        let mut known = entry.known.lock().await;
+        if let Some(k) = known.as_ref()
+            && wanted.iter().all(|c| k.asked.contains(c))
+        {
+            return Ok(k.verification.clone());
+        }
+        // What is already proven stays asked for, so a wider probe never narrows what
+        // the cache holds.
+        let mut ask = wanted;
+        if let Some(k) = known.as_ref() {
+            add_all(&mut ask, &k.verification.verified);
+        }
         // The key before the probe: see the module doc.
         let cache = self
             .cache
             .as_ref()
             .and_then(|(cache, mode)| Some((cache, *mode, backend.verification_key()?)));
-        if let Some((cache, CacheMode::Use, key)) = &cache
+        if let Some((cache, mode, key)) = &cache
             && let Some(mut cached) = cache.get(canonical, key)
-            && cached.problems.is_empty()
         {
-            let declared = backend.descriptor().capabilities;
             cached.verified.retain(|c| declared.contains(c));
-            return cached;
+            if *mode == CacheMode::Use && ask.iter().all(|c| cached.verified.contains(c)) {
+                *known = Some(Known {
+                    asked: cached.verified.clone(),
+                    verification: cached.clone(),
+                    probe: None,
+                });
+                return Ok(cached);
+            }
+            add_all(&mut ask, &cached.verified);
         }
-        let verification = verified_subset(backend).await;
-        if let Some((cache, _, key)) = &cache
-            && verification.problems.is_empty()
-        {
-            cache.put(canonical, key, &verification);
+        let execution_id = probe_execution_id();
+        let request = ProbeRequest {
+            execution_id: execution_id.clone(),
+            required: required.map(|_| ask.clone()),
+        };
+        let probe = backend.probe(&request).await;
+        let mut verification = probe.verification;
+        verification.verified.retain(|c| declared.contains(c));
+        if let Some((cache, _, key)) = &cache {
+            if verification.verified.is_empty() {
+                // Nothing works: whatever was proven before no longer says anything.
+                cache.remove(canonical);
+            } else {
+                let mut stored = verification.clone();
+                stored.problems.clear();
+                cache.put(canonical, key, &stored);
+            }
         }
-        verification
+        let asked = if required.is_none() { declared } else { ask };
+        *known = Some(Known {
+            verification: verification.clone(),
+            asked,
+            probe: Some(ProbeRun {
+                execution_id,
+                usage: probe.usage,
+            }),
+        });
+        Ok(verification)
     }
 }
 
-/// Runs the probe and keeps only capabilities that are also declared: a probe
-/// cannot grant what the adapter does not claim to implement.
-async fn verified_subset(backend: &dyn Backend) -> Verification {
-    let declared = backend.descriptor().capabilities;
-    let mut verification = backend.verify().await;
-    verification.verified.retain(|c| declared.contains(c));
-    verification
+/// Appends to `into` each of `more` it lacks.
+fn add_all(into: &mut Vec<Capability>, more: &[Capability]) {
+    for c in more {
+        if !into.contains(c) {
+            into.push(c.clone());
+        }
+    }
 }

@@ -1,6 +1,8 @@
 #![allow(clippy::unwrap_used)] // test helpers outside #[test] fns
 //! The registry's verification cache: a hit skips the probe, a changed key misses, a
-//! verification with problems is never stored, `Refresh` always probes.
+//! capability that failed is probed again while the ones that passed are kept, a
+//! probe that verified nothing drops the entry, `Refresh` always probes, and a
+//! lookup asks the backend to prove only what it requires.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -9,12 +11,14 @@ use std::sync::{Arc, Mutex};
 use agent_exec_contract::*;
 use async_trait::async_trait;
 
-/// A backend that counts its probes; its key and its probe's problems are set by the
-/// test. It never executes anything.
+/// A backend that counts its probes and records what each was asked for; its key and
+/// its probe's problems are set by the test (a problem fails `files`; the problem
+/// `down` fails everything). It never executes anything.
 struct Counting {
     key: Arc<Mutex<Option<String>>>,
-    problems: Vec<String>,
+    problems: Arc<Mutex<Vec<String>>>,
     probes: Arc<AtomicUsize>,
+    asked: Arc<Mutex<Vec<ProbeRequest>>>,
 }
 
 #[async_trait]
@@ -28,10 +32,28 @@ impl Backend for Counting {
     }
     async fn verify(&self) -> Verification {
         self.probes.fetch_add(1, Ordering::SeqCst);
+        let problems = self.problems.lock().unwrap().clone();
+        let verified = if problems.iter().any(|p| p == "down") {
+            vec![]
+        } else if problems.is_empty() {
+            vec![Capability::Text, Capability::Files]
+        } else {
+            vec![Capability::Text]
+        };
         Verification {
-            verified: vec![Capability::Text, Capability::Files],
+            verified,
             adapter_version: "counting 1.0".into(),
-            problems: self.problems.clone(),
+            problems,
+        }
+    }
+    async fn probe(&self, request: &ProbeRequest) -> Probe {
+        self.asked.lock().unwrap().push(request.clone());
+        Probe {
+            verification: self.verify().await,
+            usage: Usage {
+                prompt_tokens: 3,
+                completion_tokens: 1,
+            },
         }
     }
     fn verification_key(&self) -> Option<String> {
@@ -64,13 +86,20 @@ impl VerificationCache for Memory {
         let mut entries = self.entries.lock().unwrap();
         entries.insert((backend.into(), key.into()), verification.clone());
     }
+    fn remove(&self, backend: &str) {
+        self.entries
+            .lock()
+            .unwrap()
+            .retain(|(b, _), _| b != backend);
+    }
 }
 
 struct Setup {
     cache: Arc<Memory>,
     key: Arc<Mutex<Option<String>>>,
     probes: Arc<AtomicUsize>,
-    problems: Vec<String>,
+    problems: Arc<Mutex<Vec<String>>>,
+    asked: Arc<Mutex<Vec<ProbeRequest>>>,
 }
 
 impl Setup {
@@ -79,7 +108,8 @@ impl Setup {
             cache: Arc::default(),
             key: Arc::new(Mutex::new(key.map(str::to_owned))),
             probes: Arc::default(),
-            problems: problems.iter().map(|p| p.to_string()).collect(),
+            problems: Arc::new(Mutex::new(problems.iter().map(|p| p.to_string()).collect())),
+            asked: Arc::default(),
         }
     }
 
@@ -89,8 +119,9 @@ impl Setup {
         registry
             .register(Arc::new(Counting {
                 key: Arc::clone(&self.key),
-                problems: self.problems.clone(),
+                problems: Arc::clone(&self.problems),
                 probes: Arc::clone(&self.probes),
+                asked: Arc::clone(&self.asked),
             }))
             .unwrap();
         registry.set_verification_cache(self.cache.clone(), mode);
@@ -145,20 +176,109 @@ async fn a_changed_key_misses() {
     assert_eq!(setup.probes(), 2);
 }
 
+/// Before: a verification with any problem was never stored, so a backend with one
+/// failing capability was probed before every run, even runs that did not need it.
 #[tokio::test]
-async fn a_verification_with_problems_is_never_stored() {
-    let setup = Setup::new(Some("k1"), &["`counting` is too old; upgrade it"]);
-    for _ in 0..2 {
-        let v = setup
+async fn what_passed_is_kept_and_what_failed_is_probed_again() {
+    let setup = Setup::new(Some("k1"), &["files: the probe found no file"]);
+    for _ in 0..3 {
+        let resolved = setup
             .registry(CacheMode::Use)
-            .verification("counting")
+            .resolve("counting", &[Capability::Text])
             .await
             .unwrap();
-        assert_eq!(v.problems.len(), 1);
+        assert_eq!(resolved.verification.verified, vec![Capability::Text]);
     }
+    assert_eq!(setup.probes(), 1, "a run needing only `text` probed again");
+    // A run that needs the failed capability probes (a fix shows at once) ...
+    let err = setup
+        .registry(CacheMode::Use)
+        .resolve("counting", &[Capability::Files])
+        .await
+        .err()
+        .unwrap();
+    assert!(
+        matches!(&err, ResolveError::MissingCapability { problems, .. } if problems.len() == 1),
+        "{err}"
+    );
     assert_eq!(setup.probes(), 2);
-    assert_eq!(setup.cache.puts.load(Ordering::SeqCst), 0);
+    // ... and once fixed, passes and is kept.
+    setup.problems.lock().unwrap().clear();
+    for _ in 0..2 {
+        setup
+            .registry(CacheMode::Use)
+            .resolve("counting", &[Capability::Files])
+            .await
+            .unwrap();
+    }
+    assert_eq!(setup.probes(), 3);
+}
+
+#[tokio::test]
+async fn a_probe_that_verifies_nothing_drops_the_entry_and_forget_does_too() {
+    let setup = Setup::new(Some("k1"), &[]);
+    setup
+        .registry(CacheMode::Use)
+        .verification("counting")
+        .await
+        .unwrap();
+    assert_eq!(setup.cache.entries.lock().unwrap().len(), 1);
+    // `backends --verify` while the program is gone: the entry goes with it.
+    *setup.problems.lock().unwrap() = vec!["down".into()];
+    let v = setup
+        .registry(CacheMode::Refresh)
+        .verification("counting")
+        .await
+        .unwrap();
+    assert!(v.verified.is_empty());
     assert!(setup.cache.entries.lock().unwrap().is_empty());
+    // A run's failure that says the backend changed: `forget`, and the next run probes.
+    setup.problems.lock().unwrap().clear();
+    let registry = setup.registry(CacheMode::Use);
+    registry.resolve("counting", &[]).await.unwrap();
+    assert_eq!(setup.probes(), 3);
+    registry.forget("counting").await;
+    assert!(setup.cache.entries.lock().unwrap().is_empty());
+    registry.resolve("counting", &[]).await.unwrap();
+    assert_eq!(setup.probes(), 4, "forget left the in-process answer");
+}
+
+/// A lookup asks the backend to prove what the run requires, under a probe id of its
+/// own; a wider need later asks again for that *and* what was proven before.
+#[tokio::test]
+async fn a_probe_is_asked_only_for_what_is_required_under_its_own_id() {
+    let setup = Setup::new(Some("k1"), &[]);
+    let registry = setup.registry(CacheMode::Use);
+    assert_eq!(registry.probe_run("counting").await, None);
+    registry.resolve("counting", &[]).await.unwrap();
+    let run = registry.probe_run("counting").await.unwrap();
+    assert!(run.execution_id.starts_with("verify-"), "{run:?}");
+    assert_eq!(run.usage.prompt_tokens, 3);
+    // In the same process, within what was asked: no second probe.
+    registry.resolve("counting", &[]).await.unwrap();
+    assert_eq!(setup.probes(), 1);
+    // Not asked about yet in this process, but the cache has it verified.
+    registry
+        .resolve("counting", &[Capability::Files])
+        .await
+        .unwrap();
+    assert_eq!(setup.probes(), 1);
+    // Everything declared (the `backends --verify` view) is asked for as a whole.
+    setup
+        .registry(CacheMode::Refresh)
+        .verification("counting")
+        .await
+        .unwrap();
+    let asked = setup.asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 2);
+    assert_eq!(asked[0].required, Some(vec![]));
+    assert_eq!(asked[1].required, None);
+    assert_ne!(asked[0].execution_id, asked[1].execution_id);
+    assert!(asked.iter().all(|a| a.execution_id.starts_with("verify-")));
+    // A cache hit ran no probe: nothing to report.
+    let hit = setup.registry(CacheMode::Use);
+    hit.resolve("counting", &[Capability::Files]).await.unwrap();
+    assert_eq!(hit.probe_run("counting").await, None);
 }
 
 #[tokio::test]

@@ -210,7 +210,12 @@ pub struct CancelArgs {
 
 #[derive(Debug, ClapArgs)]
 pub struct BackendsArgs {
-    /// Run each backend's probe and list what it verified.
+    /// Only this backend (name or alias); with `--verify`, the exit code is its alone.
+    #[arg(value_name = "NAME")]
+    pub name: Option<String>,
+    /// Run each backend's probe (every declared capability, never the cache) and list
+    /// what it verified, the probe's execution id and the tokens it spent; the fresh
+    /// result is kept for later runs.
     #[arg(long)]
     pub verify: bool,
     /// JSON on stdout.

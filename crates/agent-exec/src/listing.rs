@@ -34,6 +34,15 @@ struct BackendView {
     confinement: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     confinement_detail: Option<String>,
+    /// With `--verify`: the probe's own execution id and what it spent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    probe: Option<ProbeView>,
+}
+
+#[derive(Debug, Serialize)]
+struct ProbeView {
+    execution_id: String,
+    usage: agent_exec_contract::Usage,
 }
 
 pub async fn backends(args: &Args, b: &BackendsArgs) -> anyhow::Result<u8> {
@@ -46,11 +55,17 @@ pub async fn backends(args: &Args, b: &BackendsArgs) -> anyhow::Result<u8> {
     }
     // `--verify` always probes, and leaves the fresh result for later runs.
     crate::verified::attach(&mut registry, agent_exec_contract::CacheMode::Refresh);
+    let names = match &b.name {
+        Some(name) => vec![registry.canonical(name)?.0],
+        None => registry.names(),
+    };
     let mut views = Vec::new();
     // Backends whose probe failed outright (nothing verified): a missing program, a
-    // peer that does not answer. Notes beside verified capabilities do not count.
+    // peer that does not answer. Notes beside verified capabilities do not count, nor
+    // does a built-in agent nobody configured (its program is simply not installed)
+    // unless it was named.
     let mut failed = Vec::new();
-    for name in registry.names() {
+    for name in names {
         let Some(descriptor) = registry.descriptor(&name) else {
             continue;
         };
@@ -74,6 +89,7 @@ pub async fn backends(args: &Args, b: &BackendsArgs) -> anyhow::Result<u8> {
             adapter_version: descriptor.adapter_version.clone(),
             confinement: None,
             confinement_detail: None,
+            probe: None,
             name,
         };
         if b.verify {
@@ -85,9 +101,14 @@ pub async fn backends(args: &Args, b: &BackendsArgs) -> anyhow::Result<u8> {
                     .map(|c| c.to_string())
                     .collect(),
             );
-            if verification.verified.is_empty() && !verification.problems.is_empty() {
+            let counts = b.name.is_some() || config.backends.contains_key(&view.name);
+            if verification.verified.is_empty() && !verification.problems.is_empty() && counts {
                 failed.push(view.name.clone());
             }
+            view.probe = registry.probe_run(&view.name).await.map(|run| ProbeView {
+                execution_id: run.execution_id,
+                usage: run.usage,
+            });
             view.problems = verification.problems;
             if !verification.adapter_version.is_empty() {
                 view.adapter_version = verification.adapter_version;
@@ -164,6 +185,18 @@ fn render_backends(views: &[BackendView], file: Option<&std::path::Path>) -> Str
         }
         if let (Some(confinement), Some(detail)) = (&v.confinement, &v.confinement_detail) {
             let _ = writeln!(out, "  leftover processes: {confinement} ({detail})");
+        }
+        if let Some(probe) = &v.probe {
+            let usage = &probe.usage;
+            let spent = if usage.prompt_tokens > 0 || usage.completion_tokens > 0 {
+                format!(
+                    ", tokens {} in / {} out",
+                    usage.prompt_tokens, usage.completion_tokens
+                )
+            } else {
+                String::new()
+            };
+            let _ = writeln!(out, "  probe:    execution {}{spent}", probe.execution_id);
         }
     }
     out

@@ -108,7 +108,7 @@ pub async fn resume(args: &Args, r: &ResumeArgs) -> anyhow::Result<u8> {
     };
     let result = runtime.resume(&r.id, &prompt, &resolved, options).await;
     watcher.abort();
-    crate::run::keep_output_tail(&journal, &r.id, printer, &result).await;
+    crate::run::keep_output_tail(&journal, &r.id, printer.await.unwrap_or_default(), &result).await;
     print_result(r.json, &r.id, &result)?;
     Ok(exit_code(&result.outcome))
 }

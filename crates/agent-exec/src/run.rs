@@ -109,7 +109,18 @@ pub async fn run(args: &Args, run: &RunArgs) -> anyhow::Result<u8> {
         cancellation.clone(),
     );
 
-    let (events, printer) = event_printer(run.events);
+    // Human mode on a `command` backend: the program's stdout and stderr as they come
+    // (a Ctrl-C'd run has shown what it had), not all at the end.
+    let stream =
+        !run.json && config.kind_of(&resolved.name) == Some(agent_exec_backends::command::KIND);
+    agent_exec_backends::command::echo_stderr(stream);
+    let (events, printer, streamed) = if stream {
+        let (events, streamer) = text_streamer(run.events);
+        (events, None, Some(streamer))
+    } else {
+        let (events, printer) = event_printer(run.events);
+        (events, Some(printer), None)
+    };
     let options = RunOptions {
         events,
         cancellation,
@@ -117,9 +128,25 @@ pub async fn run(args: &Args, run: &RunArgs) -> anyhow::Result<u8> {
     };
     let mut result = runtime.run(request, &resolved, options).await;
     watcher.abort();
-    keep_output_tail(&journal, &execution_id, printer, &result).await;
+    crate::verified::forget_if_changed(&registry, &resolved.name, &result).await;
     name_the_id(&mut result, &run.request);
-    print_result(run.json, &execution_id, &result)?;
+    if let Some(printer) = printer {
+        let tail = printer.await.unwrap_or_default();
+        keep_output_tail(&journal, &execution_id, tail, &result).await;
+    }
+    if let Some(streamer) = streamed {
+        let (open_line, tail) = streamer.await.unwrap_or_default();
+        keep_output_tail(&journal, &execution_id, tail, &result).await;
+        if open_line {
+            crate::write_stdout("\n")?;
+        }
+        // The text is out already; the rest (deliverables, the summary) as usual.
+        let mut rest = result.clone();
+        rest.text.clear();
+        print_result(false, &execution_id, &rest)?;
+    } else {
+        print_result(run.json, &execution_id, &result)?;
+    }
     Ok(exit_code(&result.outcome))
 }
 
@@ -130,10 +157,10 @@ pub async fn run(args: &Args, run: &RunArgs) -> anyhow::Result<u8> {
 pub async fn keep_output_tail(
     journal: &agent_exec_journal::Journal,
     execution_id: &str,
-    printer: tokio::task::JoinHandle<crate::results::OutputTail>,
+    tail: crate::results::OutputTail,
     result: &ContractResult,
 ) {
-    let output = printer.await.unwrap_or_default().into_string();
+    let output = tail.into_string();
     if output.is_empty() || result.text.ends_with(&output) {
         return;
     }
@@ -262,6 +289,36 @@ pub fn event_printer(
         tail
     });
     (sink, printer)
+}
+
+/// A sink that writes the text of `text_delta` events to stdout as they come (and,
+/// with `--events`, every event as a JSON line on stderr). The task ends with the
+/// run's events and gives whether the text left a line open (no final newline) and
+/// the tail of what it streamed (kept in the journal as `run` does).
+fn text_streamer(
+    events: bool,
+) -> (
+    EventSink,
+    tokio::task::JoinHandle<(bool, crate::results::OutputTail)>,
+) {
+    let (sink, mut receiver) = EventSink::channel();
+    let streamer = tokio::spawn(async move {
+        let mut open_line = false;
+        let mut tail = crate::results::OutputTail::default();
+        while let Some(event) = receiver.next().await {
+            if events && let Ok(line) = serde_json::to_string(&event) {
+                let _ = std::io::stderr().write_all(format!("{line}\n").as_bytes());
+            }
+            if event.kind == agent_exec_contract::EventKind::TextDelta && !event.text.is_empty() {
+                tail.push(&event.text);
+                open_line = !event.text.ends_with('\n');
+                // A closed stdout is not the run's failure; the summary says the rest.
+                let _ = crate::write_stdout(&event.text);
+            }
+        }
+        (open_line, tail)
+    });
+    (sink, streamer)
 }
 
 /// Cancels on the first Ctrl-C or SIGTERM.

@@ -6,9 +6,11 @@
 //! Invariants: a file is written whole or not at all (temp file in the same
 //! directory, then rename); anything unreadable, corrupt, too large, from another key,
 //! older than [`TTL`] or dated in the future is a miss, never an error; a backend name
-//! that is not a valid config name gets no file (names are data, not paths). The
-//! registry stores only clean verifications; the key holds no credential (backends
-//! hash their env), so the file holds none either.
+//! that is not a valid config name gets no file (names are data, not paths). An entry
+//! holds what a probe verified, never its problems (the registry probes a failed
+//! capability again whenever a run needs it); the key holds no credential (backends
+//! hash their env and endpoint), so the file holds none either. A run that fails as
+//! `agent.provider_unavailable` removes its backend's file ([`forget_if_changed`]).
 
 use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
@@ -125,10 +127,6 @@ impl VerificationCache for FileCache {
     }
 
     fn put(&self, backend: &str, key: &str, verification: &Verification) {
-        // The registry never hands over a verification with problems; be sure anyway.
-        if !verification.problems.is_empty() {
-            return;
-        }
         let Some(path) = self.file(backend) else {
             return;
         };
@@ -146,6 +144,33 @@ impl VerificationCache for FileCache {
             // A cache that cannot be written costs a probe next time, nothing more.
             tracing::debug!(%e, path = %path.display(), "cannot store the verification");
         }
+    }
+
+    fn remove(&self, backend: &str) {
+        if let Some(path) = self.file(backend)
+            && let Err(e) = std::fs::remove_file(&path)
+            && e.kind() != std::io::ErrorKind::NotFound
+        {
+            tracing::debug!(%e, path = %path.display(), "cannot remove the verification");
+        }
+    }
+}
+
+/// After a run: a failure that says the backend is not what was verified — it could
+/// not be reached or started (`agent.provider_unavailable`: the program is gone, the
+/// endpoint moved, the model is no longer served) — drops its verification, so the
+/// next run probes instead of trusting a stale entry for up to [`TTL`].
+pub async fn forget_if_changed(
+    registry: &Registry,
+    backend: &str,
+    result: &agent_exec_contract::ContractResult,
+) {
+    if result
+        .err
+        .as_ref()
+        .is_some_and(|e| e.code == agent_exec_contract::ErrorCode::ProviderUnavailable)
+    {
+        registry.forget(backend).await;
     }
 }
 
@@ -251,12 +276,19 @@ mod tests {
     fn problems_and_path_like_names_are_never_stored() {
         let dir = tempfile::tempdir().unwrap();
         let cache = FileCache::new(dir.path().join("verified"));
-        let mut bad = clean();
-        bad.problems.push("too old".into());
-        cache.put("codex", "k1", &bad);
         cache.put("../escape", "k1", &clean());
         cache.put("a/b", "k1", &clean());
         assert!(!dir.path().join("verified").exists());
         assert!(!dir.path().join("escape.json").exists());
+        // Problems (free text) never reach the file: only the verified names do.
+        let mut partial = clean();
+        partial.problems.push("resume: too old at /home/me".into());
+        cache.put("codex", "k1", &partial);
+        let text = std::fs::read_to_string(dir.path().join("verified/codex.json")).unwrap();
+        assert!(!text.contains("too old"), "{text}");
+        assert_eq!(cache.get("codex", "k1"), Some(clean()));
+        cache.remove("codex");
+        cache.remove("codex");
+        assert_eq!(cache.get("codex", "k1"), None);
     }
 }

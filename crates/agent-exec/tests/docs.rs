@@ -1,10 +1,34 @@
-//! docs/agent-exec.md runs as printed: its console transcripts and scripts, from a
-//! scratch copy of the repository root (crates/doc-commands). Blocks marked `no-run`
-//! need a program that is not here (`my-agent`) or run for minutes (benchmarks).
+//! The agent-exec documents run as printed: every shell command in them, from a scratch
+//! copy of the repository root, with what it prints checked (`doc-commands`). Blocks
+//! marked `no-run` (the test suite itself, benchmarks against peers) are shown only.
 
-#[test]
-fn agent_exec_md_runs_as_printed() {
-    doc_commands::Doc::new("docs/agent-exec.md")
+fn doc(path: &str) {
+    doc_commands::Doc::new(path)
         .bin("agent-exec", env!("CARGO_BIN_EXE_agent-exec"))
         .run();
+}
+
+#[test]
+fn agent_exec_md() {
+    doc("docs/agent-exec.md");
+}
+
+#[test]
+fn agent_exec_codex_md() {
+    doc("docs/agent-exec-codex.md");
+}
+
+#[test]
+fn agent_exec_claude_code_md() {
+    doc("docs/agent-exec-claude-code.md");
+}
+
+#[test]
+fn agent_exec_agent_native_md() {
+    doc("docs/agent-exec-agent-native.md");
+}
+
+#[test]
+fn agent_exec_acp_md() {
+    doc("docs/agent-exec-acp.md");
 }

@@ -18,7 +18,7 @@
 //! | `no-json` | like `echo`, and its probe ignores `response_format` (a server without structured output) |
 //! | `strict-roles` | like `echo`, but HTTP 400 for two messages of one role in a row, probes included (a chat template that insists on alternation) |
 //!
-//! Probe requests (no execution id header) succeed for every model but `reject`/`down`;
+//! Probe requests (an execution id `verify-…`; older builds sent none) succeed for every model but `reject`/`down`;
 //! a probe with a `json_schema` `response_format` is answered `{"ok":true}` (but by
 //! `no-json`).
 #![allow(clippy::unwrap_used, dead_code)]
@@ -90,8 +90,26 @@ impl ScriptedServer {
     pub fn invocations(&self) -> Vec<String> {
         self.requests()
             .into_iter()
+            .filter(|r| !r.is_probe())
             .filter_map(|r| r.execution_id)
             .collect()
+    }
+
+    /// The capability probes received, in arrival order.
+    pub fn probes(&self) -> Vec<Recorded> {
+        self.requests()
+            .into_iter()
+            .filter(Recorded::is_probe)
+            .collect()
+    }
+}
+
+impl Recorded {
+    /// Whether a capability probe sent it: its execution id is a probe's own.
+    pub fn is_probe(&self) -> bool {
+        self.execution_id
+            .as_deref()
+            .is_none_or(|id| id.starts_with("verify-"))
     }
 }
 
@@ -217,7 +235,7 @@ async fn completions(
             );
         }
     }
-    let Some(id) = execution_id else {
+    let Some(id) = execution_id.filter(|id| !id.starts_with("verify-")) else {
         // A probe.
         return match model.as_str() {
             "reject" => error(StatusCode::BAD_REQUEST, "model refuses"),
