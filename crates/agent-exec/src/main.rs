@@ -12,6 +12,7 @@
 mod cli;
 mod duration;
 mod fleet;
+mod leftovers;
 mod listing;
 mod request;
 mod resume;

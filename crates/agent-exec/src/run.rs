@@ -42,11 +42,13 @@ pub fn journal_location(args: &Args, config: &Config) -> anyhow::Result<JournalL
         })
 }
 
-/// Opens the journal, saying on stderr what recovery found.
+/// Opens the journal, saying on stderr what recovery found, and ends what dead
+/// runners left ([`crate::leftovers`]).
 pub async fn open_journal(args: &Args, config: &Config) -> anyhow::Result<Journal> {
     let location = journal_location(args, config)?;
     let (journal, recovered) = Journal::open(&location).await?;
     print_recovered(&recovered);
+    crate::leftovers::clean_up(&journal, &recovered).await;
     Ok(journal)
 }
 
