@@ -222,22 +222,10 @@ async fn cancel_on_signal(cancellation: Cancellation) {
     cancellation.cancel(CancelCause::Caller);
 }
 
-/// Returns at the first Ctrl-C or SIGTERM: how `run` and `worker` are told to stop.
+/// Returns at the first Ctrl-C or SIGTERM (also one that came before the call): how
+/// `run` and `worker` are told to stop.
 pub async fn stop_signal() {
-    let mut terminate =
-        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-    let sigterm = async {
-        match terminate.as_mut() {
-            Some(s) => {
-                s.recv().await;
-            }
-            None => std::future::pending::<()>().await,
-        }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = sigterm => {}
-    }
+    crate::signals::stopped().await;
 }
 
 /// Cancels with [`CancelCause::Deadline`] at `at` (the runtime arms its own watchdog

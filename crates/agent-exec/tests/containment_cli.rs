@@ -370,3 +370,91 @@ fn the_deadline_leaves_no_process_and_no_folder_of_a_program_that_hid() {
     assert_eq!(processes_of_runner(pid), Vec::<i32>::new());
     assert_eq!(folders_of_runner(&base, pid), Vec::<PathBuf>::new());
 }
+
+// --- Signals at any moment (issue 20, finding 6): a SIGTERM that reaches the runner
+// before its handler was installed killed it outright, its program left running (6 of
+// 12 runs whose program signals its parent at once).
+
+/// What a runner that got SIGTERM must have done: exited by itself (not by the
+/// signal) with a result saying `canceled` or `unknown`, its program gone.
+fn check_canceled_cleanly(out: &Output, sleep: &str, what: &str) {
+    assert!(
+        matches!(out.status.code(), Some(3 | 4)),
+        "{what}: the runner must settle the run, not die: {:?} {}",
+        out.status,
+        stderr(out)
+    );
+    let result: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{what}: no result ({e}): {}", stderr(out)));
+    assert!(
+        matches!(result["outcome"].as_str(), Some("canceled" | "unknown")),
+        "{what}: {result:#}"
+    );
+    assert_eq!(
+        sleepers(sleep),
+        Vec::<i32>::new(),
+        "{what}: the program lives on"
+    );
+}
+
+#[test]
+fn a_program_that_sigterms_its_runner_at_once_is_canceled_every_time() {
+    let sleep = unique_sleep(5);
+    let sandbox = Sandbox::new(&format!(
+        "[backends.parricide]\nkind = \"command\"\nargv = [\"sh\", \"-c\", {}]\ngrace_ms = 300\n",
+        toml(&format!("kill -TERM $PPID; exec sleep {sleep}"))
+    ));
+    for n in 0..12 {
+        let out = sandbox
+            .command()
+            .args(sandbox.run_args("parricide", "x", &format!("parricide-{n}")))
+            .output()
+            .unwrap();
+        check_canceled_cleanly(&out, &sleep, &format!("run {n}"));
+    }
+}
+
+#[test]
+fn an_outside_sigterm_right_after_start_never_leaves_a_program() {
+    let sleep = unique_sleep(6);
+    let sandbox = Sandbox::new(
+        "[backends.sh]\nkind = \"command\"\nargv = [\"sh\", \"-c\"]\nprompt = \"argument\"\n",
+    );
+    // Delays before the signal, not synchronisation: each lands in another phase of
+    // start-up (argument parsing, config, probe, journal, spawn).
+    for (n, delay_ms) in [0u64, 1, 2, 5, 10, 20, 50, 100, 200]
+        .into_iter()
+        .enumerate()
+    {
+        let runner = sandbox
+            .command()
+            .args(sandbox.run_args("sh", &format!("sleep {sleep}"), &format!("early-{n}")))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        Command::new("kill")
+            .args(["-TERM", &runner.id().to_string()])
+            .status()
+            .unwrap();
+        let out = runner.wait_with_output().unwrap();
+        if out.status.code().is_none() {
+            // Only acceptable before `main` (the dynamic loader still ran): nothing had
+            // started — no execution journaled, no program.
+            assert_eq!(sleepers(&sleep), Vec::<i32>::new(), "after {delay_ms} ms");
+            let show = sandbox
+                .command()
+                .args(["runs", "show", &format!("early-{n}")])
+                .output()
+                .unwrap();
+            assert!(
+                !show.status.success(),
+                "after {delay_ms} ms the runner died by the signal with its run journaled: {}",
+                String::from_utf8_lossy(&show.stdout)
+            );
+            continue;
+        }
+        check_canceled_cleanly(&out, &sleep, &format!("after {delay_ms} ms"));
+    }
+}
