@@ -173,6 +173,9 @@ pub fn valid_name(name: &str) -> bool {
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '.' | '_' | '-'))
 }
 
+/// The largest config file read (1 MiB; a config is a few kilobytes).
+pub const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
+
 impl Config {
     /// Parses `text` as the contents of `file`. Never panics.
     pub fn parse(file: &Path, text: &str) -> Result<Config, ConfigError> {
@@ -308,11 +311,19 @@ impl Config {
         })
     }
 
-    /// Reads and parses `file`.
+    /// Reads (at most [`MAX_CONFIG_BYTES`], never waiting on a FIFO without a writer)
+    /// and parses `file`.
     pub fn load(file: &Path) -> Result<Config, ConfigError> {
-        let text = std::fs::read_to_string(file).map_err(|e| ConfigError {
+        let bytes =
+            agent_exec_runtime::input::read_capped(file, MAX_CONFIG_BYTES).map_err(|e| {
+                ConfigError {
+                    file: file.to_owned(),
+                    message: format!("cannot read: {e}"),
+                }
+            })?;
+        let text = String::from_utf8(bytes).map_err(|_| ConfigError {
             file: file.to_owned(),
-            message: format!("cannot read: {e}"),
+            message: "cannot read: not UTF-8 text".to_owned(),
         })?;
         Config::parse(file, &text)
     }

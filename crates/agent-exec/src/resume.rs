@@ -13,7 +13,7 @@ use std::sync::Arc;
 use agent_exec_contract::{Capability, ContractResult, Error, ErrorCode, SideEffects};
 use agent_exec_journal::JournalError;
 use agent_exec_runtime::{ResumeOptions, Runtime};
-use anyhow::{Context as _, bail};
+use anyhow::bail;
 
 use crate::cli::{Args, ResumeArgs};
 use crate::run::{
@@ -30,8 +30,7 @@ pub async fn resume(args: &Args, r: &ResumeArgs) -> anyhow::Result<u8> {
         .map_err(|_| anyhow::anyhow!("invalid execution id {:?}", r.id))?;
     let prompt = match (&r.prompt, &r.prompt_file) {
         (Some(text), _) => text.clone(),
-        (None, Some(file)) => std::fs::read_to_string(file)
-            .with_context(|| format!("cannot read --prompt-file {}", file.display()))?,
+        (None, Some(file)) => crate::request::read_prompt_file(file)?,
         (None, None) => DEFAULT_CONTINUATION.to_owned(),
     };
     if prompt.trim().is_empty() {

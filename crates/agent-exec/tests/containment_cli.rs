@@ -458,3 +458,148 @@ fn an_outside_sigterm_right_after_start_never_leaves_a_program() {
         check_canceled_cleanly(&out, &sleep, &format!("after {delay_ms} ms"));
     }
 }
+
+// --- Files that cannot wedge a run (issue 20, finding 5): a FIFO deliverable hung the
+// runner past its deadline and SIGTERM; an 8 GB sparse file or a device node was read
+// into memory; `--prompt-file`, `--output-schema` and `--config` read `/dev/zero` until
+// memory ran out.
+
+/// Runs `cmd` to its end, or kills it and fails after 60 s (a hang is the bug).
+fn output_within_a_minute(cmd: &mut Command, what: &str) -> Output {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("{what}: still running after 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn a_fifo_a_sparse_8_gb_file_and_a_device_as_deliverables_are_notes_not_hangs() {
+    let sandbox = Sandbox::new(
+        "[backends.maker]\nkind = \"command\"\nargv = [\"sh\", \"-c\"]\nprompt = \"argument\"\n",
+    );
+    let mut cases = vec![
+        (
+            "mkfifo out.fifo",
+            "out.fifo",
+            "is a FIFO, not a regular file",
+        ),
+        (
+            "truncate -s 8G out.sparse",
+            "out.sparse",
+            "8589934592 bytes, over the 16777216-byte cap",
+        ),
+    ];
+    use std::os::unix::fs::MetadataExt as _;
+    if std::fs::metadata("/proc/self").unwrap().uid() == 0 {
+        cases.push((
+            "mknod out.zero c 1 5",
+            "out.zero",
+            "is a character device, not a regular file",
+        ));
+    }
+    for (n, (make, target, note)) in cases.into_iter().enumerate() {
+        let mut args = sandbox.run_args("maker", make, &format!("deliverable-{n}"));
+        args.extend(["--target", target, "--deadline", "30s"].map(String::from));
+        let out = output_within_a_minute(sandbox.command().args(&args), target);
+        assert_eq!(out.status.code(), Some(1), "{target}: {}", stderr(&out));
+        let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(
+            result["err"]["code"], "agent.missing_deliverable",
+            "{result:#}"
+        );
+        let reason = result["err"]["reason"].as_str().unwrap();
+        assert!(reason.contains(note), "{target}: {reason}");
+        assert!(result["files"].is_null(), "no bytes of it: {result:#}");
+    }
+}
+
+#[test]
+fn every_file_the_cli_reads_is_capped_and_a_fifo_is_not_waited_on() {
+    let sandbox = Sandbox::new(
+        "[backends.sh]\nkind = \"command\"\nargv = [\"sh\", \"-c\"]\nprompt = \"argument\"\n",
+    );
+    let fifo = sandbox.path("no-writer.fifo");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    for file in [Path::new("/dev/zero"), fifo.as_path()] {
+        let file = file.to_str().unwrap();
+        let ws = sandbox.path("ws").display().to_string();
+        let cases: Vec<(&str, Vec<String>)> = vec![
+            (
+                "--prompt-file",
+                [
+                    "run",
+                    "--backend",
+                    "sh",
+                    "--workspace",
+                    &ws,
+                    "--prompt-file",
+                    file,
+                ]
+                .map(String::from)
+                .to_vec(),
+            ),
+            (
+                "--output-schema",
+                [
+                    "run",
+                    "--backend",
+                    "sh",
+                    "--workspace",
+                    &ws,
+                    "--prompt",
+                    "true",
+                    "--output-schema",
+                    file,
+                ]
+                .map(String::from)
+                .to_vec(),
+            ),
+            (
+                "--request",
+                ["run", "--backend", "sh", "--request", file]
+                    .map(String::from)
+                    .to_vec(),
+            ),
+        ];
+        let mut runs: Vec<(&str, Command)> = cases
+            .into_iter()
+            .map(|(flag, args)| {
+                let mut cmd = sandbox.command();
+                cmd.args(args);
+                (flag, cmd)
+            })
+            .collect();
+        // --config: the file replaces the sandbox's.
+        let mut config = Command::new(sandbox.argv()[0].clone());
+        sandbox.environment(&mut config);
+        config.args(["--config", file, "runs"]);
+        runs.push(("--config", config));
+        for (flag, mut cmd) in runs {
+            let what = format!("{flag} {file}");
+            let out = output_within_a_minute(&mut cmd, &what);
+            let said = stderr(&out);
+            // A FIFO without a writer reads as empty at once (what that means is the
+            // flag's business); /dev/zero is refused at the cap.
+            if file == "/dev/zero" {
+                assert_eq!(out.status.code(), Some(2), "{what}: {said}");
+                assert!(
+                    said.contains("the device gave more than") && said.contains("bytes"),
+                    "{what}: {said}"
+                );
+            }
+            assert!(!said.contains("panicked"), "{what}: {said}");
+        }
+    }
+}
