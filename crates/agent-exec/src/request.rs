@@ -52,8 +52,13 @@ pub fn check_execution_id(id: &str) -> anyhow::Result<()> {
 /// `--deadline DURATION` as the absolute deadline it means from now.
 pub fn deadline_from_now(text: &str) -> anyhow::Result<time::OffsetDateTime> {
     let d = duration::parse(text).map_err(|e| anyhow!("--deadline: {e}"))?;
-    // Checked: a huge value is a usage error, never an overflow panic.
-    let too_long = || anyhow!("--deadline {text}: too long (the date would overflow)");
+    deadline_after(d).map_err(|_| anyhow!("--deadline {text}: too long (the date would overflow)"))
+}
+
+/// The absolute deadline `d` from now. Checked: a huge value is a usage error, never an
+/// overflow panic.
+pub fn deadline_after(d: std::time::Duration) -> anyhow::Result<time::OffsetDateTime> {
+    let too_long = || anyhow!("deadline {d:?}: too long (the date would overflow)");
     let d = time::Duration::try_from(d).map_err(|_| too_long())?;
     time::OffsetDateTime::now_utc()
         .checked_add(d)

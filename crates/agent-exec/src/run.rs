@@ -83,7 +83,13 @@ pub fn prepare(args: &Args) -> anyhow::Result<(Config, agent_exec_contract::Regi
 pub async fn run(args: &Args, run: &RunArgs) -> anyhow::Result<u8> {
     let (config, registry) = prepare(args)?;
 
-    let request = crate::request::build(&run.request, crate::request::WorkspaceAt::Here)?;
+    let mut request = crate::request::build(&run.request, crate::request::WorkspaceAt::Here)?;
+    if request.budget.deadline.is_none()
+        && let Some(default) = config.default_deadline(&run.request.backend)
+    {
+        // The backend's `default_deadline`: the caller gave none.
+        request.budget.deadline = Some(crate::request::deadline_after(default)?);
+    }
     let execution_id = request.execution_id.clone();
     let required = request.required.clone();
     let deadline = request.budget.deadline;

@@ -603,3 +603,47 @@ fn every_file_the_cli_reads_is_capped_and_a_fifo_is_not_waited_on() {
         }
     }
 }
+
+// --- `default_deadline` in a `[backends.NAME]` table (issue 20, item 9).
+
+#[test]
+fn a_backend_default_deadline_applies_when_the_caller_gives_none() {
+    let sleep = unique_sleep(7);
+    let sandbox = Sandbox::new(
+        "[backends.slow]\nkind = \"command\"\nargv = [\"sh\", \"-c\"]\nprompt = \"argument\"\n\
+         grace_ms = 300\ndefault_deadline = \"2s\"\n\n[aliases]\nsluggish = \"slow\"\n",
+    );
+    for (n, backend) in ["slow", "sluggish"].into_iter().enumerate() {
+        let out = output_within_a_minute(
+            sandbox.command().args(sandbox.run_args(
+                backend,
+                &format!("sleep {sleep}"),
+                &format!("default-deadline-{n}"),
+            )),
+            backend,
+        );
+        let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(
+            result["err"]["code"], "agent.deadline_exceeded",
+            "{backend}: {result:#}"
+        );
+        assert_eq!(sleepers(&sleep), Vec::<i32>::new());
+    }
+    // The caller's own deadline wins.
+    let mut args = sandbox.run_args("slow", "sleep 3; echo done", "own-deadline");
+    args.extend(["--deadline".into(), "30s".into()]);
+    let out = output_within_a_minute(sandbox.command().args(&args), "own deadline");
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(result["outcome"], "succeeded", "{result:#}");
+
+    let typo = Sandbox::new(
+        "[backends.slow]\nkind = \"command\"\nargv = [\"true\"]\ndefault_deadline = \"5x\"\n",
+    );
+    let out = typo.command().args(["backends"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("backends.slow.default_deadline: invalid duration \"5x\""),
+        "{}",
+        stderr(&out)
+    );
+}
