@@ -178,7 +178,7 @@ pub fn valid_name(name: &str) -> bool {
 }
 
 /// Parses a duration as `--deadline` and `default_deadline` take it (`90s`, `5m`,
-/// `1h30m`, `500ms`, `2h`, or plain seconds `90`); the message says what is accepted.
+/// `1h30m`, `500ms`, `2h`, `7d`, or plain seconds `90`); the message says what is accepted.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let bad = || format!("invalid duration {text:?}: use e.g. 90s, 5m, 1h30m or 500ms");
     let text = text.trim();
@@ -209,6 +209,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
             "s" => Duration::from_secs(n),
             "m" => Duration::from_secs(n.checked_mul(60).ok_or_else(bad)?),
             "h" => Duration::from_secs(n.checked_mul(3600).ok_or_else(bad)?),
+            "d" => Duration::from_secs(n.checked_mul(86_400).ok_or_else(bad)?),
             _ => return Err(bad()),
         };
         total = total.checked_add(unit).ok_or_else(bad)?;
@@ -679,6 +680,7 @@ mod duration_tests {
         assert_eq!(parse_duration("90"), Ok(Duration::from_secs(90)));
         assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
         assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("30d"), Ok(Duration::from_secs(30 * 86_400)));
         for bad in [
             "",
             "s",

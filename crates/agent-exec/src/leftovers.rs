@@ -66,7 +66,11 @@ pub async fn terminate_what_dead_runners_left(
     owners.dedup();
     for owner in owners {
         // Same boot only: after a reboot nothing of it is left, and start times restart.
-        if owner.boot_id != here.boot_id || !matches!(owner.liveness(&here), Liveness::Dead(_)) {
+        // Pid 0 is an owner the journal could not read: nothing to judge or terminate.
+        if owner.pid == 0
+            || owner.boot_id != here.boot_id
+            || !matches!(owner.liveness(&here), Liveness::Dead(_))
+        {
             continue;
         }
         let (pid, ticks) = (owner.pid, owner.start_ticks);
