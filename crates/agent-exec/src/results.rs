@@ -102,7 +102,7 @@ pub async fn wait_local(journal: &Journal, w: &WaitArgs) -> anyhow::Result<u8> {
         if record.owner.pid != 0 && matches!(record.owner.liveness(&here), Liveness::Dead(_)) {
             let recovered = journal.recover().await?;
             print_recovered(&recovered);
-            crate::leftovers::clean_up(&journal, &recovered).await;
+            crate::leftovers::clean_up(journal, &recovered).await;
             continue;
         }
         let nap = match until {
