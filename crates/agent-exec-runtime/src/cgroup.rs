@@ -335,6 +335,11 @@ pub(crate) fn own_prefix() -> String {
 pub fn owner_of(name: &str) -> Option<(i32, Option<u64>)> {
     let rest = name.strip_prefix(NAME_PREFIX)?;
     let parts: Vec<&str> = rest.split('-').collect();
+    // Digits only: `parse` would also take `+12`, a name we never make.
+    let number = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if !parts.iter().all(|p| number(p) || *p == "probe") {
+        return None;
+    }
     let last_ok = |s: &str| s == "probe" || s.parse::<u64>().is_ok();
     match parts.as_slice() {
         [pid, ticks, last] if last_ok(last) => Some((pid.parse().ok()?, Some(ticks.parse().ok()?))),
@@ -598,6 +603,8 @@ mod tests {
             "agent-exec-1-x",
             "user.slice",
             "agent-exec-1-2-x",
+            "agent-exec-+1-2",
+            "agent-exec-1-+2-3",
         ] {
             assert_eq!(owner_of(other), None, "{other}");
         }
