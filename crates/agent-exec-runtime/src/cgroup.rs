@@ -378,7 +378,10 @@ pub struct Swept {
 ///
 /// Not reached: run cgroups of a runner that sat in another cgroup (another login
 /// session's scope); their processes are found by the tree marker instead
-/// ([`crate::process::terminate_runner_leftovers`]).
+/// ([`crate::process::terminate_runner_leftovers`]). Assumed: every runner creating
+/// run cgroups beside ours sees the same pids as we do (one pid namespace). A runner
+/// in another pid namespace sharing our cgroup (not how containers are set up: they
+/// get a cgroup of their own) would be judged by a pid that is not its own.
 pub fn sweep_dead_runners() -> Swept {
     let mut swept = Swept::default();
     let Ok(base) = base_dir() else {
