@@ -30,6 +30,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use agent_exec_contract::Registry;
 use serde::Deserialize;
@@ -119,6 +120,9 @@ pub struct Config {
     pub aliases: BTreeMap<String, String>,
     /// Deprecations noticed while loading (e.g. `kind = "pi-native"`), for stderr.
     pub warnings: Vec<String>,
+    /// `default_deadline` of each backend table that sets it: the deadline of a run
+    /// of that backend when the caller gives none.
+    pub default_deadlines: BTreeMap<String, Duration>,
 }
 
 /// `[journal]`.
@@ -173,6 +177,53 @@ pub fn valid_name(name: &str) -> bool {
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '.' | '_' | '-'))
 }
 
+/// Parses a duration as `--deadline` and `default_deadline` take it (`90s`, `5m`,
+/// `1h30m`, `500ms`, `2h`, `7d`, or plain seconds `90`); the message says what is accepted.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let bad = || format!("invalid duration {text:?}: use e.g. 90s, 5m, 1h30m or 500ms");
+    let text = text.trim();
+    if text.is_empty() {
+        return Err(bad());
+    }
+    let mut total = Duration::ZERO;
+    let mut rest = text;
+    if let Ok(seconds) = text.parse::<u64>() {
+        // Plain seconds take the same zero check as `0s` below.
+        total = Duration::from_secs(seconds);
+        rest = "";
+    }
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        if digits == 0 {
+            return Err(bad());
+        }
+        let n: u64 = rest[..digits].parse().map_err(|_| bad())?;
+        rest = &rest[digits..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let unit = match &rest[..unit_len] {
+            "ms" => Duration::from_millis(n),
+            "s" => Duration::from_secs(n),
+            "m" => Duration::from_secs(n.checked_mul(60).ok_or_else(bad)?),
+            "h" => Duration::from_secs(n.checked_mul(3600).ok_or_else(bad)?),
+            "d" => Duration::from_secs(n.checked_mul(86_400).ok_or_else(bad)?),
+            _ => return Err(bad()),
+        };
+        total = total.checked_add(unit).ok_or_else(bad)?;
+        rest = &rest[unit_len..];
+    }
+    if total.is_zero() {
+        return Err(format!("invalid duration {text:?}: must be more than zero"));
+    }
+    Ok(total)
+}
+
+/// The largest config file read (1 MiB; a config is a few kilobytes).
+pub const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
+
 impl Config {
     /// Parses `text` as the contents of `file`. Never panics.
     pub fn parse(file: &Path, text: &str) -> Result<Config, ConfigError> {
@@ -189,6 +240,7 @@ impl Config {
         }
         let mut backends = BTreeMap::new();
         let mut warnings = Vec::new();
+        let mut default_deadlines = BTreeMap::new();
         for (name, mut table) in raw.backends {
             if !valid_name(&name) {
                 return Err(error(format!(
@@ -210,6 +262,21 @@ impl Config {
                     )));
                 }
             };
+            // Any kind: taken out before the kind's own table is read.
+            match table.remove("default_deadline") {
+                None => {}
+                Some(toml::Value::String(text)) => {
+                    let deadline = parse_duration(&text)
+                        .map_err(|e| error(format!("backends.{name}.default_deadline: {e}")))?;
+                    default_deadlines.insert(name.clone(), deadline);
+                }
+                Some(other) => {
+                    return Err(error(format!(
+                        "backends.{name}.default_deadline: expected a string such as \"10m\", found {}",
+                        other.type_str()
+                    )));
+                }
+            }
             let in_table = |e: toml::de::Error| error(format!("backends.{name}: {}", e.message()));
             let backend = match kind.as_str() {
                 command::KIND => {
@@ -305,14 +372,30 @@ impl Config {
             backends,
             aliases: raw.aliases,
             warnings,
+            default_deadlines,
         })
     }
 
-    /// Reads and parses `file`.
+    /// The `default_deadline` of the backend `name` (an alias is followed), if its
+    /// table sets one.
+    pub fn default_deadline(&self, name: &str) -> Option<Duration> {
+        let name = self.aliases.get(name).map_or(name, String::as_str);
+        self.default_deadlines.get(name).copied()
+    }
+
+    /// Reads (at most [`MAX_CONFIG_BYTES`], never waiting on a FIFO without a writer)
+    /// and parses `file`.
     pub fn load(file: &Path) -> Result<Config, ConfigError> {
-        let text = std::fs::read_to_string(file).map_err(|e| ConfigError {
+        let bytes =
+            agent_exec_runtime::input::read_capped(file, MAX_CONFIG_BYTES).map_err(|e| {
+                ConfigError {
+                    file: file.to_owned(),
+                    message: format!("cannot read: {e}"),
+                }
+            })?;
+        let text = String::from_utf8(bytes).map_err(|_| ConfigError {
             file: file.to_owned(),
-            message: format!("cannot read: {e}"),
+            message: "cannot read: not UTF-8 text".to_owned(),
         })?;
         Config::parse(file, &text)
     }
@@ -583,6 +666,33 @@ program = "/opt/pi/bin/pi"
                 );
                 let _ = parse(&text);
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod duration_tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("90s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("90"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("30d"), Ok(Duration::from_secs(30 * 86_400)));
+        for bad in [
+            "",
+            "s",
+            "5x",
+            "1.5s",
+            "-1s",
+            "0s",
+            "0",
+            "0ms",
+            "99999999999999999999h",
+        ] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
         }
     }
 }

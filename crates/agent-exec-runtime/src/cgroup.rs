@@ -21,6 +21,23 @@
 //! may already have forked. Not done: `clone3(CLONE_INTO_CGROUP)`, which the standard
 //! library's spawn does not offer.
 //!
+//! A run is its cgroup's whole *subtree*. With no controller enabled, a program may
+//! create cgroups inside its run cgroup and move its processes there (root, or any
+//! user in a delegated subtree: the run cgroup is theirs). So the members are every
+//! `cgroup.procs` of the subtree, SIGKILL is `cgroup.kill` (which covers
+//! descendants), the run is over when the run cgroup's `cgroup.events` says
+//! `populated 0` (waited for with `poll(2)`, which the kernel wakes on a change of
+//! that file), and the folders are removed deepest first. What was nested is
+//! reported ([`crate::process::Termination::nested_cgroups`]).
+//!
+//! Names: `agent-exec-<runner pid>-<runner start ticks>-<n>`. The runner's identity
+//! in the name lets any later process tell that the runner is dead — even once its
+//! pid is reused — and clean up what a SIGKILLed runner left
+//! ([`sweep_dead_runners`], which every `agent-exec` command that opens the journal
+//! runs). Decision: the identity in the name, not a journal column: the name is
+//! what a cleanup walking the cgroup directory finds, and the journal may be
+//! another machine's PostgreSQL.
+//!
 //! Availability is probed once per process ([`availability`]): find the directory,
 //! create and remove a child, and open its `cgroup.procs` for writing. Any failure is
 //! the answer "no cgroup here" with the reason, and runs use the subreaper instead
@@ -32,12 +49,13 @@ use std::os::fd::{AsFd, BorrowedFd};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
-/// Prefix of every run cgroup's name (`agent-exec-<pid>-<n>`).
+/// Prefix of every run cgroup's name (`agent-exec-<runner pid>-<runner start ticks>-<n>`).
 pub const NAME_PREFIX: &str = "agent-exec-";
 
 /// Where run cgroups are created, or why there are none.
@@ -66,7 +84,9 @@ pub fn availability() -> &'static Availability {
     })
 }
 
-fn probe() -> Result<PathBuf, String> {
+/// The directory run cgroups are created in: the cgroup this process is in, under the
+/// cgroup2 mount. Not whether we may create one there ([`availability`] probes that).
+fn base_dir() -> Result<PathBuf, String> {
     let mountinfo = fs::read_to_string("/proc/self/mountinfo")
         .map_err(|e| format!("cannot read /proc/self/mountinfo: {e}"))?;
     let (mount, root) =
@@ -78,9 +98,13 @@ fn probe() -> Result<PathBuf, String> {
     let relative = Path::new(&path)
         .strip_prefix(&root)
         .map_err(|_| format!("our cgroup {path} is outside the cgroup2 mount's root {root}"))?;
-    let base = Path::new(&mount).join(relative);
+    Ok(Path::new(&mount).join(relative))
+}
+
+fn probe() -> Result<PathBuf, String> {
+    let base = base_dir()?;
     // The probe a run would need: create a child and open its cgroup.procs to write.
-    let trial = base.join(format!("{NAME_PREFIX}{}-probe", std::process::id()));
+    let trial = base.join(format!("{}probe", own_prefix()));
     fs::create_dir(&trial).map_err(|e| {
         format!(
             "cannot create a cgroup under {} ({e}); run as root or in a delegated subtree \
@@ -157,6 +181,13 @@ fn unescape_octal(field: &str) -> String {
 
 /// One run's cgroup: created empty, entered by the program in its `pre_exec`,
 /// killed and removed at the end.
+///
+/// The run is the whole *subtree*: a program may create cgroups inside its own (no
+/// controller is enabled, so nothing stops it, root or not) and move processes there.
+/// So every read here covers the subtree: the processes are the union of every
+/// `cgroup.procs` in it, `cgroup.kill` kills the subtree, "empty" is the run
+/// cgroup's `cgroup.events` saying `populated 0` (which counts descendants), and the
+/// folders are removed deepest first.
 #[derive(Debug)]
 pub struct RunCgroup {
     dir: PathBuf,
@@ -173,8 +204,8 @@ impl RunCgroup {
             .as_deref()
             .ok_or_else(|| std::io::Error::other(availability().detail.clone()))?;
         let name = format!(
-            "{NAME_PREFIX}{}-{}",
-            std::process::id(),
+            "{}{}",
+            own_prefix(),
             COUNTER.fetch_add(1, Ordering::Relaxed)
         );
         let dir = base.join(&name);
@@ -207,32 +238,38 @@ impl RunCgroup {
         &self.dir
     }
 
-    /// Whether `pid` (live or zombie) is in this cgroup.
+    /// Whether `pid` (live or zombie) is in this cgroup or one nested in it.
     pub fn holds(&self, pid: i32) -> bool {
         fs::read_to_string(format!("/proc/{pid}/cgroup"))
             .ok()
             .and_then(|t| unified_path(&t))
-            .is_some_and(|p| p == self.path)
+            .is_some_and(|p| {
+                p.strip_prefix(&self.path)
+                    .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+            })
     }
 
-    /// The live processes in it (zombies are not listed). Unreadable reads as empty
-    /// only if the directory is gone.
+    /// The live processes in it and in every cgroup nested in it (zombies are not
+    /// listed).
     pub fn pids(&self) -> Vec<i32> {
-        fs::read_to_string(self.dir.join("cgroup.procs"))
-            .map(|text| text.lines().filter_map(|l| l.trim().parse().ok()).collect())
-            .unwrap_or_default()
+        subtree_pids(&self.dir)
     }
 
-    /// Sends `signal` to every process in it; SIGKILL goes through `cgroup.kill`,
-    /// which also catches a fork in flight.
+    /// Whether any process is left in the subtree (`cgroup.events`); an unreadable
+    /// file reads as populated unless the directory is gone.
+    pub fn populated(&self) -> bool {
+        populated(&self.dir)
+    }
+
+    /// How many cgroups the run's processes created inside this one.
+    pub fn nested(&self) -> usize {
+        subtree_bottom_up(&self.dir).len().saturating_sub(1)
+    }
+
+    /// Sends `signal` to every process in the subtree; SIGKILL goes through
+    /// `cgroup.kill`, which covers nested cgroups and a fork in flight.
     pub fn signal(&self, signal: Signal) {
-        if signal == Signal::SIGKILL
-            && OpenOptions::new()
-                .write(true)
-                .open(self.dir.join("cgroup.kill"))
-                .and_then(|mut f| f.write_all(b"1"))
-                .is_ok()
-        {
+        if signal == Signal::SIGKILL && kill_subtree(&self.dir) {
             return;
         }
         for pid in self.pids() {
@@ -240,31 +277,288 @@ impl RunCgroup {
         }
     }
 
-    /// Removes the (empty) directory, retrying briefly: the kernel may still be
-    /// releasing the last task. False if it is still there.
-    fn remove(&self) -> bool {
-        for attempt in 0..20 {
-            match fs::remove_dir(&self.dir) {
-                Ok(()) => return true,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return true,
-                Err(_) if attempt < 19 => std::thread::sleep(Duration::from_millis(1)),
-                Err(e) => {
-                    tracing::debug!(dir = %self.dir.display(), %e, "cannot remove run cgroup");
-                }
-            }
-        }
-        false
+    /// Blocks until the subtree is empty or `limit` passes: true if it is empty.
+    pub fn wait_empty(&self, limit: Duration) -> bool {
+        wait_unpopulated(&self.dir, limit)
+    }
+}
+
+/// [`RunCgroup::wait_empty`] for the cgroup at `dir` (for a blocking task that cannot
+/// borrow the `RunCgroup`).
+pub fn wait_empty_at(dir: &Path, limit: Duration) -> bool {
+    wait_unpopulated(dir, limit)
+}
+
+impl RunCgroup {
+    /// Removes the (empty) subtree, deepest folder first. The folders still there.
+    fn remove(&self) -> Vec<PathBuf> {
+        remove_subtree(&self.dir)
     }
 }
 
 impl Drop for RunCgroup {
-    /// Nothing of a run outlives its cgroup: kill what is left, then remove it.
+    /// Nothing of a run outlives its cgroup: kill what is left, wait for the kernel
+    /// to say the subtree is empty, then remove it.
     fn drop(&mut self) {
-        if !self.pids().is_empty() {
+        if self.populated() {
             self.signal(Signal::SIGKILL);
+            self.wait_empty(KILL_WAIT);
         }
-        self.remove();
+        let left = self.remove();
+        if !left.is_empty() {
+            tracing::warn!(dir = %self.dir.display(), left = left.len(), "run cgroup folders left");
+        }
     }
+}
+
+/// How long to wait for a killed subtree to empty.
+const KILL_WAIT: Duration = Duration::from_secs(2);
+
+/// At most this many folders of one run's subtree are walked: a program cannot make
+/// a walk unbounded by nesting cgroups.
+const MAX_SUBTREE_DIRS: usize = 4096;
+
+/// `agent-exec-<pid>-<start ticks>-`: the start of every run cgroup this process
+/// creates. With the start time, another process can tell the runner is gone even
+/// after its pid was reused ([`owner_of`]).
+pub(crate) fn own_prefix() -> String {
+    format!(
+        "{NAME_PREFIX}{}-{}-",
+        std::process::id(),
+        crate::process::own_start_ticks()
+    )
+}
+
+/// The runner a run cgroup's name says created it: `(pid, Some(start ticks))` for
+/// `agent-exec-<pid>-<ticks>-<n>` (and the `-probe` folder), `(pid, None)` for the
+/// older `agent-exec-<pid>-<n>`. `None` for any other name.
+pub fn owner_of(name: &str) -> Option<(i32, Option<u64>)> {
+    let rest = name.strip_prefix(NAME_PREFIX)?;
+    let parts: Vec<&str> = rest.split('-').collect();
+    // Digits only: `parse` would also take `+12`, a name we never make.
+    let number = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if !parts.iter().all(|p| number(p) || *p == "probe") {
+        return None;
+    }
+    let last_ok = |s: &str| s == "probe" || s.parse::<u64>().is_ok();
+    match parts.as_slice() {
+        [pid, ticks, last] if last_ok(last) => Some((pid.parse().ok()?, Some(ticks.parse().ok()?))),
+        [pid, last] if last_ok(last) => Some((pid.parse().ok()?, None)),
+        _ => None,
+    }
+}
+
+/// Whether the runner `(pid, start ticks)` still runs. Without a start time (an
+/// older name) any live process with that pid counts: a folder is never taken from
+/// a runner that may be alive.
+fn owner_alive(pid: i32, ticks: Option<u64>) -> bool {
+    crate::procfs::stat(pid)
+        .is_some_and(|s| !s.is_gone() && ticks.is_none_or(|t| t == s.start_time))
+}
+
+/// What [`sweep_dead_runners`] did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Swept {
+    /// Run cgroups of dead runners found (each a subtree).
+    pub runs: usize,
+    /// Processes that were still running in them and were killed.
+    pub killed: usize,
+    /// Folders removed (nested ones included).
+    pub removed: usize,
+    /// Folders that could not be removed (a process that would not die).
+    pub left: Vec<PathBuf>,
+    /// The runner pids they belonged to.
+    pub owners: Vec<i32>,
+}
+
+/// Kills and removes every run cgroup, under the directory run cgroups are created
+/// in, whose runner is dead (SIGKILL, a crash: nobody ran its cleanup): `cgroup.kill`
+/// on each, a wait for `populated 0`, then its folders deepest first. A runner that
+/// lives is never touched. Costs one `readdir` when there is nothing to do.
+///
+/// Not reached: run cgroups of a runner that sat in another cgroup (another login
+/// session's scope); their processes are found by the tree marker instead
+/// ([`crate::process::terminate_runner_leftovers`]). Assumed: every runner creating
+/// run cgroups beside ours sees the same pids as we do (one pid namespace). A runner
+/// in another pid namespace sharing our cgroup (not how containers are set up: they
+/// get a cgroup of their own) would be judged by a pid that is not its own.
+pub fn sweep_dead_runners() -> Swept {
+    let mut swept = Swept::default();
+    let Ok(base) = base_dir() else {
+        return swept;
+    };
+    let Ok(entries) = fs::read_dir(&base) else {
+        return swept;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some((pid, ticks)) = name.to_str().and_then(owner_of) else {
+            continue;
+        };
+        if owner_alive(pid, ticks) {
+            continue;
+        }
+        let dir = entry.path();
+        swept.runs += 1;
+        if !swept.owners.contains(&pid) {
+            swept.owners.push(pid);
+        }
+        if populated(&dir) {
+            swept.killed += subtree_pids(&dir).len();
+            kill_subtree(&dir);
+            wait_unpopulated(&dir, KILL_WAIT);
+        }
+        let folders = subtree_bottom_up(&dir).len();
+        let left = remove_subtree(&dir);
+        swept.removed += folders.saturating_sub(left.len());
+        swept.left.extend(left);
+    }
+    swept
+}
+
+/// Kills and removes the run cgroup `/proc/<pid>/cgroup` names for `pid`, if it is
+/// one of a dead runner's; how many processes it held. For a leftover found by its
+/// tree marker whose runner sat in another cgroup than ours.
+pub fn kill_dead_runners_cgroup_of(pid: i32) -> Option<(PathBuf, usize)> {
+    let (mount, root) = cgroup2_mount(&fs::read_to_string("/proc/self/mountinfo").ok()?)?;
+    let path = unified_path(&fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?)?;
+    // The outermost run cgroup on the path: nested ones are inside it.
+    let mut run = PathBuf::from(&mount);
+    let relative = Path::new(&path).strip_prefix(&root).ok()?;
+    let mut found = None;
+    for component in relative.components() {
+        run.push(component);
+        let name = component.as_os_str().to_str()?;
+        if let Some((owner, ticks)) = owner_of(name) {
+            found = Some((run.clone(), owner, ticks));
+            break;
+        }
+    }
+    let (dir, owner, ticks) = found?;
+    if owner_alive(owner, ticks) {
+        return None;
+    }
+    let killed = subtree_pids(&dir).len();
+    kill_subtree(&dir);
+    wait_unpopulated(&dir, KILL_WAIT);
+    remove_subtree(&dir);
+    Some((dir, killed))
+}
+
+/// Every cgroup folder of the subtree at `dir`, deepest first (`dir` itself last);
+/// empty if `dir` is gone.
+fn subtree_bottom_up(dir: &Path) -> Vec<PathBuf> {
+    if !dir.is_dir() {
+        return Vec::new();
+    }
+    // Pre-order, then reversed: every folder comes after all of its descendants.
+    let mut order = vec![dir.to_path_buf()];
+    let mut next = 0;
+    while next < order.len() && order.len() < MAX_SUBTREE_DIRS {
+        if let Ok(entries) = fs::read_dir(&order[next]) {
+            for entry in entries.flatten() {
+                if entry.file_type().is_ok_and(|t| t.is_dir()) && order.len() < MAX_SUBTREE_DIRS {
+                    order.push(entry.path());
+                }
+            }
+        }
+        next += 1;
+    }
+    order.reverse();
+    order
+}
+
+/// The live processes of every cgroup in the subtree at `dir`.
+fn subtree_pids(dir: &Path) -> Vec<i32> {
+    let mut pids = Vec::new();
+    for folder in subtree_bottom_up(dir) {
+        if let Ok(text) = fs::read_to_string(folder.join("cgroup.procs")) {
+            pids.extend(text.lines().filter_map(|l| l.trim().parse::<i32>().ok()));
+        }
+    }
+    pids
+}
+
+/// `populated` of the subtree's `cgroup.events`. Unreadable: populated, unless the
+/// folder is gone.
+fn populated(dir: &Path) -> bool {
+    match fs::read_to_string(dir.join("cgroup.events")) {
+        Ok(text) => events_populated(&text),
+        Err(_) => dir.exists(),
+    }
+}
+
+/// Whether a `cgroup.events` text says `populated 1` (anything unparsable: yes).
+pub fn events_populated(text: &str) -> bool {
+    text.lines()
+        .find_map(|l| l.strip_prefix("populated "))
+        .is_none_or(|v| v.trim() != "0")
+}
+
+/// `cgroup.kill` on `dir`: SIGKILL to every process of the subtree. False if the
+/// write failed.
+fn kill_subtree(dir: &Path) -> bool {
+    OpenOptions::new()
+        .write(true)
+        .open(dir.join("cgroup.kill"))
+        .and_then(|mut f| f.write_all(b"1"))
+        .is_ok()
+}
+
+/// Waits until `cgroup.events` of `dir` says `populated 0`, or `limit` passes: true
+/// if the subtree is empty. No polling loop: the kernel signals a change of the file
+/// to `poll(2)` as `POLLPRI`, and each read re-arms that (kernfs).
+fn wait_unpopulated(dir: &Path, limit: Duration) -> bool {
+    use std::io::{Read as _, Seek as _};
+    let Ok(mut events) = File::open(dir.join("cgroup.events")) else {
+        return !dir.exists();
+    };
+    let until = Instant::now() + limit;
+    loop {
+        let mut text = String::new();
+        if events.rewind().is_err() || events.read_to_string(&mut text).is_err() {
+            return !dir.exists();
+        }
+        if !events_populated(&text) {
+            return true;
+        }
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return false;
+        }
+        let timeout = PollTimeout::try_from(left).unwrap_or(PollTimeout::MAX);
+        let mut fds = [PollFd::new(events.as_fd(), PollFlags::POLLPRI)];
+        match poll(&mut fds, timeout) {
+            Ok(_) | Err(nix::errno::Errno::EINTR) => {}
+            Err(_) => return false,
+        }
+    }
+}
+
+/// Removes the folders of the subtree at `dir`, deepest first, retrying each briefly
+/// (the kernel may still be releasing the last task). The folders left.
+fn remove_subtree(dir: &Path) -> Vec<PathBuf> {
+    let mut left = Vec::new();
+    for folder in subtree_bottom_up(dir) {
+        let mut removed = false;
+        for attempt in 0..20 {
+            match fs::remove_dir(&folder) {
+                Ok(()) => removed = true,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => removed = true,
+                Err(_) if attempt < 19 => std::thread::sleep(Duration::from_millis(1)),
+                Err(e) => {
+                    tracing::debug!(dir = %folder.display(), %e, "cannot remove a run cgroup folder");
+                }
+            }
+            if removed {
+                break;
+            }
+        }
+        if !removed {
+            left.push(folder);
+        }
+    }
+    left
 }
 
 #[cfg(test)]
@@ -293,6 +587,37 @@ mod tests {
         for bad in ["", "garbage", "1 2 3 - cgroup2", "1 2 3 4 - cgroup x y"] {
             assert_eq!(cgroup2_mount(bad), None, "{bad:?}");
         }
+    }
+
+    #[test]
+    fn a_run_cgroup_name_says_which_runner_made_it() {
+        assert_eq!(owner_of("agent-exec-12-3456-0"), Some((12, Some(3456))));
+        assert_eq!(owner_of("agent-exec-12-3456-probe"), Some((12, Some(3456))));
+        assert_eq!(
+            owner_of("agent-exec-12328-0"),
+            Some((12328, None)),
+            "older name"
+        );
+        assert_eq!(owner_of("agent-exec-12-probe"), Some((12, None)));
+        for other in [
+            "agent-exec-",
+            "agent-exec-x-1",
+            "agent-exec-1-2-3-4",
+            "agent-exec-1-x",
+            "user.slice",
+            "agent-exec-1-2-x",
+            "agent-exec-+1-2",
+            "agent-exec-1-+2-3",
+        ] {
+            assert_eq!(owner_of(other), None, "{other}");
+        }
+    }
+
+    #[test]
+    fn cgroup_events_is_populated_unless_it_says_0() {
+        assert!(!events_populated("populated 0\nfrozen 0\n"));
+        assert!(events_populated("populated 1\nfrozen 0\n"));
+        assert!(events_populated(""), "unreadable: assume something is left");
     }
 
     #[test]

@@ -1,6 +1,9 @@
 //! Reading deliverables (`targets`) back from the workspace, through the
 //! `containment` crate: only a target whose canonical location is inside the root is
 //! read, with `O_NOFOLLOW` on the canonical path and a re-check of what was opened.
+//! Only a regular file of at most [`MAX_DELIVERABLE_BYTES`] is read, and nothing
+//! blocks: a FIFO, a device node or an oversized (even sparse) file is
+//! `agent.missing_deliverable` with a reason that says which.
 //! A target that is, or passes through, a symbolic link leading out of the root is
 //! refused with `agent.path_outside_workspace`, and none of its bytes are returned.
 //!
@@ -18,6 +21,10 @@ use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
 use agent_exec_contract::{Error, ErrorCode, SideEffects};
+
+/// The largest deliverable read back, per target (16 MiB): a bigger file is reported,
+/// not read.
+pub const MAX_DELIVERABLE_BYTES: u64 = 16 * 1024 * 1024;
 
 /// Reads every target under `root`. The first refusal wins: an outside target
 /// (path_outside_workspace) before a missing one (missing_deliverable), since
@@ -52,9 +59,18 @@ pub fn read_targets(
         if let Some(left_to) = walk_leaves_root(&root, target) {
             return Err(outside(target, "passes through", &left_to));
         }
-        match root.read(target, root.path()) {
-            Ok(bytes) => {
+        match read_regular(&root, target) {
+            Ok(Ok(bytes)) => {
                 files.insert(target.clone(), bytes);
+            }
+            Ok(Err(why)) => {
+                missing.get_or_insert_with(|| {
+                    Error::new(
+                        ErrorCode::MissingDeliverable,
+                        format!("target `{target}` {why}; it was not read"),
+                        side_effects,
+                    )
+                });
             }
             Err(containment::Error::OutsideRoot {
                 target: resolved, ..
@@ -84,6 +100,65 @@ pub fn read_targets(
     match missing {
         Some(err) => Err(err),
         None => Ok(files),
+    }
+}
+
+/// Reads `target` if it is a regular file of at most [`MAX_DELIVERABLE_BYTES`]:
+/// opened with `O_NOFOLLOW | O_NONBLOCK` through containment (a FIFO is never waited
+/// on) and checked with `fstat` before a byte is read (a sparse 8 GB file costs
+/// nothing). `Ok(Err(why))` for a file that is there but not deliverable.
+fn read_regular(
+    root: &containment::Root,
+    target: &str,
+) -> Result<Result<Vec<u8>, String>, containment::Error> {
+    use std::io::Read as _;
+    let (file, meta) = match root.open_regular(target, root.path()) {
+        Ok(opened) => opened,
+        Err(containment::Error::NotARegularFile { .. }) => {
+            let kind = std::fs::symlink_metadata(root.path().join(target))
+                .map(|m| file_kind(&m.file_type()))
+                .unwrap_or("not a regular file");
+            return Ok(Err(format!("is {kind}, not a regular file")));
+        }
+        Err(e) => return Err(e),
+    };
+    if meta.len() > MAX_DELIVERABLE_BYTES {
+        return Ok(Err(format!(
+            "is {} bytes, over the {MAX_DELIVERABLE_BYTES}-byte cap for a deliverable",
+            meta.len()
+        )));
+    }
+    let mut bytes = Vec::new();
+    let read = file.take(MAX_DELIVERABLE_BYTES + 1).read_to_end(&mut bytes);
+    if let Err(source) = read {
+        return Err(containment::Error::Open {
+            path: root.path().join(target),
+            source,
+        });
+    }
+    if bytes.len() as u64 > MAX_DELIVERABLE_BYTES {
+        return Ok(Err(format!(
+            "grew past the {MAX_DELIVERABLE_BYTES}-byte cap for a deliverable while it was read"
+        )));
+    }
+    Ok(Ok(bytes))
+}
+
+/// What a file that is not a regular one is, in words.
+fn file_kind(kind: &std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt as _;
+    if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_char_device() {
+        "a character device"
+    } else if kind.is_block_device() {
+        "a block device"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_dir() {
+        "a directory"
+    } else {
+        "not a regular file"
     }
 }
 
@@ -155,6 +230,44 @@ mod tests {
         );
         let err = read(&s, "dirlink/secret.txt").unwrap_err();
         assert_eq!(err.code, ErrorCode::PathOutsideWorkspace);
+    }
+
+    #[test]
+    fn a_fifo_a_device_and_a_huge_sparse_file_are_refused_without_reading() {
+        let s = setup();
+        nix::unistd::mkfifo(&s.root.join("fifo"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let err = read(&s, "fifo").unwrap_err();
+        assert_eq!(err.code, ErrorCode::MissingDeliverable);
+        assert!(
+            err.reason.contains("is a FIFO, not a regular file"),
+            "{}",
+            err.reason
+        );
+        std::fs::File::create(s.root.join("sparse"))
+            .unwrap()
+            .set_len(8 << 30)
+            .unwrap();
+        let err = read(&s, "sparse").unwrap_err();
+        assert!(
+            err.reason
+                .contains("8589934592 bytes, over the 16777216-byte cap"),
+            "{}",
+            err.reason
+        );
+        // A device node needs root to make; where we are not, the FIFO case stands.
+        let made = std::process::Command::new("mknod")
+            .arg(s.root.join("zero"))
+            .args(["c", "1", "5"])
+            .status()
+            .is_ok_and(|st| st.success());
+        if made {
+            let err = read(&s, "zero").unwrap_err();
+            assert!(
+                err.reason.contains("is a character device"),
+                "{}",
+                err.reason
+            );
+        }
     }
 
     #[test]

@@ -67,6 +67,7 @@
 pub mod cgroup;
 pub mod deliverables;
 pub mod executor;
+pub mod input;
 pub(crate) mod orphans;
 pub mod process;
 pub mod procfs;

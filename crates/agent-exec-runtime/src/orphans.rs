@@ -99,13 +99,9 @@ pub(crate) fn claimed_by(tree: u64, me: i32, stats: &[ProcStat]) -> Vec<ProcStat
                 .ok()
                 .and_then(|t| crate::cgroup::unified_path(&t))
                 .is_some_and(|path| {
-                    path.rsplit('/').next().is_some_and(|name| {
-                        name.starts_with(&format!(
-                            "{}{}-",
-                            crate::cgroup::NAME_PREFIX,
-                            std::process::id()
-                        ))
-                    })
+                    // Any level: a run's processes may sit in a cgroup nested in it.
+                    let prefix = crate::cgroup::own_prefix();
+                    path.split('/').any(|name| name.starts_with(&prefix))
                 })
     };
     let mut claimed = claims(tree, &trees, me, stats);

@@ -213,6 +213,9 @@ pub struct Termination {
     pub leftovers: usize,
     /// What kept the tree together.
     pub confinement: Confinement,
+    /// Cgroups the run's processes had created inside the run's own, removed with it
+    /// (a program hiding processes from the runner; 0 without a cgroup).
+    pub nested_cgroups: usize,
 }
 
 /// How [`ProcessTree::terminate`] looked for the members left when it was called.
@@ -241,7 +244,14 @@ impl Termination {
     /// The `logs` line for a run whose program exited leaving processes behind, which
     /// were terminated; `None` when there were none.
     pub fn leftovers_note(&self, program: &str) -> Option<String> {
-        (self.leftovers > 0).then(|| {
+        let nested = (self.nested_cgroups > 0).then(|| {
+            format!(
+                "its processes had made {} cgroup(s) inside the run's cgroup; \
+                 everything in them was killed and the folders removed",
+                self.nested_cgroups
+            )
+        });
+        let leftovers = (self.leftovers > 0).then(|| {
             format!(
                 "`{program}` exited leaving {} process(es) running; terminated them{} \
                  (confinement: {})",
@@ -253,7 +263,13 @@ impl Termination {
                 },
                 self.confinement
             )
-        })
+        });
+        match (leftovers, nested) {
+            (Some(l), Some(n)) => Some(format!("{l}; {n}")),
+            (Some(l), None) => Some(l),
+            (None, Some(n)) => Some(format!("`{program}`: {n}")),
+            (None, None) => None,
+        }
     }
 
     /// The [`LEFTOVERS_EVENT`] event for the same, its `detail` the note.
@@ -497,13 +513,13 @@ impl ProcessTree {
     }
 
     async fn terminate_once(&mut self, grace: Duration) -> Termination {
+        if self.cgroup.is_some() {
+            return self.terminate_cgroup(grace).await;
+        }
         let mut members_seen: HashSet<i32> = self.members.keys().copied().collect();
         self.try_collect_leader();
         let exited_on_its_own = self.leader_status.is_some();
-        let sweep = if self.cgroup.is_some() {
-            self.scan();
-            Sweep::Cgroup
-        } else if self.gone_by_pid_range() {
+        let sweep = if self.gone_by_pid_range() {
             Sweep::PidRange
         } else {
             self.scan();
@@ -557,6 +573,75 @@ impl ProcessTree {
             sweep,
             leftovers,
             confinement: self.confinement,
+            nested_cgroups: 0,
+        }
+    }
+
+    /// [`ProcessTree::terminate`] with a cgroup: the kernel's answers only. Members are
+    /// every process of the run's cgroup subtree; SIGTERM to each, then
+    /// `cgroup.kill` after `grace`; done when `cgroup.events` says `populated 0`
+    /// (waited for, not polled); then the folders go, deepest first.
+    async fn terminate_cgroup(&mut self, grace: Duration) -> Termination {
+        self.try_collect_leader();
+        let exited_on_its_own = self.leader_status.is_some();
+        self.scan();
+        let mut members_seen: HashSet<i32> = self.members.keys().copied().collect();
+        members_seen.insert(self.leader);
+        let leftovers = if exited_on_its_own {
+            self.members.len()
+        } else {
+            0
+        };
+        let Some(cgroup) = &self.cgroup else {
+            unreachable!("terminate_cgroup is only called with a cgroup");
+        };
+        let nested_cgroups = cgroup.nested();
+        let dir = cgroup.dir().to_path_buf();
+        let mut killed = false;
+        if cgroup.populated() {
+            cgroup.signal(Signal::SIGTERM);
+            if !wait_cgroup_empty(&dir, grace).await {
+                if let Some(cgroup) = &self.cgroup {
+                    members_seen.extend(cgroup.pids());
+                    killed = true;
+                    cgroup.signal(Signal::SIGKILL);
+                }
+                wait_cgroup_empty(&dir, KILL_WAIT).await;
+            }
+        }
+        self.collect_leader().await;
+        self.reap_cgroup_zombies();
+        self.finished = true;
+        orphans::unregister(self.id);
+        let mut survivors = self
+            .cgroup
+            .as_ref()
+            .map(RunCgroup::pids)
+            .unwrap_or_default();
+        survivors.sort_unstable();
+        self.members.clear();
+        if survivors.is_empty() {
+            // Empty now: its drop removes every folder of the subtree.
+            self.cgroup = None;
+        }
+        tracing::debug!(
+            leader = self.leader,
+            members_seen = members_seen.len(),
+            killed,
+            leftovers,
+            nested_cgroups,
+            survivors = survivors.len(),
+            "process tree finished (cgroup)"
+        );
+        Termination {
+            leader_status: self.leader_status,
+            survivors,
+            members_seen: members_seen.len(),
+            killed,
+            sweep: Sweep::Cgroup,
+            leftovers,
+            confinement: self.confinement,
+            nested_cgroups,
         }
     }
 
@@ -906,7 +991,7 @@ fn enter_at_exec(command: &mut tokio::process::Command, procs: Option<RawFd>, su
 
 /// This process's start time in clock ticks since boot (`/proc/self/stat` field 22,
 /// as the journal's owner identity has it); 0 when unreadable.
-fn own_start_ticks() -> u64 {
+pub(crate) fn own_start_ticks() -> u64 {
     static TICKS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
     *TICKS.get_or_init(|| {
         i32::try_from(std::process::id())
@@ -931,8 +1016,9 @@ pub fn runner_marker_prefix(pid: u32, start_ticks: u64) -> Vec<u8> {
 /// the session (a Codex thread waiting on the model); a resume must not run a second
 /// agent on the same conversation beside it. The caller must have proven the runner
 /// dead (the journal's owner check): a live runner's trees are its own business.
-/// Not found: a process that cleared its environment (in a cgroup, its cgroup is
-/// gone with its runner's bookkeeping; see "Leftover processes" in the docs).
+/// A process found in a dead runner's run cgroup takes the whole cgroup with it
+/// ([`crate::cgroup::kill_dead_runners_cgroup_of`]). Not found: a process that cleared
+/// its environment outside any cgroup (see "Leftover processes" in the docs).
 pub fn terminate_runner_leftovers(pid: u32, start_ticks: u64, grace: Duration) -> (usize, usize) {
     let prefix = runner_marker_prefix(pid, start_ticks);
     let me = std::process::id();
@@ -951,6 +1037,14 @@ pub fn terminate_runner_leftovers(pid: u32, start_ticks: u64, grace: Duration) -
     let found = find();
     if found.is_empty() {
         return (0, 0);
+    }
+    // A leftover in a dead runner's run cgroup (one not under ours, which
+    // `cgroup::sweep_dead_runners` did not see): the whole cgroup goes, processes that
+    // cleared their environment included.
+    for (p, _) in &found {
+        if let Some((dir, killed)) = crate::cgroup::kill_dead_runners_cgroup_of(*p) {
+            tracing::info!(dir = %dir.display(), killed, "killed a dead runner's run cgroup");
+        }
     }
     // Signalled only while it is still the very process found (pid and start time).
     let signal = |targets: &[(i32, u64)], signal: Signal| {
@@ -987,6 +1081,14 @@ pub fn terminate_runner_leftovers(pid: u32, start_ticks: u64, grace: Duration) -
         let _ = waitpid(Pid::from_raw(*p), Some(WaitPidFlag::WNOHANG));
     }
     (found.len(), left.len())
+}
+
+/// Waits, off the async thread, until the cgroup at `dir` is empty or `limit` passes.
+async fn wait_cgroup_empty(dir: &std::path::Path, limit: Duration) -> bool {
+    let dir = dir.to_path_buf();
+    tokio::task::spawn_blocking(move || crate::cgroup::wait_empty_at(&dir, limit))
+        .await
+        .unwrap_or(false)
 }
 
 /// How long after a spawn pids cannot have wrapped all the way round: the free pids

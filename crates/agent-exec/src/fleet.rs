@@ -41,7 +41,9 @@ async fn connect(args: &Args) -> anyhow::Result<(Config, FleetDb, Journal)> {
     migrated?;
     let (journal, recovered) = opened?;
     print_recovered(&recovered);
-    Ok((config, db, Journal::Postgres(journal)))
+    let journal = Journal::Postgres(journal);
+    crate::leftovers::clean_up(&journal, &recovered).await;
+    Ok((config, db, journal))
 }
 
 pub async fn worker(args: &Args, w: &WorkerArgs) -> anyhow::Result<u8> {

@@ -12,11 +12,13 @@
 mod cli;
 mod duration;
 mod fleet;
+mod leftovers;
 mod listing;
 mod request;
 mod results;
 mod resume;
 mod run;
+mod signals;
 mod verified;
 
 use std::process::ExitCode;
@@ -39,6 +41,8 @@ pub fn write_stdout(text: &str) -> std::io::Result<()> {
 }
 
 fn main() -> ExitCode {
+    // Before anything else: a SIGTERM from here on waits for its handler (signals.rs).
+    signals::block();
     let args = cli::Args::parse();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
@@ -65,6 +69,14 @@ fn main() -> ExitCode {
         }
     };
     let code = runtime.block_on(async {
+        // The commands that cancel cleanly on a signal get the handlers; for the
+        // others a signal keeps its default action.
+        match &args.command {
+            cli::Command::Run(_) | cli::Command::Resume(_) | cli::Command::Worker(_) => {
+                signals::install()
+            }
+            _ => signals::unblock(),
+        }
         match &args.command {
             cli::Command::Run(run) => run::run(&args, run).await,
             cli::Command::Resume(r) => resume::resume(&args, r).await,

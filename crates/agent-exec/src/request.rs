@@ -53,8 +53,13 @@ pub fn check_execution_id(id: &str) -> anyhow::Result<()> {
 /// `--deadline DURATION` as the absolute deadline it means from now.
 pub fn deadline_from_now(text: &str) -> anyhow::Result<time::OffsetDateTime> {
     let d = duration::parse(text).map_err(|e| anyhow!("--deadline: {e}"))?;
-    // Checked: a huge value is a usage error, never an overflow panic.
-    let too_long = || anyhow!("--deadline {text}: too long (the date would overflow)");
+    deadline_after(d).map_err(|_| anyhow!("--deadline {text}: too long (the date would overflow)"))
+}
+
+/// The absolute deadline `d` from now. Checked: a huge value is a usage error, never an
+/// overflow panic.
+pub fn deadline_after(d: std::time::Duration) -> anyhow::Result<time::OffsetDateTime> {
+    let too_long = || anyhow!("deadline {d:?}: too long (the date would overflow)");
     let d = time::Duration::try_from(d).map_err(|_| too_long())?;
     time::OffsetDateTime::now_utc()
         .checked_add(d)
@@ -83,11 +88,25 @@ fn known_capabilities() -> String {
     known.join(", ")
 }
 
+/// The most `--prompt-file` may hold: what a whole request may.
+pub const MAX_PROMPT_FILE_BYTES: u64 = agent_exec_contract::MAX_REQUEST_BYTES as u64;
+
+/// The most `--output-schema` may hold (4 MiB; a schema is far smaller).
+pub const MAX_SCHEMA_BYTES: u64 = 4 * 1024 * 1024;
+
+/// Reads a `--prompt-file` (`run`, `resume`): capped, UTF-8, never waiting on a FIFO
+/// without a writer (`agent_exec_runtime::input`).
+pub fn read_prompt_file(file: &Path) -> anyhow::Result<String> {
+    let bytes = agent_exec_runtime::input::read_capped(file, MAX_PROMPT_FILE_BYTES)
+        .with_context(|| format!("cannot read --prompt-file {}", file.display()))?;
+    String::from_utf8(bytes)
+        .map_err(|_| anyhow!("--prompt-file {} is not UTF-8 text", file.display()))
+}
+
 fn from_flags(r: &RequestArgs, at: WorkspaceAt) -> anyhow::Result<ContractRequest> {
     let prompt = match (&r.prompt, &r.prompt_file) {
         (Some(text), _) => text.clone(),
-        (None, Some(file)) => std::fs::read_to_string(file)
-            .with_context(|| format!("cannot read --prompt-file {}", file.display()))?,
+        (None, Some(file)) => read_prompt_file(file)?,
         (None, None) => bail!("give --prompt TEXT or --prompt-file F"),
     };
     let workspace = r
@@ -107,7 +126,7 @@ fn from_flags(r: &RequestArgs, at: WorkspaceAt) -> anyhow::Result<ContractReques
     let output_schema = match &r.output_schema {
         None => None,
         Some(file) => {
-            let text = std::fs::read(file)
+            let text = agent_exec_runtime::input::read_capped(file, MAX_SCHEMA_BYTES)
                 .with_context(|| format!("cannot read --output-schema {}", file.display()))?;
             let schema: serde_json::Value = serde_json::from_slice(&text)
                 .map_err(|e| anyhow!("--output-schema {}: not JSON: {e}", file.display()))?;
@@ -164,18 +183,20 @@ fn workspace_root(dir: &Path, at: WorkspaceAt, what: &str) -> anyhow::Result<Str
 fn from_json(source: &str, at: WorkspaceAt) -> anyhow::Result<ContractRequest> {
     use std::io::Read as _;
     let limit = agent_exec_contract::MAX_REQUEST_BYTES as u64 + 1;
-    let mut bytes = Vec::new();
-    let (name, read) = if source == "-" {
-        (
-            "stdin".to_owned(),
-            std::io::stdin().lock().take(limit).read_to_end(&mut bytes),
-        )
+    let (name, bytes) = if source == "-" {
+        let mut bytes = Vec::new();
+        std::io::stdin()
+            .lock()
+            .take(limit)
+            .read_to_end(&mut bytes)
+            .context("cannot read --request stdin")?;
+        ("stdin".to_owned(), bytes)
     } else {
-        let file = std::fs::File::open(source)
+        // A file: capped, and a FIFO without a writer is not waited on.
+        let bytes = agent_exec_runtime::input::read_capped(Path::new(source), limit - 1)
             .with_context(|| format!("cannot read --request {source}"))?;
-        (source.to_owned(), file.take(limit).read_to_end(&mut bytes))
+        (source.to_owned(), bytes)
     };
-    read.with_context(|| format!("cannot read --request {name}"))?;
     let bad = |field: &str, message: String| anyhow!("--request {name}: {field}: {message}");
     let mut request = agent_exec_contract::decode_request(&bytes)
         .map_err(|e| anyhow!("--request {name}: {e}"))?;

@@ -100,7 +100,9 @@ pub async fn wait_local(journal: &Journal, w: &WaitArgs) -> anyhow::Result<u8> {
         }
         // Its runner died while we wait: settle it now, as the next open would.
         if record.owner.pid != 0 && matches!(record.owner.liveness(&here), Liveness::Dead(_)) {
-            print_recovered(&journal.recover().await?);
+            let recovered = journal.recover().await?;
+            print_recovered(&recovered);
+            crate::leftovers::clean_up(journal, &recovered).await;
             continue;
         }
         let nap = match until {

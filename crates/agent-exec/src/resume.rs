@@ -13,7 +13,7 @@ use std::sync::Arc;
 use agent_exec_contract::{Capability, ContractResult, Error, ErrorCode, SideEffects};
 use agent_exec_journal::JournalError;
 use agent_exec_runtime::{ResumeOptions, Runtime};
-use anyhow::{Context as _, bail};
+use anyhow::bail;
 
 use crate::cli::{Args, ResumeArgs};
 use crate::run::{
@@ -30,8 +30,7 @@ pub async fn resume(args: &Args, r: &ResumeArgs) -> anyhow::Result<u8> {
         .map_err(|e| anyhow::anyhow!("invalid execution id: {e}"))?;
     let prompt = match (&r.prompt, &r.prompt_file) {
         (Some(text), _) => text.clone(),
-        (None, Some(file)) => std::fs::read_to_string(file)
-            .with_context(|| format!("cannot read --prompt-file {}", file.display()))?,
+        (None, Some(file)) => crate::request::read_prompt_file(file)?,
         (None, None) => DEFAULT_CONTINUATION.to_owned(),
     };
     if prompt.trim().is_empty() {
@@ -70,7 +69,7 @@ pub async fn resume(args: &Args, r: &ResumeArgs) -> anyhow::Result<u8> {
 
     // The runner that died may have left its agent running (nobody terminated its
     // tree): stop it before a second agent continues the same conversation.
-    if let Some(why) = terminate_what_dead_runners_left(&journal, &r.id).await? {
+    if let Some(why) = crate::leftovers::terminate_what_dead_runners_left(&journal, &r.id).await? {
         // Fail closed: never a second agent beside one that would not stop.
         let result = ContractResult::failed(Error::new(
             ErrorCode::Internal,
@@ -111,51 +110,4 @@ pub async fn resume(args: &Args, r: &ResumeArgs) -> anyhow::Result<u8> {
     crate::run::keep_output_tail(&journal, &r.id, printer.await.unwrap_or_default(), &result).await;
     print_result(r.json, &r.id, &result)?;
     Ok(exit_code(&result.outcome))
-}
-
-/// Terminates the processes each dead runner of `execution_id` (an attempt's owner
-/// proven gone on this host, this boot) left behind, saying so on stderr. `Some(why)`
-/// when some would not exit.
-async fn terminate_what_dead_runners_left(
-    journal: &agent_exec_journal::Journal,
-    execution_id: &str,
-) -> anyhow::Result<Option<String>> {
-    use agent_exec_journal::owner::Liveness;
-    let Some(record) = journal.show(execution_id).await? else {
-        return Ok(None);
-    };
-    let here = agent_exec_journal::ProcessIdentity::current();
-    let mut owners: Vec<_> = record.attempts.iter().map(|a| a.owner.clone()).collect();
-    owners.dedup();
-    for owner in owners {
-        // Same boot only: after a reboot nothing of it is left, and start times restart.
-        // Pid 0 is an owner the journal could not read: nothing to judge or terminate.
-        if owner.pid == 0
-            || owner.boot_id != here.boot_id
-            || !matches!(owner.liveness(&here), Liveness::Dead(_))
-        {
-            continue;
-        }
-        let (pid, ticks) = (owner.pid, owner.start_ticks);
-        let (found, left) = tokio::task::spawn_blocking(move || {
-            agent_exec_runtime::terminate_runner_leftovers(
-                pid,
-                ticks,
-                std::time::Duration::from_secs(2),
-            )
-        })
-        .await
-        .unwrap_or((0, 0));
-        if left > 0 {
-            return Ok(Some(format!(
-                "{left} of the {found} process(es) the dead runner (pid {pid}) left running did not exit after SIGKILL"
-            )));
-        }
-        if found > 0 {
-            eprintln!(
-                "agent-exec: terminated {found} process(es) the dead runner (pid {pid}) left running"
-            );
-        }
-    }
-    Ok(None)
 }

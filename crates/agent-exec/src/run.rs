@@ -42,11 +42,13 @@ pub fn journal_location(args: &Args, config: &Config) -> anyhow::Result<JournalL
         })
 }
 
-/// Opens the journal, saying on stderr what recovery found.
+/// Opens the journal, saying on stderr what recovery found, and ends what dead
+/// runners left ([`crate::leftovers`]).
 pub async fn open_journal(args: &Args, config: &Config) -> anyhow::Result<Journal> {
     let location = journal_location(args, config)?;
     let (journal, recovered) = Journal::open(&location).await?;
     print_recovered(&recovered);
+    crate::leftovers::clean_up(&journal, &recovered).await;
     Ok(journal)
 }
 
@@ -81,7 +83,13 @@ pub fn prepare(args: &Args) -> anyhow::Result<(Config, agent_exec_contract::Regi
 pub async fn run(args: &Args, run: &RunArgs) -> anyhow::Result<u8> {
     let (config, registry) = prepare(args)?;
 
-    let request = crate::request::build(&run.request, crate::request::WorkspaceAt::Here)?;
+    let mut request = crate::request::build(&run.request, crate::request::WorkspaceAt::Here)?;
+    if request.budget.deadline.is_none()
+        && let Some(default) = config.default_deadline(&run.request.backend)
+    {
+        // The backend's `default_deadline`: the caller gave none.
+        request.budget.deadline = Some(crate::request::deadline_after(default)?);
+    }
     let execution_id = request.execution_id.clone();
     let required = request.required.clone();
     let deadline = request.budget.deadline;
@@ -328,22 +336,10 @@ async fn cancel_on_signal(cancellation: Cancellation) {
     cancellation.cancel(CancelCause::Caller);
 }
 
-/// Returns at the first Ctrl-C or SIGTERM: how `run` and `worker` are told to stop.
+/// Returns at the first Ctrl-C or SIGTERM (also one that came before the call): how
+/// `run` and `worker` are told to stop.
 pub async fn stop_signal() {
-    let mut terminate =
-        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-    let sigterm = async {
-        match terminate.as_mut() {
-            Some(s) => {
-                s.recv().await;
-            }
-            None => std::future::pending::<()>().await,
-        }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = sigterm => {}
-    }
+    crate::signals::stopped().await;
 }
 
 /// Cancels with [`CancelCause::Deadline`] at `at` (the runtime arms its own watchdog

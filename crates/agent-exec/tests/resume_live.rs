@@ -483,3 +483,50 @@ fn acp_killed_runner_is_resumed_with_session_load() {
     ]);
     killed_then_resumed(live, "call_acp1", "TOOL-OUTPUT-a3c");
 }
+
+/// A SIGKILLed runner of a real agent CLI leaves nothing once any other command has
+/// opened the journal (issue 20, finding 2): before, the agent (waiting on the model)
+/// and its run cgroup stayed until a `resume` of that very id, or forever.
+#[test]
+fn claude_code_killed_runner_leaves_nothing_after_the_next_command() {
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let live = Live::claude(vec![
+        Turn::tool_call(
+            "toolu_lk1",
+            "Bash",
+            serde_json::json!({"command": "echo TOOL-OUTPUT-lk1"}),
+        ),
+        Turn::default().ending(Ending::Hang),
+    ]);
+    let id = format!("left-nothing-{}", std::process::id());
+    let dead = live.run_and_kill_the_runner(&id, "run the marker command");
+    let out = live.agent_exec(&["runs"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        processes_of_runner(dead),
+        Vec::<i32>::new(),
+        "no process of the killed run outlives the next command"
+    );
+    if let Some(base) = &agent_exec_runtime::cgroup::availability().base {
+        let prefix = format!("agent-exec-{dead}-");
+        let left: Vec<_> = std::fs::read_dir(base)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+            .map(|e| e.path())
+            .collect();
+        assert_eq!(
+            left,
+            Vec::<PathBuf>::new(),
+            "no run cgroup of the dead runner"
+        );
+    }
+    let record = live.show(&id);
+    assert_eq!(record["state"], "unknown", "{record:#}");
+    assert_eq!(record["error"]["side_effects"], "possible", "{record:#}");
+}
