@@ -1,0 +1,181 @@
+//! Issue 19, run as the user ran it: the real `envreg` binary on registries written by
+//! hand — typos caught (unknown fields), bindings proven by `validate`, mixed estates,
+//! bounded output.
+
+// Helpers outside #[test] functions unwrap too: a panic there is a failed test.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::{Sandbox, json_of, transcript};
+use serde_json::Value;
+
+/// A registry written file by file into a fresh sandbox.
+fn registry(files: &[(&str, &str)]) -> Sandbox {
+    let sandbox = Sandbox::empty();
+    for (rel, text) in files {
+        sandbox.write(rel, text);
+    }
+    sandbox
+}
+
+/// `envreg --json ARGS` on the sandbox: exit code and parsed stdout.
+fn run_json(sandbox: &Sandbox, args: &[&str]) -> (i32, Value) {
+    let output = sandbox.envreg().arg("--json").args(args).output().unwrap();
+    let code = output.status.code().unwrap();
+    let text = transcript(sandbox, &output);
+    let value = if output.stdout.is_empty() {
+        Value::Null
+    } else {
+        json_of(sandbox, &output)
+    };
+    assert!(code != 101, "envreg panicked: {text}");
+    (code, value)
+}
+
+/// The diagnostics of `validate --json` with this code, as (severity, file, path, line).
+fn diagnostics_with<'v>(report: &'v Value, code: &str) -> Vec<&'v Value> {
+    report["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["code"] == code)
+        .collect()
+}
+
+const ORDERS_ENVS: [(&str, &str); 2] = [
+    (
+        "environments/prod.yaml",
+        "id: prod\nschemaVersion: 1\nname: Production\ntier: production\nplatform: vm\nhosts:\n  - { id: app-1, address: 10.0.0.1 }\n",
+    ),
+    (
+        "environments/staging.yaml",
+        "id: staging\nschemaVersion: 1\nname: Staging\ntier: staging\nplatform: vm\nhosts:\n  - { id: stage-1, address: 10.1.0.1 }\n",
+    ),
+];
+
+/// Finding 2: `match: { environment: prod, service: orders-api }` (for `environmentRef`
+/// / `serviceRef`), gated by approval, validated clean and was then picked at level
+/// `global` for staging. Now `validate` fails on it, naming each key, its line and the
+/// field meant, and `resolve-operation` does not use it.
+#[test]
+fn a_misspelt_binding_match_is_an_error_and_the_binding_is_never_picked() {
+    let mut files = ORDERS_ENVS.to_vec();
+    files.extend([
+        (
+            "services/orders-api.yaml",
+            "id: orders-api\nschemaVersion: 1\nname: Orders API\nlogSources:\n  - { id: app, path: /var/log/orders/app.log }\n",
+        ),
+        (
+            "deployments/orders-api-prod.yaml",
+            "id: orders-api-prod\nschemaVersion: 1\nname: orders-api on prod\nenvironmentRef: prod\nserviceRef: orders-api\n",
+        ),
+        (
+            "deployments/orders-api-staging.yaml",
+            "id: orders-api-staging\nschemaVersion: 1\nname: orders-api on staging\nenvironmentRef: staging\nserviceRef: orders-api\n",
+        ),
+        (
+            "operation-bindings/restart-orders-prod.yaml",
+            "id: restart-orders-prod\nschemaVersion: 1\nname: Restart orders-api in prod\noperation: restart\nmatch: { environment: prod, service: orders-api }\nskill: { name: systemd-restart }\npolicy: { requiresApproval: true, allowProduction: true }\n",
+        ),
+        (
+            "skills/systemd-restart/SKILL.md",
+            "---\nname: systemd-restart\ndescription: restart a unit\n---\n",
+        ),
+        ("envreg.yaml", "skills: { dirs: [skills] }\n"),
+    ]);
+    let sandbox = registry(&files);
+
+    let (code, report) = run_json(&sandbox, &["validate"]);
+    assert_eq!(code, 3, "{report:#}");
+    assert_eq!(report["ok"], false);
+    let unknown = diagnostics_with(&report, "UNKNOWN_FIELD");
+    let binding: Vec<(&Value, &Value, &Value)> = unknown
+        .iter()
+        .filter(|d| d["file"] == "operation-bindings/restart-orders-prod.yaml")
+        .map(|d| (&d["severity"], &d["path"], &d["line"]))
+        .collect();
+    assert_eq!(
+        binding,
+        [
+            (
+                &Value::from("error"),
+                &Value::from("match.environment"),
+                &Value::from(5)
+            ),
+            (
+                &Value::from("error"),
+                &Value::from("match.service"),
+                &Value::from(5)
+            ),
+        ],
+        "{report:#}"
+    );
+    assert!(
+        unknown[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("environmentRef"),
+        "{report:#}"
+    );
+    // `logSources:` on a service was dropped without a word; now it is a warning that
+    // says where the field belongs.
+    let svc: Vec<&&Value> = unknown
+        .iter()
+        .filter(|d| d["file"] == "services/orders-api.yaml")
+        .collect();
+    assert_eq!(svc.len(), 1, "{report:#}");
+    assert_eq!(svc[0]["severity"], "warning");
+    assert_eq!(svc[0]["path"], "logSources");
+    assert_eq!(svc[0]["line"], 4);
+    assert!(svc[0]["message"].as_str().unwrap().contains("rule profile"));
+
+    // The binding is not used: there is no restart binding for staging (or for prod).
+    for env in ["staging", "prod"] {
+        let (code, value) = run_json(
+            &sandbox,
+            &[
+                "resolve-operation",
+                "restart",
+                "--env",
+                env,
+                "--service",
+                "orders-api",
+            ],
+        );
+        assert_eq!(code, 1, "{value:#}");
+        assert_eq!(value["error"]["code"], "BINDING_NOT_FOUND", "{value:#}");
+    }
+
+    // Unknown fields survive `get`, in `record` and in `yaml` (contract §2.2).
+    let (code, got) = run_json(&sandbox, &["get", "service", "orders-api"]);
+    assert_eq!(code, 0, "{got:#}");
+    assert_eq!(got["record"]["logSources"][0]["id"], "app");
+    assert!(got["yaml"].as_str().unwrap().contains("logSources:"));
+}
+
+/// A misspelt key in `envreg.yaml`'s `writePolicy` switches nothing off: the whole
+/// config falls back to its defaults (approvals on) and `validate` fails on it.
+#[test]
+fn a_misspelt_write_policy_key_is_an_error_and_the_defaults_apply() {
+    let mut files = ORDERS_ENVS.to_vec();
+    files.push((
+        "envreg.yaml",
+        "defaults: { environmentId: staging }\nwritePolicy:\n  requireApprovalForDelete: false\n  aprovalChannel: host\n",
+    ));
+    let sandbox = registry(&files);
+    let (code, report) = run_json(&sandbox, &["validate"]);
+    assert_eq!(code, 3, "{report:#}");
+    let unknown = diagnostics_with(&report, "UNKNOWN_FIELD");
+    assert_eq!(unknown.len(), 1, "{report:#}");
+    assert_eq!(unknown[0]["severity"], "error");
+    assert_eq!(unknown[0]["file"], "envreg.yaml");
+    assert_eq!(unknown[0]["path"], "writePolicy.aprovalChannel");
+    assert_eq!(unknown[0]["line"], 4);
+    assert!(
+        unknown[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("approvalChannel")
+    );
+}
