@@ -173,16 +173,6 @@ impl Registry {
     }
 }
 
-/// `env_validate` on the handle. Here rather than in `validate`, which reads snapshots
-/// and knows no handle: the handle is above validation, never below it.
-impl crate::Registry {
-    /// `env_validate`: every diagnostic of the current snapshot. Always succeeds;
-    /// `ok: false` is a report. Writes nothing.
-    pub fn validate(&self) -> crate::validate::ValidateOutput {
-        crate::validate::ValidateOutput::of(&self.snapshot())
-    }
-}
-
 impl State {
     /// Bring the file table up to date with `changes` and rebuild the snapshot.
     fn apply(&mut self, root: &containment::Root, changes: Changes) {

@@ -713,15 +713,18 @@ impl<'s> Merged<'s> {
 
     /// Resolves one template for an output field, mapping failure to
     /// `PARAMETER_RESOLUTION_FAILED`.
+    /// `defined_by` is the record field the template came from; it is named in the
+    /// error's `details.definedBy` (where `validate` points its diagnostic).
     pub(crate) fn resolve_field(
         &self,
         resolver: &mut Resolver<'_, 's, Origin<'s>>,
         field: &str,
         template: &str,
+        defined_by: Origin<'s>,
     ) -> Result<template::Resolved<Origin<'s>>, EnvError> {
         resolver
             .resolve(template)
-            .map_err(|e| self.resolution_failed(field, template, &e))
+            .map_err(|e| self.resolution_failed(field, template, &e, defined_by))
     }
 
     pub(crate) fn resolution_failed(
@@ -729,6 +732,7 @@ impl<'s> Merged<'s> {
         field: &str,
         template: &str,
         err: &ResolveError,
+        defined_by: Origin<'s>,
     ) -> EnvError {
         let layers = self.layers_searched();
         let mut message = format!("cannot resolve {field} = {template:?}: {err}");
@@ -736,6 +740,12 @@ impl<'s> Merged<'s> {
             "field": field,
             "template": template,
             "layers": layers,
+            "definedBy": {
+                "kind": defined_by.kind,
+                "id": defined_by.id,
+                "file": defined_by.file,
+                "path": defined_by.field.to_string(),
+            },
         });
         match err {
             ResolveError::Unknown { name, via } => {
@@ -857,6 +867,17 @@ pub(crate) fn service_context<'s>(
 ) -> Result<ServiceContext, EnvError> {
     let merged = Merged::build(snapshot, target)?;
     let mut resolver = Resolver::new(&merged.variables);
+    context_of_merged(&merged, &mut resolver, target)
+}
+
+/// The Service Context from an already merged target, with the caller's resolver (so
+/// `validate`, which then resolves the operations of the same deployment, resolves each
+/// variable once).
+pub(crate) fn context_of_merged<'s>(
+    merged: &Merged<'s>,
+    resolver: &mut Resolver<'_, 's, Origin<'s>>,
+    target: &Target<'s>,
+) -> Result<ServiceContext, EnvError> {
     let mut provenance: OutputMap<Provenance> =
         OutputMap::with_capacity_and_hasher(48, NameHasher::default());
     let mut origins = OriginCache::default();
@@ -878,7 +899,7 @@ pub(crate) fn service_context<'s>(
     let mut paths = OutputMap::with_capacity_and_hasher(merged.paths.len(), NameHasher::default());
     for (key, (template, origin)) in &merged.paths {
         let field = format!("paths.{key}");
-        let resolved = merged.resolve_field(&mut resolver, &field, template)?;
+        let resolved = merged.resolve_field(resolver, &field, template, *origin)?;
         record(field, template, &resolved, *origin);
         paths.insert((*key).to_owned(), resolved.value);
     }
@@ -893,12 +914,13 @@ pub(crate) fn service_context<'s>(
             field: Field::LogSource(*index_in_profile, field),
         };
         let field = format!("logSources[{out_index}].path");
-        let path = merged.resolve_field(&mut resolver, &field, &source.path)?;
+        let path = merged.resolve_field(resolver, &field, &source.path, origin_of("path"))?;
         record(field, &source.path, &path, origin_of("path"));
         let format = match &source.format {
             Some(template) => {
                 let field = format!("logSources[{out_index}].format");
-                let resolved = merged.resolve_field(&mut resolver, &field, template)?;
+                let resolved =
+                    merged.resolve_field(resolver, &field, template, origin_of("format"))?;
                 record(field, template, &resolved, origin_of("format"));
                 Some(resolved.value)
             }
@@ -914,7 +936,7 @@ pub(crate) fn service_context<'s>(
     let mut class_locations: Vec<String> = Vec::with_capacity(merged.class_locations.len());
     for (template, origin) in &merged.class_locations {
         let field = format!("classLocations[{}]", class_locations.len());
-        let resolved = merged.resolve_field(&mut resolver, &field, template)?;
+        let resolved = merged.resolve_field(resolver, &field, template, *origin)?;
         // Two templates may resolve to one location; keep the first.
         if class_locations.contains(&resolved.value) {
             continue;
@@ -932,7 +954,7 @@ pub(crate) fn service_context<'s>(
         let field = format!("variables.{name}");
         let resolved = resolver
             .resolve_variable(name)
-            .map_err(|e| merged.resolution_failed(&field, &var.value, &e))?;
+            .map_err(|e| merged.resolution_failed(&field, &var.value, &e, var.origin))?;
         record(field, &var.value, &resolved, var.origin);
         variables.insert((*name).to_owned(), resolved.value);
     }

@@ -179,3 +179,179 @@ fn a_misspelt_write_policy_key_is_an_error_and_the_defaults_apply() {
             .contains("approvalChannel")
     );
 }
+
+const SHOP_SKILLS: [(&str, &str); 3] = [
+    ("envreg.yaml", "skills: { dirs: [skills] }\n"),
+    (
+        "skills/helm-rollback/SKILL.md",
+        "---\nname: helm-rollback\ndescription: roll back a release\n---\n",
+    ),
+    (
+        "skills/http-health-check/SKILL.md",
+        "---\nname: http-health-check\ndescription: probe a URL\n---\n",
+    ),
+];
+
+/// Finding 3: `validate` passed a skill name typo (`helm-rollbak`) and a parameter
+/// template using a variable defined nowhere (`{{releaseName}}`), and a global binding
+/// whose template fails for every service without a `port`; `resolve-operation` then
+/// failed. Now `validate` resolves every binding against every deployment it picks
+/// and every deployment's Service Context, and fails on each, naming the binding (or
+/// record), the deployment and the field.
+#[test]
+fn validate_fails_on_every_binding_and_context_that_cannot_resolve() {
+    let mut files = ORDERS_ENVS.to_vec();
+    files.extend(SHOP_SKILLS);
+    files.extend([
+        (
+            "services/orders-api.yaml",
+            "id: orders-api\nschemaVersion: 1\nname: Orders API\nruleProfileRefs: [layout]\nvariables: { port: \"8080\" }\n",
+        ),
+        (
+            "services/billing.yaml",
+            "id: billing\nschemaVersion: 1\nname: Billing\n",
+        ),
+        (
+            "rule-profiles/layout.yaml",
+            "id: layout\nschemaVersion: 1\nname: Layout\npaths:\n  home: /opt/{{appName}}\n",
+        ),
+        (
+            "deployments/orders-api-staging.yaml",
+            "id: orders-api-staging\nschemaVersion: 1\nname: orders-api on staging\nenvironmentRef: staging\nserviceRef: orders-api\nvariables: { appName: orders }\n",
+        ),
+        (
+            "deployments/orders-api-prod.yaml",
+            "id: orders-api-prod\nschemaVersion: 1\nname: orders-api on prod\nenvironmentRef: prod\nserviceRef: orders-api\n",
+        ),
+        (
+            "deployments/billing-staging.yaml",
+            "id: billing-staging\nschemaVersion: 1\nname: billing on staging\nenvironmentRef: staging\nserviceRef: billing\n",
+        ),
+        (
+            "operation-bindings/rollback-orders.yaml",
+            "id: rollback-orders\nschemaVersion: 1\nname: Roll back orders-api\noperation: rollback\nmatch: { serviceRef: orders-api }\nskill: { name: helm-rollbak }\nparameters: { release: \"{{releaseName}}\" }\npolicy: { allowProduction: true }\n",
+        ),
+        (
+            "operation-bindings/health-check.yaml",
+            "id: health-check\nschemaVersion: 1\nname: Health check\noperation: health-check\nmatch: {}\nskill: { name: http-health-check }\nparameters: { url: \"http://127.0.0.1:{{port}}/health\" }\npolicy: { requiresApproval: false, allowProduction: true }\n",
+        ),
+    ]);
+    let sandbox = registry(&files);
+    let (code, report) = run_json(&sandbox, &["validate"]);
+    assert_eq!(code, 3, "{report:#}");
+    let found = |code: &str| -> Vec<(String, String, String)> {
+        diagnostics_with(&report, code)
+            .into_iter()
+            .map(|d| {
+                assert_eq!(d["severity"], "error", "{d}");
+                (
+                    d["file"].as_str().unwrap().to_owned(),
+                    d["path"].as_str().unwrap().to_owned(),
+                    d["message"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect()
+    };
+
+    let skills = found("SKILL_UNAVAILABLE");
+    assert_eq!(skills.len(), 1, "{report:#}");
+    assert_eq!(skills[0].0, "operation-bindings/rollback-orders.yaml");
+    assert_eq!(skills[0].1, "skill.name");
+    assert!(skills[0].2.contains("helm-rollbak"));
+
+    let params = found("PARAMETER_RESOLUTION_FAILED");
+    let at = |file: &str, path: &str| -> Vec<&String> {
+        params
+            .iter()
+            .filter(|(f, p, _)| f == file && p == path)
+            .map(|(_, _, m)| m)
+            .collect()
+    };
+    // `{{releaseName}}`: both orders-api deployments, in one diagnostic naming them.
+    let release = at(
+        "operation-bindings/rollback-orders.yaml",
+        "parameters.release",
+    );
+    assert_eq!(release.len(), 1, "{report:#}");
+    for needle in [
+        "rollback-orders",
+        "releaseName",
+        "orders-api-prod",
+        "orders-api-staging",
+    ] {
+        assert!(release[0].contains(needle), "{needle}: {}", release[0]);
+    }
+    // The global health check fails for billing (no port) only.
+    let health = at("operation-bindings/health-check.yaml", "parameters.url");
+    assert_eq!(health.len(), 1, "{report:#}");
+    assert!(health[0].contains("billing-staging") && health[0].contains("port"));
+    assert!(!health[0].contains("orders-api"), "{}", health[0]);
+    // The rule profile's path needs `appName`, which only staging's deployment sets:
+    // the Service Context of orders-api-prod fails, at the profile's field.
+    let home = at("rule-profiles/layout.yaml", "paths.home");
+    assert_eq!(home.len(), 1, "{report:#}");
+    assert!(home[0].contains("orders-api-prod") && home[0].contains("appName"));
+    assert!(!home[0].contains("orders-api-staging"), "{}", home[0]);
+
+    // What validate reports is what resolve-operation answers.
+    let (code, value) = run_json(
+        &sandbox,
+        &[
+            "resolve-operation",
+            "health-check",
+            "--env",
+            "staging",
+            "--service",
+            "billing",
+        ],
+    );
+    assert_eq!(code, 1);
+    assert_eq!(value["error"]["code"], "PARAMETER_RESOLUTION_FAILED");
+}
+
+/// `envreg init`'s registry validates clean, and its global health-check binding still
+/// resolves for a service added without a `port` (its rule profile has a default).
+#[test]
+fn the_init_registry_validates_clean_and_its_health_check_fits_a_new_service() {
+    let sandbox = Sandbox::empty();
+    let output = sandbox
+        .bare()
+        .arg("init")
+        .arg(sandbox.registry())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", transcript(&sandbox, &output));
+    let (code, report) = run_json(&sandbox, &["validate"]);
+    assert_eq!((code, &report["ok"]), (0, &Value::Bool(true)), "{report:#}");
+    sandbox.write(
+        "services/worker.yaml",
+        "id: worker\nschemaVersion: 1\nname: Worker\nruleProfileRefs: [basic-service]\nvariables: { appName: worker }\n",
+    );
+    sandbox.write(
+        "deployments/worker-local.yaml",
+        "id: worker-local\nschemaVersion: 1\nname: worker on local\nenvironmentRef: local\nserviceRef: worker\n",
+    );
+    let (code, report) = run_json(&sandbox, &["validate"]);
+    assert_eq!((code, &report["ok"]), (0, &Value::Bool(true)), "{report:#}");
+    let (code, value) = run_json(
+        &sandbox,
+        &[
+            "resolve-operation",
+            "health-check",
+            "--env",
+            "local",
+            "--service",
+            "worker",
+        ],
+    );
+    assert_eq!(code, 0, "{value:#}");
+    assert_eq!(value["parameters"]["url"], "http://127.0.0.1:8080/health");
+}
+
+/// The example registry validates clean with operations proven.
+#[test]
+fn the_example_registry_validates_clean_with_operations_proven() {
+    let sandbox = Sandbox::with_example();
+    let (code, report) = run_json(&sandbox, &["validate"]);
+    assert_eq!((code, &report["ok"]), (0, &Value::Bool(true)), "{report:#}");
+}
