@@ -77,7 +77,8 @@ pub type OutputMap<V> = IndexMap<String, V, NameHasher>;
 pub struct ServiceContext {
     pub environment: EnvironmentSummary,
     pub service: RecordRef,
-    pub deployment: RecordRef,
+    pub deployment: DeploymentSummary,
+    /// The deployment's own `hosts` when it has them, else the environment's.
     pub hosts: Vec<Host>,
     /// Resolved `paths` of the merged rule profiles.
     pub paths: OutputMap<String>,
@@ -106,6 +107,18 @@ pub struct EnvironmentSummary {
     pub name: String,
     pub tier: Tier,
     pub platform: Platform,
+}
+
+/// `{ id, name, platform? }` of the deployment. `platform` is present when the
+/// deployment sets its own (replacing `environment.platform` for it): the effective
+/// platform is `deployment.platform`, else `environment.platform`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DeploymentSummary {
+    pub id: String,
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub platform: Option<Platform>,
 }
 
 /// `{ id, name }` of a service or deployment.
@@ -580,6 +593,27 @@ impl<'s> Merged<'s> {
                     ),
                 },
             );
+            // The effective platform (the deployment's own, else the environment's):
+            // what an operation's parameters should use in a mixed estate.
+            let (platform, origin) = match deployment.platform {
+                Some(p) => (
+                    p,
+                    builtin(
+                        RecordKind::Deployment,
+                        deployment.id.as_str(),
+                        record.file.as_str(),
+                        "platform",
+                    ),
+                ),
+                None => (env.platform, env_origin("platform")),
+            };
+            merged.variables.insert(
+                "deployment.platform",
+                Variable {
+                    value: Cow::Borrowed(platform.as_str()),
+                    origin,
+                },
+            );
         }
 
         // Layer 2: rule profiles, in application order; their paths, log sources and
@@ -989,11 +1023,12 @@ pub(crate) fn context_of_merged<'s>(
             id: target.service.id.clone(),
             name: target.service.name.clone(),
         },
-        deployment: RecordRef {
+        deployment: DeploymentSummary {
             id: deployment.id.clone(),
             name: deployment.name.clone(),
+            platform: deployment.platform,
         },
-        hosts: env.hosts.clone(),
+        hosts: deployment.effective_hosts(env).to_vec(),
         paths,
         log_sources,
         class_locations,
@@ -1778,6 +1813,41 @@ variables: { where: \"{{env.id}}/{{ env.tier }}/{{service.name}}/{{deployment.id
         for output in &outputs {
             assert!(!output.contains(CANARY), "canary leaked into: {output}");
         }
+    }
+
+    /// Issue 19 finding 4: a VM service inside a Kubernetes environment showed the
+    /// environment's platform and all its cluster nodes as its hosts. A deployment's own
+    /// `platform` and `hosts` now replace the environment's for it; one without them
+    /// resolves exactly as before.
+    #[test]
+    fn a_deployment_with_its_own_platform_and_hosts_replaces_the_environments() {
+        let vm = "
+id: aico-vm
+schemaVersion: 1
+name: aicoservice on two VMs
+environmentRef: test-a
+serviceRef: lonely
+platform: vm
+hosts:
+  - { id: vm-1, address: 10.30.0.1, roles: [app] }
+variables: { where: \"{{deployment.platform}}/{{env.platform}}\" }
+";
+        let mut records = fixture::standard();
+        records.push((RecordKind::Deployment, vm));
+        let ctx = resolve(&records, Some("test-a"), "lonely", None).unwrap();
+        assert_eq!(ctx.deployment.platform, Some(Platform::Vm));
+        assert_eq!(ctx.environment.platform, Platform::Kubernetes);
+        let hosts: Vec<&str> = ctx.hosts.iter().map(|h| h.id.as_str()).collect();
+        assert_eq!(hosts, ["vm-1"]);
+        assert_eq!(ctx.variables["where"], "vm/kubernetes");
+        let json = serde_json::to_value(&ctx).unwrap();
+        assert_eq!(json["deployment"]["platform"], "vm");
+
+        let plain = standard_context();
+        assert_eq!(plain.deployment.platform, None);
+        assert_eq!(plain.hosts.len(), 2);
+        let json = serde_json::to_value(&plain).unwrap();
+        assert!(json["deployment"].get("platform").is_none());
     }
 
     #[test]
