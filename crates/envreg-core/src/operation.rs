@@ -293,6 +293,7 @@ pub(crate) fn resolve_parameters<'s>(
     record: &'s crate::model::Record,
     binding: &'s OperationBinding,
 ) -> Result<OutputMap<String>, EnvError> {
+    resolver.start_output();
     let mut parameters =
         OutputMap::with_capacity_and_hasher(binding.parameters.len(), Default::default());
     for (name, template) in &binding.parameters {

@@ -810,6 +810,22 @@ impl<'s> Merged<'s> {
                 details["reason"] = json!("too-long");
                 details["via"] = json!(via);
             }
+            ResolveError::OutputTooLarge { used, largest } => {
+                details["reason"] = json!("output-too-large");
+                details["limit"] = json!(template::MAX_OUTPUT_LEN);
+                details["used"] = json!(used);
+                if let Some((name, len)) = largest {
+                    details["largestVariable"] = json!({ "name": name, "bytes": len });
+                }
+                // Name the record and field that grew in the sentence itself.
+                let _ = write!(
+                    message,
+                    " (template from {} {}, {})",
+                    defined_by.kind.noun().0,
+                    defined_by.id,
+                    defined_by.field
+                );
+            }
         }
         EnvError::new(ErrorCode::ParameterResolutionFailed, message).with_details(details)
     }

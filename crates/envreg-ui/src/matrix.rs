@@ -276,7 +276,12 @@ fn badge(
         Ok(ctx) => {
             let namespace = ctx.variables.get("namespace").cloned();
             let workload = ctx.variables.get("workload").cloned();
-            if namespace.is_some() || workload.is_some() {
+            // A deployment with its own hosts (a VM service in a Kubernetes
+            // environment) is placed by them, not by the environment's namespace.
+            let own_hosts = snapshot
+                .deployment(deployment)
+                .is_some_and(|d| d.hosts.as_ref().is_some_and(|h| !h.is_empty()));
+            if !own_hosts && (namespace.is_some() || workload.is_some()) {
                 Placement::Workload {
                     namespace,
                     workload,

@@ -355,3 +355,129 @@ fn the_example_registry_validates_clean_with_operations_proven() {
     let (code, report) = run_json(&sandbox, &["validate"]);
     assert_eq!((code, &report["ok"]), (0, &Value::Bool(true)), "{report:#}");
 }
+
+/// Finding 7's registry: a 54 KB rule profile with 3,000 paths each `{{v1}}`, `v1` a
+/// 64 KiB value (the per-value cap). One Service Context used to be 193 MB.
+fn amplifier() -> Sandbox {
+    let mut profile = String::from(
+        "id: big\nschemaVersion: 1\nname: Big\nvariables:\n  v1: \"{{v0}}{{v0}}{{v0}}{{v0}}{{v0}}{{v0}}{{v0}}{{v0}}\"\n  v0: \"",
+    );
+    profile.push_str(&"x".repeat(8 * 1024));
+    profile.push_str("\"\npaths:\n");
+    for i in 0..3000 {
+        profile.push_str(&format!("  p{i}: \"{{{{v1}}}}\"\n"));
+    }
+    assert!(profile.len() < 64 * 1024, "{}", profile.len());
+    registry(&[
+        (
+            "environments/dev.yaml",
+            "id: dev\nschemaVersion: 1\nname: Dev\ntier: dev\nplatform: docker\n",
+        ),
+        (
+            "services/amp.yaml",
+            "id: amp\nschemaVersion: 1\nname: Amp\nruleProfileRefs: [big]\n",
+        ),
+        (
+            "deployments/amp-dev.yaml",
+            "id: amp-dev\nschemaVersion: 1\nname: amp on dev\nenvironmentRef: dev\nserviceRef: amp\n",
+        ),
+        ("rule-profiles/big.yaml", &profile),
+    ])
+}
+
+fn assert_output_cap_error(error: &Value) {
+    assert_eq!(error["code"], "PARAMETER_RESOLUTION_FAILED", "{error:#}");
+    assert_eq!(error["details"]["reason"], "output-too-large", "{error:#}");
+    assert_eq!(
+        error["details"]["definedBy"]["file"],
+        "rule-profiles/big.yaml"
+    );
+    assert_eq!(error["details"]["largestVariable"]["name"], "v1");
+    let message = error["message"].as_str().unwrap();
+    assert!(
+        message.contains("1 MiB") && message.contains("rule profile big"),
+        "{message}"
+    );
+}
+
+/// Finding 7, CLI: `resolve` printed 193 MB in 4.5 s at 874 MB RSS. Now it fails with
+/// the cap's error naming the record and field, and prints a few hundred bytes.
+#[test]
+fn an_amplifying_profile_fails_resolve_with_the_output_cap() {
+    let sandbox = amplifier();
+    let output = sandbox
+        .envreg()
+        .args(["--json", "resolve", "amp", "--env", "dev"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "{}",
+        transcript(&sandbox, &output)
+    );
+    assert!(
+        output.stdout.len() < 64 * 1024,
+        "{} bytes",
+        output.stdout.len()
+    );
+    assert_output_cap_error(&json_of(&sandbox, &output)["error"]);
+    // validate proves the same Service Context, so it reports the same failure.
+    let (code, report) = run_json(&sandbox, &["validate"]);
+    assert_eq!(code, 3);
+    let found = diagnostics_with(&report, "PARAMETER_RESOLUTION_FAILED");
+    assert_eq!(found.len(), 1, "{report:#}");
+    assert_eq!(found[0]["file"], "rule-profiles/big.yaml");
+}
+
+/// Finding 7, MCP: `env_resolve` over `envreg serve` (stdio) sent one 386 MB line. Now
+/// the tool answers the cap's error, and the reply line stays small.
+#[test]
+fn an_amplifying_profile_fails_env_resolve_over_stdio_with_the_output_cap() {
+    use std::io::{BufRead as _, BufReader, Write as _};
+    let sandbox = amplifier();
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("envreg"))
+        .arg("--registry")
+        .arg(sandbox.registry())
+        .arg("serve")
+        .current_dir(sandbox.tmp.path())
+        .env("HOME", sandbox.home())
+        .env_remove("ENVREG_REGISTRY")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut send = |v: Value| writeln!(stdin, "{v}").unwrap();
+    send(
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "registry-model-test", "version": "0"}}}),
+    );
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    assert!(line.contains("\"id\":1"), "{line}");
+    send(serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    send(
+        serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "env_resolve", "arguments": {"environmentId": "dev", "serviceId": "amp"}}}),
+    );
+    line.clear();
+    stdout.read_line(&mut line).unwrap();
+    drop(stdin);
+    let _ = child.wait();
+    assert!(line.len() < 64 * 1024, "{} bytes", line.len());
+    let reply: Value = serde_json::from_str(&line).unwrap();
+    let result = &reply["result"];
+    assert_eq!(result["isError"], true, "{reply:#}");
+    let text = result["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["text"].as_str())
+        .find_map(|t| serde_json::from_str::<Value>(t).ok())
+        .expect("an error JSON text block");
+    assert_output_cap_error(&text);
+}
