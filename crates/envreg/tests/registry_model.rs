@@ -481,3 +481,260 @@ fn an_amplifying_profile_fails_env_resolve_over_stdio_with_the_output_cap() {
         .expect("an error JSON text block");
     assert_output_cap_error(&text);
 }
+
+/// The mixed estate of examples/mixed-estate in a fresh sandbox.
+fn mixed_estate() -> Sandbox {
+    let sandbox = Sandbox::empty();
+    common::copy_dir(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/mixed-estate"),
+        &sandbox.registry(),
+    );
+    sandbox
+}
+
+/// Replace `from` (which must occur once) by `to` in a registry file.
+fn edit(sandbox: &Sandbox, rel: &str, from: &str, to: &str) {
+    let path = sandbox.registry().join(rel);
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(text.matches(from).count(), 1, "{rel}: {from:?}");
+    std::fs::write(path, text.replace(from, to)).unwrap();
+}
+
+/// Issue 19's acceptance scenario: a three-environment mixed estate (compose dev;
+/// Kubernetes staging and prod with two VM services inside prod), written with the docs
+/// and schemas only. It validates clean and resolves each service on its own platform
+/// and hosts.
+#[test]
+fn the_mixed_estate_validates_clean_and_resolves_vm_services_on_their_own_hosts() {
+    let sandbox = mixed_estate();
+    let (code, report) = run_json(&sandbox, &["validate"]);
+    assert_eq!((code, &report["ok"]), (0, &Value::Bool(true)), "{report:#}");
+    assert_eq!(report["diagnostics"], Value::Array(vec![]), "{report:#}");
+
+    let (code, ledger) = run_json(&sandbox, &["resolve", "ledger", "--env", "prod"]);
+    assert_eq!(code, 0, "{ledger:#}");
+    assert_eq!(ledger["environment"]["platform"], "kubernetes");
+    assert_eq!(ledger["deployment"]["platform"], "vm");
+    let hosts: Vec<&str> = ledger["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(hosts, ["ledger-vm-1", "ledger-vm-2"]);
+
+    let (code, storefront) = run_json(&sandbox, &["resolve", "storefront", "--env", "prod"]);
+    assert_eq!(code, 0);
+    assert!(storefront["deployment"].get("platform").is_none());
+    assert_eq!(storefront["hosts"].as_array().unwrap().len(), 3);
+
+    for (service, skill, platform) in [
+        ("ledger", "systemd-restart", Some("vm")),
+        ("reports", "systemd-restart", Some("vm")),
+        ("storefront", "k8s-rolling-restart", None),
+    ] {
+        let (code, op) = run_json(
+            &sandbox,
+            &[
+                "resolve-operation",
+                "restart",
+                "--env",
+                "prod",
+                "--service",
+                service,
+            ],
+        );
+        assert_eq!(code, 0, "{op:#}");
+        assert_eq!(op["skill"]["name"], skill, "{op:#}");
+        if let Some(p) = platform {
+            assert_eq!(op["parameters"]["platform"], p);
+        }
+    }
+    let (code, list) = run_json(&sandbox, &["list", "--kind", "deployment"]);
+    assert_eq!(code, 0);
+    let summary = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["id"] == "ledger-prod")
+        .unwrap()["summary"]
+        .clone();
+    assert_eq!(summary, "ledger in prod · vm · 2 hosts");
+}
+
+/// Every typo a person modelling that estate could make gets a diagnostic at its file
+/// and field; the ones that could widen a binding or skip an approval fail `validate`.
+#[test]
+fn every_typo_in_the_mixed_estate_gets_a_diagnostic_at_its_field() {
+    // (file, original, typo, code, severity, path)
+    let cases = [
+        (
+            "operation-bindings/restart-prod.yaml",
+            "environmentRef: prod",
+            "environment: prod",
+            "UNKNOWN_FIELD",
+            "error",
+            "match.environment",
+        ),
+        (
+            "operation-bindings/restart-prod.yaml",
+            "allowProduction: true",
+            "allowProd: true",
+            "UNKNOWN_FIELD",
+            "error",
+            "policy.allowProd",
+        ),
+        (
+            "operation-bindings/restart-dev.yaml",
+            "match: {",
+            "matches: {",
+            "UNKNOWN_FIELD",
+            "error",
+            "matches",
+        ),
+        (
+            "envreg.yaml",
+            "  requireApprovalForDelete: true",
+            "  requireApprovalForDeletes: true",
+            "UNKNOWN_FIELD",
+            "error",
+            "writePolicy.requireApprovalForDeletes",
+        ),
+        (
+            "envreg.yaml",
+            "  environmentId: staging",
+            "  environment: staging",
+            "UNKNOWN_FIELD",
+            "error",
+            "defaults.environment",
+        ),
+        (
+            "deployments/ledger-prod.yaml",
+            "platform: vm",
+            "platfrom: vm",
+            "UNKNOWN_FIELD",
+            "warning",
+            "platfrom",
+        ),
+        (
+            "deployments/reports-prod.yaml",
+            "roles: [app]",
+            "role: [app]",
+            "UNKNOWN_FIELD",
+            "warning",
+            "hosts[0].role",
+        ),
+        (
+            "services/ledger.yaml",
+            "ruleProfileRefs:",
+            "ruleProfiles:",
+            "UNKNOWN_FIELD",
+            "warning",
+            "ruleProfiles",
+        ),
+        (
+            "rule-profiles/app-layout.yaml",
+            "logSources:",
+            "logSource:",
+            "UNKNOWN_FIELD",
+            "warning",
+            "logSource",
+        ),
+        (
+            "environments/staging.yaml",
+            "variables:",
+            "vars:",
+            "UNKNOWN_FIELD",
+            "warning",
+            "vars",
+        ),
+        (
+            "deployments/ledger-prod.yaml",
+            "platform: vm",
+            "platform: vms",
+            "RECORD_INVALID",
+            "error",
+            "",
+        ),
+        (
+            "deployments/reports-prod.yaml",
+            "serviceRef: reports",
+            "serviceRef: report",
+            "SERVICE_NOT_FOUND",
+            "error",
+            "serviceRef",
+        ),
+        (
+            "services/reports.yaml",
+            "[app-layout]",
+            "[app-layuot]",
+            "RULE_PROFILE_NOT_FOUND",
+            "error",
+            "ruleProfileRefs[0]",
+        ),
+        // Bindings that cannot resolve.
+        (
+            "operation-bindings/restart-prod.yaml",
+            "{{namespace}}",
+            "{{namepsace}}",
+            "PARAMETER_RESOLUTION_FAILED",
+            "error",
+            "parameters.namespace",
+        ),
+        (
+            "operation-bindings/restart-ledger-prod.yaml",
+            "systemd-restart",
+            "systemd-restrat",
+            "SKILL_UNAVAILABLE",
+            "error",
+            "skill.name",
+        ),
+        (
+            "operation-bindings/health-check.yaml",
+            "{{port}}",
+            "{{prot}}",
+            "PARAMETER_RESOLUTION_FAILED",
+            "error",
+            "parameters.url",
+        ),
+        (
+            "rule-profiles/app-layout.yaml",
+            "/opt/{{appName}}",
+            "/opt/{{appname}}",
+            "PARAMETER_RESOLUTION_FAILED",
+            "error",
+            "paths.home",
+        ),
+        (
+            "operation-bindings/restart-reports-prod.yaml",
+            "deploymentRef: reports-prod",
+            "deploymentRef: ledger-prod",
+            "BINDING_CONFLICT",
+            "error",
+            "match",
+        ),
+    ];
+    for (file, from, to, code, severity, path) in cases {
+        let sandbox = mixed_estate();
+        edit(&sandbox, file, from, to);
+        let (exit, report) = run_json(&sandbox, &["validate"]);
+        let found = diagnostics_with(&report, code);
+        let at: Vec<&&Value> = found
+            .iter()
+            .filter(|d| d["file"] == file && (path.is_empty() || d["path"] == path))
+            .collect();
+        assert!(
+            !at.is_empty(),
+            "{file}: {from:?} → {to:?}: no {code} at {path}: {report:#}"
+        );
+        assert_eq!(at[0]["severity"], severity, "{file} {to}: {report:#}");
+        if code == "UNKNOWN_FIELD" {
+            assert!(at[0]["line"].is_number(), "{file} {to}: {report:#}");
+        }
+        // A warning alone does not fail validate, but what it breaks may (`vars:` leaves
+        // every template of staging without its variables).
+        if severity == "error" {
+            assert_eq!(exit, 3, "{file} {to}: {report:#}");
+        }
+    }
+}
