@@ -474,6 +474,7 @@ mod tests {
         /// Nor on YAML-ish text built from the grammar's own punctuation.
         #[test]
         fn never_panics_on_yamlish_text(text in "(id: x\n|schemaVersion: 1\n|name: n\n|[-:{}\\[\\],&*!|>'\"#%@` \n]|[a-z0-9]{1,4}){0,40}") {
+            let _ = crate::config::Config::parse_checked(&text);
             let (rec, _) = parse_record_text(RecordKind::Environment, "x", "environments/x.yaml", text);
             if let Some(rec) = rec {
                 prop_assert_eq!(rec.id(), "x");
