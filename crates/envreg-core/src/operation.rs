@@ -331,17 +331,18 @@ fn binding_applies(binding: &OperationBinding, target: &Target<'_>) -> bool {
 
 pub(crate) type Matched<'s> = (&'s crate::model::Record, &'s OperationBinding, MatchLevel);
 
-pub(crate) fn match_binding<'s>(
-    snapshot: &'s Snapshot,
-    operation: &str,
+/// The bindings of `records` that apply to `target` at the most specific level any of
+/// them reaches (data model §7), in the order given; `None` when none applies.
+pub(crate) fn most_specific<'s>(
+    records: impl IntoIterator<Item = &'s crate::model::Record>,
     target: &Target<'s>,
-) -> Result<Matched<'s>, EnvError> {
+) -> (
+    Option<MatchLevel>,
+    Vec<(&'s crate::model::Record, &'s OperationBinding)>,
+) {
     let mut best: Option<MatchLevel> = None;
     let mut candidates: Vec<(&'s crate::model::Record, &'s OperationBinding)> = Vec::new();
-    for id in snapshot.bindings_for(operation) {
-        let Some(record) = snapshot.get(RecordKind::OperationBinding, id) else {
-            continue;
-        };
+    for record in records {
         let Some(binding) = record.as_operation_binding() else {
             continue;
         };
@@ -359,6 +360,20 @@ pub(crate) fn match_binding<'s>(
             }
         }
     }
+    (best, candidates)
+}
+
+pub(crate) fn match_binding<'s>(
+    snapshot: &'s Snapshot,
+    operation: &str,
+    target: &Target<'s>,
+) -> Result<Matched<'s>, EnvError> {
+    let records = snapshot
+        .bindings_for(operation)
+        .iter()
+        .filter_map(|id| snapshot.get(RecordKind::OperationBinding, id))
+        .map(|r| &**r);
+    let (best, candidates) = most_specific(records, target);
     let requested = json!({
         "environmentId": target.environment.id,
         "serviceId": target.service.id,
@@ -414,7 +429,7 @@ pub(crate) fn match_binding<'s>(
     }
 }
 
-fn level_name(level: MatchLevel) -> &'static str {
+pub(crate) fn level_name(level: MatchLevel) -> &'static str {
     match level {
         MatchLevel::Deployment => "deployment",
         MatchLevel::EnvironmentService => "environment-service",

@@ -14,9 +14,10 @@
 //!   denied by design, not a failure, and is not resolved.
 //!
 //! The same functions as `env_resolve` / `env_resolve_operation` do the work
-//! ([`crate::resolve::context_of_merged`], [`crate::operation::match_binding`],
+//! ([`crate::resolve::context_of_merged`], [`crate::operation::most_specific`],
 //! [`crate::operation::resolve_parameters`]), so the proof and the call cannot
-//! disagree. Each deployment is merged once and its variables resolved once (one
+//! disagree; the bindings of a deployment are found through an index
+//! ([`BindingIndex`]) instead of a scan of every binding of the operation. Each deployment is merged once and its variables resolved once (one
 //! memoising resolver for its context and all its operations).
 //!
 //! One failure usually repeats across many deployments (a global binding, a shared
@@ -154,6 +155,7 @@ fn prove_deployments(snapshot: &Snapshot) -> Vec<Diagnostic> {
         .records(RecordKind::Deployment)
         .map(|r| &**r)
         .collect();
+    let index = BindingIndex::of(snapshot);
     let threads = std::thread::available_parallelism()
         .map_or(1, usize::from)
         .clamp(1, 8);
@@ -161,7 +163,7 @@ fn prove_deployments(snapshot: &Snapshot) -> Vec<Diagnostic> {
     let parts: Vec<Groups> = std::thread::scope(|scope| {
         let handles: Vec<_> = deployments
             .chunks(chunk)
-            .map(|part| scope.spawn(|| prove_part(snapshot, &operations, part)))
+            .map(|part| scope.spawn(|| prove_part(snapshot, &index, &operations, part)))
             .collect();
         handles
             .into_iter()
@@ -178,7 +180,89 @@ fn prove_deployments(snapshot: &Snapshot) -> Vec<Diagnostic> {
     all.into_diagnostics().collect()
 }
 
-fn prove_part(snapshot: &Snapshot, operations: &[&str], deployments: &[&Record]) -> Groups {
+/// The bindings of each operation keyed by the most specific ref their match names, so
+/// a deployment's candidates are five lookups instead of a scan of every binding of
+/// the operation (the synthetic registry binds `redeploy` 1,300 times). The candidates
+/// go through the same [`crate::operation::most_specific`] as a call, so the pick is
+/// the call's.
+#[derive(Default)]
+struct BindingIndex<'s> {
+    by_operation: HashMap<&'s str, OperationIndex<'s>>,
+}
+
+#[derive(Default)]
+struct OperationIndex<'s> {
+    deployment: HashMap<&'s str, Vec<&'s Record>>,
+    environment_service: HashMap<(&'s str, &'s str), Vec<&'s Record>>,
+    service: HashMap<&'s str, Vec<&'s Record>>,
+    environment: HashMap<&'s str, Vec<&'s Record>>,
+    global: Vec<&'s Record>,
+}
+
+impl<'s> BindingIndex<'s> {
+    fn of(snapshot: &'s Snapshot) -> BindingIndex<'s> {
+        let mut index = BindingIndex::default();
+        for record in snapshot.records(RecordKind::OperationBinding) {
+            let Some(b) = record.as_operation_binding() else {
+                continue;
+            };
+            let op = index.by_operation.entry(b.operation.as_str()).or_default();
+            let m = &b.matches;
+            let slot = match (
+                m.deployment_ref.as_deref(),
+                m.environment_ref.as_deref(),
+                m.service_ref.as_deref(),
+            ) {
+                (Some(d), _, _) => op.deployment.entry(d).or_default(),
+                (None, Some(e), Some(s)) => op.environment_service.entry((e, s)).or_default(),
+                (None, None, Some(s)) => op.service.entry(s).or_default(),
+                (None, Some(e), None) => op.environment.entry(e).or_default(),
+                (None, None, None) => &mut op.global,
+            };
+            slot.push(&**record);
+        }
+        index
+    }
+
+    fn most_specific(
+        &self,
+        operation: &str,
+        target: &Target<'s>,
+    ) -> (
+        Option<crate::model::MatchLevel>,
+        Vec<(&'s Record, &'s crate::model::OperationBinding)>,
+    ) {
+        let Some(op) = self.by_operation.get(operation) else {
+            return (None, Vec::new());
+        };
+        let env = target.environment.id.as_str();
+        let svc = target.service.id.as_str();
+        let none: &[&Record] = &[];
+        let dep = target
+            .deployment
+            .and_then(|(_, d)| op.deployment.get(d.id.as_str()))
+            .map_or(none, Vec::as_slice);
+        let candidates = dep
+            .iter()
+            .chain(
+                op.environment_service
+                    .get(&(env, svc))
+                    .map_or(none, Vec::as_slice),
+            )
+            .chain(op.service.get(svc).map_or(none, Vec::as_slice))
+            .chain(op.environment.get(env).map_or(none, Vec::as_slice))
+            .chain(&op.global)
+            .copied();
+        crate::operation::most_specific(candidates, target)
+    }
+}
+
+fn prove_part(
+    snapshot: &Snapshot,
+    index: &BindingIndex<'_>,
+    operations: &[&str],
+    deployments: &[&Record],
+) -> Groups {
     let mut groups = Groups::default();
     for record in deployments.iter().copied() {
         let Some(target) = deployment_target(snapshot, record) else {
@@ -206,8 +290,9 @@ fn prove_part(snapshot: &Snapshot, operations: &[&str], deployments: &[&Record])
             groups.add(e.code, file, path, head, deployment.clone());
         }
         for operation in operations {
-            match crate::operation::match_binding(snapshot, operation, &target) {
-                Ok((binding_record, binding, _)) => {
+            let (level, picked) = index.most_specific(operation, &target);
+            match (level, picked.as_slice()) {
+                (Some(_), [(binding_record, binding)]) => {
                     let denied = target.environment.tier == Tier::Production
                         && !binding.policy.allow_production;
                     if denied {
@@ -225,11 +310,31 @@ fn prove_part(snapshot: &Snapshot, operations: &[&str], deployments: &[&Record])
                         groups.add(e.code, file, path, head, deployment.clone());
                     }
                 }
-                Err(e) if e.code == ErrorCode::BindingConflict && !identical_matches(&e) => {
-                    let file = conflict_file(&e).unwrap_or_default();
-                    groups.add(e.code, &file, "match", e.message, deployment.clone());
+                (Some(level), several) if several.len() > 1 => {
+                    // Identical matches are the snapshot's own BINDING_CONFLICT already.
+                    if several.windows(2).all(|p| p[0].1.matches == p[1].1.matches) {
+                        continue;
+                    }
+                    let mut ids: Vec<(&str, &str)> = several
+                        .iter()
+                        .map(|(r, b)| (b.id.as_str(), r.file.as_str()))
+                        .collect();
+                    ids.sort_unstable();
+                    let head = format!(
+                        "{} bindings match {operation} at level {} for this context: {}; make one more specific or remove one",
+                        ids.len(),
+                        crate::operation::level_name(level),
+                        ids.iter().map(|(id, _)| *id).collect::<Vec<_>>().join(", ")
+                    );
+                    groups.add(
+                        ErrorCode::BindingConflict,
+                        ids[0].1,
+                        "match",
+                        head,
+                        deployment.clone(),
+                    );
                 }
-                Err(_) => {} // no binding for this deployment, or reported elsewhere
+                _ => {} // no binding for this deployment
             }
         }
     }
@@ -303,25 +408,4 @@ fn reason(e: &EnvError) -> String {
         .split_once("; searched ")
         .map_or(message, |(head, _)| head)
         .to_owned()
-}
-
-/// Whether every candidate of a `BINDING_CONFLICT` has the same match (the snapshot's
-/// own `BINDING_CONFLICT` check reports those, once per binding).
-fn identical_matches(e: &EnvError) -> bool {
-    let Some(candidates) = e
-        .details
-        .as_ref()
-        .and_then(|d| d.get("candidates"))
-        .and_then(|c| c.as_array())
-    else {
-        return false;
-    };
-    candidates
-        .windows(2)
-        .all(|pair| pair[0].get("match") == pair[1].get("match"))
-}
-
-fn conflict_file(e: &EnvError) -> Option<String> {
-    let first = e.details.as_ref()?.get("candidates")?.get(0)?;
-    Some(first.get("file")?.as_str()?.to_owned())
 }
