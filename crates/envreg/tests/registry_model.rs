@@ -738,3 +738,47 @@ fn every_typo_in_the_mixed_estate_gets_a_diagnostic_at_its_field() {
         }
     }
 }
+
+/// A save cannot write what the loader would refuse: a binding whose `match` or
+/// `policy` holds an unknown key is `RECORD_INVALID` naming the field, and nothing is
+/// written; other unknown keys are saved and returned as warnings.
+#[test]
+fn save_refuses_an_unknown_key_in_a_binding_match_and_warns_about_others() {
+    let sandbox = Sandbox::with_example();
+    let file = sandbox.tmp.path().join("restart-typo.yaml");
+    std::fs::write(
+        &file,
+        "id: restart-typo\nschemaVersion: 1\nname: typo\noperation: restart\nmatch: { environment: prod }\nskill: { name: k8s-rolling-restart }\n",
+    )
+    .unwrap();
+    let (code, value) = run_json(
+        &sandbox,
+        &["save", "operationBinding", file.to_str().unwrap()],
+    );
+    assert_eq!(code, 1, "{value:#}");
+    assert_eq!(value["error"]["code"], "RECORD_INVALID", "{value:#}");
+    assert!(value.to_string().contains("match.environment"), "{value:#}");
+    assert!(
+        !sandbox
+            .registry()
+            .join("operation-bindings/restart-typo.yaml")
+            .exists()
+    );
+    std::fs::write(
+        &file,
+        "id: restart-typo\nschemaVersion: 1\nname: typo\noperation: restart\nmatch: { environmentRef: dev, serviceRef: storefront }\nskill: { name: k8s-rolling-restart }\nnotes: kept\n",
+    )
+    .unwrap();
+    let (code, value) = run_json(
+        &sandbox,
+        &[
+            "save",
+            "operationBinding",
+            file.to_str().unwrap(),
+            "--dry-run",
+        ],
+    );
+    assert_eq!(code, 0, "{value:#}");
+    assert_eq!(value["warnings"][0]["code"], "UNKNOWN_FIELD", "{value:#}");
+    assert_eq!(value["warnings"][0]["path"], "notes");
+}
