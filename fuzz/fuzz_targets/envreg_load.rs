@@ -21,6 +21,11 @@ fuzz_target!(|data: &[u8]| {
     }
     if let Ok(text) = std::str::from_utf8(body) {
         let _ = envreg_core::Config::parse(text);
+        // As the registry reads it: unknown keys located and judged too.
+        let (_, findings) = envreg_core::Config::parse_checked(text);
+        for d in findings {
+            assert_eq!(d.file.as_deref(), Some("envreg.yaml"));
+        }
         let _ = envreg_core::load::parse_document(text);
     }
 });

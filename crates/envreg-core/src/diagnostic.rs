@@ -91,6 +91,9 @@ pub mod codes {
     pub const RULE_PROFILE_CYCLE: &str = "RULE_PROFILE_CYCLE";
     pub const TEMPLATE_INVALID: &str = "TEMPLATE_INVALID";
     pub const BINDING_CONFLICT: &str = "BINDING_CONFLICT";
+    /// A key the model does not know: a warning (kept, ignored), or an error where it
+    /// could widen a binding or skip an approval (`record_checks::unknown_fields`).
+    pub const UNKNOWN_FIELD: &str = "UNKNOWN_FIELD";
     pub const CREDENTIAL_MISSING: &str = "CREDENTIAL_MISSING";
     pub const VARIABLE_SHADOWED: &str = "VARIABLE_SHADOWED";
     pub const ENV_NOT_FOUND: &str = "ENV_NOT_FOUND";

@@ -38,6 +38,7 @@
 //! | `watch` | inotify drained at call time; rescan fallback |
 //! | [`registry`], [`snapshot`] | the handle, its file table, immutable snapshots and their indexes |
 //! | `record_checks`, [`validate`] | per-record checks (run by the loader) and cross-record checks of a snapshot (data model §4) |
+//! | `prove` | `env_validate`'s proof that every deployment's Service Context and picked binding resolve |
 //! | [`read`], [`session`], [`write`](mod@write) | `env_list/get/find`, session defaults, `env_save/delete` |
 //! | [`approval`], [`host_gate`] | contract §1.3's table, and the verdict a host's PreToolUse hook gives |
 //! | [`schema`] | JSON Schema of each kind, derived from [`model`] |
@@ -95,6 +96,7 @@ pub mod write;
 
 // Owned by core-resolve.
 pub mod operation;
+mod prove;
 pub mod resolve;
 pub mod skills;
 pub mod template;

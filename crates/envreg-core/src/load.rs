@@ -34,6 +34,47 @@ pub(crate) fn parse_typed<T: DeserializeOwned>(text: &str) -> Result<T, Diagnost
     serde_saphyr::from_str_with_options::<T>(text, yaml_options()).map_err(|e| parse_error(&e))
 }
 
+/// Parse text into `T`, also returning the field paths of every key `T` does not know
+/// (`match.environment`, `hosts[0].role`), in document order. One parse: the keys are
+/// reported by the deserializer as it skips them (`serde_ignored`).
+pub(crate) fn parse_typed_tracking<T: DeserializeOwned>(
+    text: &str,
+) -> Result<(T, Vec<String>), Diagnostic> {
+    let mut unknown = Vec::new();
+    let value = serde_saphyr::with_deserializer_from_str_with_options(text, yaml_options(), |de| {
+        serde_ignored::deserialize(de, |path| unknown.push(field_path(&path)))
+    })
+    .map_err(|e| parse_error(&e))?;
+    Ok((value, unknown))
+}
+
+/// A `serde_ignored` path as a field path: `a.b[0].c`.
+pub(crate) fn field_path(path: &serde_ignored::Path<'_>) -> String {
+    use serde_ignored::Path;
+    fn walk(p: &Path<'_>, out: &mut String) {
+        match p {
+            Path::Root => {}
+            Path::Seq { parent, index } => {
+                walk(parent, out);
+                out.push_str(&format!("[{index}]"));
+            }
+            Path::Map { parent, key } => {
+                walk(parent, out);
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push_str(key);
+            }
+            Path::Some { parent }
+            | Path::NewtypeStruct { parent }
+            | Path::NewtypeVariant { parent } => walk(parent, out),
+        }
+    }
+    let mut out = String::new();
+    walk(path, &mut out);
+    out
+}
+
 /// Parse text into a JSON value (unknown fields and key order kept).
 pub fn parse_document(text: &str) -> Result<serde_json::Value, Diagnostic> {
     parse_typed::<serde_json::Value>(text)
@@ -62,6 +103,41 @@ impl crate::config::Config {
             d.file = Some(crate::config::CONFIG_FILE.to_owned());
             d
         })
+    }
+
+    /// Parse config text as the registry does: the config and every finding about it.
+    /// A parse error, or an unknown key in `writePolicy` or `defaults` (an error of
+    /// [`crate::record_checks::unknown_fields`]), means the defaults are used — the
+    /// fail-closed choice; other unknown keys are warnings.
+    pub fn parse_checked(text: &str) -> (crate::config::Config, Vec<Diagnostic>) {
+        use crate::config::{CONFIG_FILE, Config};
+        if text.trim().is_empty() {
+            return (Config::default(), Vec::new());
+        }
+        match parse_typed_tracking::<Config>(text) {
+            Err(mut d) => {
+                d.code = codes::CONFIG_INVALID.to_owned();
+                d.message = format!("{}; defaults used", d.message);
+                (Config::default(), vec![d.in_file(CONFIG_FILE)])
+            }
+            Ok((config, unknown)) => {
+                let diagnostics: Vec<Diagnostic> = crate::record_checks::unknown_fields(
+                    crate::record_checks::FieldOwner::Config,
+                    &unknown,
+                    Some(text),
+                )
+                .into_iter()
+                .map(|d| d.in_file(CONFIG_FILE))
+                .collect();
+                let refused = diagnostics
+                    .iter()
+                    .any(|d| d.severity == crate::diagnostic::Severity::Error);
+                (
+                    if refused { Config::default() } else { config },
+                    diagnostics,
+                )
+            }
+        }
     }
 }
 
@@ -239,24 +315,35 @@ pub fn parse_record_text(
 ) -> (Option<crate::model::Record>, Vec<Diagnostic>) {
     use crate::kind::RecordKind;
     use crate::model::RecordBody;
+    fn typed<T: DeserializeOwned>(
+        text: &str,
+        wrap: fn(T) -> RecordBody,
+    ) -> Result<(RecordBody, Vec<String>), Diagnostic> {
+        parse_typed_tracking(text).map(|(body, unknown)| (wrap(body), unknown))
+    }
     let parsed = match kind {
-        RecordKind::Environment => parse_typed(&text).map(RecordBody::Environment),
-        RecordKind::Service => parse_typed(&text).map(RecordBody::Service),
-        RecordKind::Deployment => parse_typed(&text).map(RecordBody::Deployment),
-        RecordKind::RuleProfile => parse_typed(&text).map(RecordBody::RuleProfile),
-        RecordKind::OperationBinding => parse_typed(&text).map(RecordBody::OperationBinding),
+        RecordKind::Environment => typed(&text, RecordBody::Environment),
+        RecordKind::Service => typed(&text, RecordBody::Service),
+        RecordKind::Deployment => typed(&text, RecordBody::Deployment),
+        RecordKind::RuleProfile => typed(&text, RecordBody::RuleProfile),
+        RecordKind::OperationBinding => typed(&text, RecordBody::OperationBinding),
     };
-    let body = match parsed {
-        Ok(body) => body,
+    let (body, unknown) = match parsed {
+        Ok(parsed) => parsed,
         Err(d) => return (None, vec![d.in_file(rel)]),
     };
     let mut diagnostics = crate::record_checks::check_record(&body, Some(stem));
+    diagnostics.extend(crate::record_checks::unknown_fields(
+        crate::record_checks::FieldOwner::Record(kind),
+        &unknown,
+        Some(&text),
+    ));
     for d in &mut diagnostics {
         d.file = Some(rel.to_owned());
     }
     let fatal = diagnostics
         .iter()
-        .any(|d| crate::record_checks::is_fatal_record_code(&d.code));
+        .any(crate::record_checks::is_fatal_record_finding);
     if fatal {
         return (None, diagnostics);
     }
@@ -352,7 +439,13 @@ mod tests {
             "services/a.yaml",
             text.as_bytes().to_vec(),
         );
-        assert!(diags.is_empty(), "{diags:?}");
+        // The unknown field is reported where it is, and kept.
+        assert_eq!(diags.len(), 1, "{diags:?}");
+        assert_eq!(
+            (diags[0].code.as_str(), diags[0].severity, diags[0].line),
+            ("UNKNOWN_FIELD", crate::Severity::Warning, Some(4))
+        );
+        assert_eq!(diags[0].path.as_deref(), Some("extra"));
         let rec = rec.unwrap();
         assert_eq!(rec.id(), "a");
         assert_eq!(&*rec.text, text);
@@ -381,6 +474,7 @@ mod tests {
         /// Nor on YAML-ish text built from the grammar's own punctuation.
         #[test]
         fn never_panics_on_yamlish_text(text in "(id: x\n|schemaVersion: 1\n|name: n\n|[-:{}\\[\\],&*!|>'\"#%@` \n]|[a-z0-9]{1,4}){0,40}") {
+            let _ = crate::config::Config::parse_checked(&text);
             let (rec, _) = parse_record_text(RecordKind::Environment, "x", "environments/x.yaml", text);
             if let Some(rec) = rec {
                 prop_assert_eq!(rec.id(), "x");

@@ -287,6 +287,14 @@ record_struct! {
     pub struct Deployment {
         pub environment_ref: String,
         pub service_ref: String,
+        /// This deployment's own platform, replacing its environment's (a mixed estate:
+        /// VM services inside a Kubernetes environment). Absent: the environment's.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub platform: Option<Platform>,
+        /// This deployment's own hosts, replacing its environment's in its Service
+        /// Context. Absent: the environment's; `[]`: none.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub hosts: Option<Vec<Host>>,
         /// Applied after the service's profiles.
         #[serde(default)]
         pub rule_profile_refs: Vec<String>,
@@ -468,6 +476,18 @@ pub struct Record {
     pub file: String,
     /// The on-disk text, verbatim (what `env_get` returns as `yaml`).
     pub text: Arc<str>,
+}
+
+impl Deployment {
+    /// The platform this deployment runs on: its own, else its environment's.
+    pub fn effective_platform(&self, environment: &Environment) -> Platform {
+        self.platform.unwrap_or(environment.platform)
+    }
+
+    /// The hosts this deployment runs on: its own, else its environment's.
+    pub fn effective_hosts<'a>(&'a self, environment: &'a Environment) -> &'a [Host] {
+        self.hosts.as_deref().unwrap_or(&environment.hosts)
+    }
 }
 
 impl Record {

@@ -35,7 +35,7 @@ use crate::error::{EnvError, ErrorCode};
 use crate::kind::RecordKind;
 use crate::model::{BindingPolicy, MatchLevel, OperationBinding, STANDARD_OPERATIONS, Tier};
 use crate::registry::Registry;
-use crate::resolve::{Merged, OutputMap, Target, WithoutDeployment, select_target};
+use crate::resolve::{Field, Merged, Origin, OutputMap, Target, WithoutDeployment, select_target};
 use crate::session::SessionId;
 use crate::skills::{SkillCatalog, SkillLookup, SkillRoots, SkillSource};
 use crate::snapshot::Snapshot;
@@ -228,13 +228,7 @@ pub fn resolve_operation_in_snapshot(
 
     let merged = Merged::build(snapshot, &target)?;
     let mut resolver = Resolver::new(&merged.variables);
-    let mut parameters =
-        OutputMap::with_capacity_and_hasher(binding.parameters.len(), Default::default());
-    for (name, template) in &binding.parameters {
-        let field = format!("parameters.{name}");
-        let resolved = merged.resolve_field(&mut resolver, &field, template)?;
-        parameters.insert(name.clone(), resolved.value);
-    }
+    let parameters = resolve_parameters(&merged, &mut resolver, binding_record, binding)?;
 
     let mut diagnostics = Vec::new();
     let (available, source) = match catalog.lookup(&binding.skill.name) {
@@ -292,6 +286,30 @@ pub fn resolve_operation_in_snapshot(
     })
 }
 
+/// A binding's parameters, resolved against a merged context (§5 layers).
+pub(crate) fn resolve_parameters<'s>(
+    merged: &Merged<'s>,
+    resolver: &mut Resolver<'_, 's, Origin<'s>>,
+    record: &'s crate::model::Record,
+    binding: &'s OperationBinding,
+) -> Result<OutputMap<String>, EnvError> {
+    resolver.start_output();
+    let mut parameters =
+        OutputMap::with_capacity_and_hasher(binding.parameters.len(), Default::default());
+    for (name, template) in &binding.parameters {
+        let field = format!("parameters.{name}");
+        let defined_by = Origin {
+            kind: RecordKind::OperationBinding,
+            id: binding.id.as_str(),
+            file: record.file.as_str(),
+            field: Field::Key("parameters", name.as_str()),
+        };
+        let resolved = merged.resolve_field(resolver, &field, template, defined_by)?;
+        parameters.insert(name.clone(), resolved.value);
+    }
+    Ok(parameters)
+}
+
 /// Operation ids are data: the record-id alphabet, which every standard id fits.
 fn check_operation_id(operation: &str) -> Result<(), EnvError> {
     crate::id::check_id("operation", operation)
@@ -311,19 +329,20 @@ fn binding_applies(binding: &OperationBinding, target: &Target<'_>) -> bool {
             .is_none_or(|d| target.deployment.is_some_and(|(_, dep)| dep.id == d))
 }
 
-type Matched<'s> = (&'s crate::model::Record, &'s OperationBinding, MatchLevel);
+pub(crate) type Matched<'s> = (&'s crate::model::Record, &'s OperationBinding, MatchLevel);
 
-fn match_binding<'s>(
-    snapshot: &'s Snapshot,
-    operation: &str,
+/// The bindings of `records` that apply to `target` at the most specific level any of
+/// them reaches (data model §7), in the order given; `None` when none applies.
+pub(crate) fn most_specific<'s>(
+    records: impl IntoIterator<Item = &'s crate::model::Record>,
     target: &Target<'s>,
-) -> Result<Matched<'s>, EnvError> {
+) -> (
+    Option<MatchLevel>,
+    Vec<(&'s crate::model::Record, &'s OperationBinding)>,
+) {
     let mut best: Option<MatchLevel> = None;
     let mut candidates: Vec<(&'s crate::model::Record, &'s OperationBinding)> = Vec::new();
-    for id in snapshot.bindings_for(operation) {
-        let Some(record) = snapshot.get(RecordKind::OperationBinding, id) else {
-            continue;
-        };
+    for record in records {
         let Some(binding) = record.as_operation_binding() else {
             continue;
         };
@@ -341,6 +360,20 @@ fn match_binding<'s>(
             }
         }
     }
+    (best, candidates)
+}
+
+pub(crate) fn match_binding<'s>(
+    snapshot: &'s Snapshot,
+    operation: &str,
+    target: &Target<'s>,
+) -> Result<Matched<'s>, EnvError> {
+    let records = snapshot
+        .bindings_for(operation)
+        .iter()
+        .filter_map(|id| snapshot.get(RecordKind::OperationBinding, id))
+        .map(|r| &**r);
+    let (best, candidates) = most_specific(records, target);
     let requested = json!({
         "environmentId": target.environment.id,
         "serviceId": target.service.id,
@@ -396,7 +429,7 @@ fn match_binding<'s>(
     }
 }
 
-fn level_name(level: MatchLevel) -> &'static str {
+pub(crate) fn level_name(level: MatchLevel) -> &'static str {
     match level {
         MatchLevel::Deployment => "deployment",
         MatchLevel::EnvironmentService => "environment-service",

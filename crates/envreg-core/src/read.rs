@@ -279,7 +279,17 @@ pub fn summary_of(body: &crate::model::RecordBody) -> Option<String> {
                 None => profiles,
             })
         }
-        RecordBody::Deployment(d) => Some(format!("{} in {}", d.service_ref, d.environment_ref)),
+        RecordBody::Deployment(d) => {
+            let mut summary = format!("{} in {}", d.service_ref, d.environment_ref);
+            // A deployment with its own platform or hosts says so (a mixed estate).
+            if let Some(p) = d.platform {
+                summary.push_str(&format!(" · {}", p.as_str()));
+            }
+            if let Some(hosts) = &d.hosts {
+                summary.push_str(&format!(" · {}", plural(hosts.len(), "host", "hosts")));
+            }
+            Some(summary)
+        }
         RecordBody::RuleProfile(p) => Some(format!(
             "{} · {}",
             plural(p.paths.len(), "path", "paths"),

@@ -48,7 +48,8 @@ struct State {
     /// Per kind: file name → what loading it produced.
     files: [BTreeMap<String, FileOutcome>; 5],
     config: Arc<Config>,
-    config_diagnostic: Option<Diagnostic>,
+    /// What loading `envreg.yaml` found (an invalid file, unknown keys).
+    config_diagnostics: Vec<Diagnostic>,
     /// Kind folders that exist but cannot be listed.
     folder_diagnostics: Vec<Diagnostic>,
     watcher: Option<Watcher>,
@@ -93,7 +94,7 @@ impl Registry {
         let mut state = State {
             files: Default::default(),
             config: Arc::new(Config::default()),
-            config_diagnostic: None,
+            config_diagnostics: Vec::new(),
             folder_diagnostics: Vec::new(),
             watcher,
             snapshot: Arc::new(Snapshot::empty()),
@@ -172,25 +173,15 @@ impl Registry {
     }
 }
 
-/// `env_validate` on the handle. Here rather than in `validate`, which reads snapshots
-/// and knows no handle: the handle is above validation, never below it.
-impl crate::Registry {
-    /// `env_validate`: every diagnostic of the current snapshot. Always succeeds;
-    /// `ok: false` is a report. Writes nothing.
-    pub fn validate(&self) -> crate::validate::ValidateOutput {
-        crate::validate::ValidateOutput::of(&self.snapshot())
-    }
-}
-
 impl State {
     /// Bring the file table up to date with `changes` and rebuild the snapshot.
     fn apply(&mut self, root: &containment::Root, changes: Changes) {
         let mut rescan = changes.rescan;
         let mut changed = false;
         if changes.config {
-            let old = (self.config.clone(), self.config_diagnostic.clone());
+            let old = (self.config.clone(), self.config_diagnostics.clone());
             self.reload_config(root);
-            changed |= *old.0 != *self.config || old.1 != self.config_diagnostic;
+            changed |= *old.0 != *self.config || old.1 != self.config_diagnostics;
             // The size limit decides which files load at all.
             rescan |= self.config.limits.max_record_bytes != old.0.limits.max_record_bytes;
         }
@@ -220,15 +211,16 @@ impl State {
     }
 
     fn reload_config(&mut self, root: &containment::Root) {
-        self.config_diagnostic = None;
+        self.config_diagnostics.clear();
         let config = match crate::files::read_capped(root, CONFIG_FILE, 1 << 20, &mut None) {
             Ok(bytes) => match String::from_utf8(bytes) {
-                Ok(text) => Config::parse(&text).unwrap_or_else(|d| {
-                    self.config_diagnostic = Some(d);
-                    Config::default()
-                }),
+                Ok(text) => {
+                    let (config, diagnostics) = Config::parse_checked(&text);
+                    self.config_diagnostics = diagnostics;
+                    config
+                }
                 Err(_) => {
-                    self.config_diagnostic = Some(
+                    self.config_diagnostics.push(
                         Diagnostic::error(
                             codes::CONFIG_INVALID,
                             "envreg.yaml is not valid UTF-8; defaults used",
@@ -243,7 +235,7 @@ impl State {
                 let mut d = why.diagnostic();
                 d.code = codes::CONFIG_INVALID.to_owned();
                 d.message = format!("{}; defaults used", d.message);
-                self.config_diagnostic = Some(d.in_file(CONFIG_FILE));
+                self.config_diagnostics.push(d.in_file(CONFIG_FILE));
                 Config::default()
             }
         };
@@ -291,7 +283,7 @@ impl State {
     fn rebuild(&mut self) {
         let mut records: [RecordMap; 5] = Default::default();
         let mut diagnostics: Vec<Diagnostic> = Vec::new();
-        diagnostics.extend(self.config_diagnostic.iter().cloned());
+        diagnostics.extend(self.config_diagnostics.iter().cloned());
         diagnostics.extend(self.folder_diagnostics.iter().cloned());
         for kind in RecordKind::ALL {
             let table = &self.files[kind.index()];

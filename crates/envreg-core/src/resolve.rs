@@ -77,7 +77,8 @@ pub type OutputMap<V> = IndexMap<String, V, NameHasher>;
 pub struct ServiceContext {
     pub environment: EnvironmentSummary,
     pub service: RecordRef,
-    pub deployment: RecordRef,
+    pub deployment: DeploymentSummary,
+    /// The deployment's own `hosts` when it has them, else the environment's.
     pub hosts: Vec<Host>,
     /// Resolved `paths` of the merged rule profiles.
     pub paths: OutputMap<String>,
@@ -106,6 +107,18 @@ pub struct EnvironmentSummary {
     pub name: String,
     pub tier: Tier,
     pub platform: Platform,
+}
+
+/// `{ id, name, platform? }` of the deployment. `platform` is present when the
+/// deployment sets its own (replacing `environment.platform` for it): the effective
+/// platform is `deployment.platform`, else `environment.platform`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DeploymentSummary {
+    pub id: String,
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub platform: Option<Platform>,
 }
 
 /// `{ id, name }` of a service or deployment.
@@ -580,6 +593,27 @@ impl<'s> Merged<'s> {
                     ),
                 },
             );
+            // The effective platform (the deployment's own, else the environment's):
+            // what an operation's parameters should use in a mixed estate.
+            let (platform, origin) = match deployment.platform {
+                Some(p) => (
+                    p,
+                    builtin(
+                        RecordKind::Deployment,
+                        deployment.id.as_str(),
+                        record.file.as_str(),
+                        "platform",
+                    ),
+                ),
+                None => (env.platform, env_origin("platform")),
+            };
+            merged.variables.insert(
+                "deployment.platform",
+                Variable {
+                    value: Cow::Borrowed(platform.as_str()),
+                    origin,
+                },
+            );
         }
 
         // Layer 2: rule profiles, in application order; their paths, log sources and
@@ -713,15 +747,18 @@ impl<'s> Merged<'s> {
 
     /// Resolves one template for an output field, mapping failure to
     /// `PARAMETER_RESOLUTION_FAILED`.
+    /// `defined_by` is the record field the template came from; it is named in the
+    /// error's `details.definedBy` (where `validate` points its diagnostic).
     pub(crate) fn resolve_field(
         &self,
         resolver: &mut Resolver<'_, 's, Origin<'s>>,
         field: &str,
         template: &str,
+        defined_by: Origin<'s>,
     ) -> Result<template::Resolved<Origin<'s>>, EnvError> {
         resolver
             .resolve(template)
-            .map_err(|e| self.resolution_failed(field, template, &e))
+            .map_err(|e| self.resolution_failed(field, template, &e, defined_by))
     }
 
     pub(crate) fn resolution_failed(
@@ -729,6 +766,7 @@ impl<'s> Merged<'s> {
         field: &str,
         template: &str,
         err: &ResolveError,
+        defined_by: Origin<'s>,
     ) -> EnvError {
         let layers = self.layers_searched();
         let mut message = format!("cannot resolve {field} = {template:?}: {err}");
@@ -736,6 +774,12 @@ impl<'s> Merged<'s> {
             "field": field,
             "template": template,
             "layers": layers,
+            "definedBy": {
+                "kind": defined_by.kind,
+                "id": defined_by.id,
+                "file": defined_by.file,
+                "path": defined_by.field.to_string(),
+            },
         });
         match err {
             ResolveError::Unknown { name, via } => {
@@ -765,6 +809,22 @@ impl<'s> Merged<'s> {
             ResolveError::TooLong { via } => {
                 details["reason"] = json!("too-long");
                 details["via"] = json!(via);
+            }
+            ResolveError::OutputTooLarge { used, largest } => {
+                details["reason"] = json!("output-too-large");
+                details["limit"] = json!(template::MAX_OUTPUT_LEN);
+                details["used"] = json!(used);
+                if let Some((name, len)) = largest {
+                    details["largestVariable"] = json!({ "name": name, "bytes": len });
+                }
+                // Name the record and field that grew in the sentence itself.
+                let _ = write!(
+                    message,
+                    " (template from {} {}, {})",
+                    defined_by.kind.noun().0,
+                    defined_by.id,
+                    defined_by.field
+                );
             }
         }
         EnvError::new(ErrorCode::ParameterResolutionFailed, message).with_details(details)
@@ -857,6 +917,17 @@ pub(crate) fn service_context<'s>(
 ) -> Result<ServiceContext, EnvError> {
     let merged = Merged::build(snapshot, target)?;
     let mut resolver = Resolver::new(&merged.variables);
+    context_of_merged(&merged, &mut resolver, target)
+}
+
+/// The Service Context from an already merged target, with the caller's resolver (so
+/// `validate`, which then resolves the operations of the same deployment, resolves each
+/// variable once).
+pub(crate) fn context_of_merged<'s>(
+    merged: &Merged<'s>,
+    resolver: &mut Resolver<'_, 's, Origin<'s>>,
+    target: &Target<'s>,
+) -> Result<ServiceContext, EnvError> {
     let mut provenance: OutputMap<Provenance> =
         OutputMap::with_capacity_and_hasher(48, NameHasher::default());
     let mut origins = OriginCache::default();
@@ -878,7 +949,7 @@ pub(crate) fn service_context<'s>(
     let mut paths = OutputMap::with_capacity_and_hasher(merged.paths.len(), NameHasher::default());
     for (key, (template, origin)) in &merged.paths {
         let field = format!("paths.{key}");
-        let resolved = merged.resolve_field(&mut resolver, &field, template)?;
+        let resolved = merged.resolve_field(resolver, &field, template, *origin)?;
         record(field, template, &resolved, *origin);
         paths.insert((*key).to_owned(), resolved.value);
     }
@@ -893,12 +964,13 @@ pub(crate) fn service_context<'s>(
             field: Field::LogSource(*index_in_profile, field),
         };
         let field = format!("logSources[{out_index}].path");
-        let path = merged.resolve_field(&mut resolver, &field, &source.path)?;
+        let path = merged.resolve_field(resolver, &field, &source.path, origin_of("path"))?;
         record(field, &source.path, &path, origin_of("path"));
         let format = match &source.format {
             Some(template) => {
                 let field = format!("logSources[{out_index}].format");
-                let resolved = merged.resolve_field(&mut resolver, &field, template)?;
+                let resolved =
+                    merged.resolve_field(resolver, &field, template, origin_of("format"))?;
                 record(field, template, &resolved, origin_of("format"));
                 Some(resolved.value)
             }
@@ -914,7 +986,7 @@ pub(crate) fn service_context<'s>(
     let mut class_locations: Vec<String> = Vec::with_capacity(merged.class_locations.len());
     for (template, origin) in &merged.class_locations {
         let field = format!("classLocations[{}]", class_locations.len());
-        let resolved = merged.resolve_field(&mut resolver, &field, template)?;
+        let resolved = merged.resolve_field(resolver, &field, template, *origin)?;
         // Two templates may resolve to one location; keep the first.
         if class_locations.contains(&resolved.value) {
             continue;
@@ -932,7 +1004,7 @@ pub(crate) fn service_context<'s>(
         let field = format!("variables.{name}");
         let resolved = resolver
             .resolve_variable(name)
-            .map_err(|e| merged.resolution_failed(&field, &var.value, &e))?;
+            .map_err(|e| merged.resolution_failed(&field, &var.value, &e, var.origin))?;
         record(field, &var.value, &resolved, var.origin);
         variables.insert((*name).to_owned(), resolved.value);
     }
@@ -967,11 +1039,12 @@ pub(crate) fn service_context<'s>(
             id: target.service.id.clone(),
             name: target.service.name.clone(),
         },
-        deployment: RecordRef {
+        deployment: DeploymentSummary {
             id: deployment.id.clone(),
             name: deployment.name.clone(),
+            platform: deployment.platform,
         },
-        hosts: env.hosts.clone(),
+        hosts: deployment.effective_hosts(env).to_vec(),
         paths,
         log_sources,
         class_locations,
@@ -1756,6 +1829,41 @@ variables: { where: \"{{env.id}}/{{ env.tier }}/{{service.name}}/{{deployment.id
         for output in &outputs {
             assert!(!output.contains(CANARY), "canary leaked into: {output}");
         }
+    }
+
+    /// Issue 19 finding 4: a VM service inside a Kubernetes environment showed the
+    /// environment's platform and all its cluster nodes as its hosts. A deployment's own
+    /// `platform` and `hosts` now replace the environment's for it; one without them
+    /// resolves exactly as before.
+    #[test]
+    fn a_deployment_with_its_own_platform_and_hosts_replaces_the_environments() {
+        let vm = "
+id: aico-vm
+schemaVersion: 1
+name: aicoservice on two VMs
+environmentRef: test-a
+serviceRef: lonely
+platform: vm
+hosts:
+  - { id: vm-1, address: 10.30.0.1, roles: [app] }
+variables: { where: \"{{deployment.platform}}/{{env.platform}}\" }
+";
+        let mut records = fixture::standard();
+        records.push((RecordKind::Deployment, vm));
+        let ctx = resolve(&records, Some("test-a"), "lonely", None).unwrap();
+        assert_eq!(ctx.deployment.platform, Some(Platform::Vm));
+        assert_eq!(ctx.environment.platform, Platform::Kubernetes);
+        let hosts: Vec<&str> = ctx.hosts.iter().map(|h| h.id.as_str()).collect();
+        assert_eq!(hosts, ["vm-1"]);
+        assert_eq!(ctx.variables["where"], "vm/kubernetes");
+        let json = serde_json::to_value(&ctx).unwrap();
+        assert_eq!(json["deployment"]["platform"], "vm");
+
+        let plain = standard_context();
+        assert_eq!(plain.deployment.platform, None);
+        assert_eq!(plain.hosts.len(), 2);
+        let json = serde_json::to_value(&plain).unwrap();
+        assert!(json["deployment"].get("platform").is_none());
     }
 
     #[test]

@@ -45,6 +45,9 @@ pub struct Snapshot {
     /// [`Snapshot::diagnostics`] (in `validate`, which reads the snapshot; the snapshot
     /// never calls the validator).
     pub(crate) all_diagnostics: OnceLock<Vec<Diagnostic>>,
+    /// `env_validate`'s proof of every deployment's Service Context and operations,
+    /// computed on first use by `prove.rs` (it reads only this snapshot).
+    pub(crate) proof: OnceLock<Vec<Diagnostic>>,
     /// Lower-cased search fields for `find` / `list --query`, built on first use.
     search_index: OnceLock<Vec<SearchEntry>>,
     /// Increases with every rebuild; lets callers cache per-snapshot results.
@@ -83,6 +86,7 @@ impl Snapshot {
             deployments_by_placement,
             bindings_by_operation,
             all_diagnostics: OnceLock::new(),
+            proof: OnceLock::new(),
             search_index: OnceLock::new(),
             generation,
         }

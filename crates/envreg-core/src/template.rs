@@ -40,6 +40,12 @@ pub const MAX_DEPTH: usize = 32;
 /// so that a registry of mutually doubling variables cannot exhaust memory.
 pub const MAX_VALUE_LEN: usize = 64 * 1024;
 
+/// Largest total of resolved values one [`Resolver`] hands out (1 MiB): what one
+/// Service Context, one operation's parameters or one UI cell page may hold. Checked
+/// while expanding, so a small record that repeats a large value (3,000 paths of
+/// `{{v1}}`, `v1` 64 KiB) fails after about 1 MiB, not after building hundreds.
+pub const MAX_OUTPUT_LEN: usize = 1024 * 1024;
+
 /// One piece of a parsed template.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Piece<'t> {
@@ -303,6 +309,12 @@ pub enum ResolveError {
     TooDeep { via: Vec<String> },
     /// The value would exceed [`MAX_VALUE_LEN`] bytes.
     TooLong { via: Vec<String> },
+    /// The values resolved so far plus this one would exceed [`MAX_OUTPUT_LEN`] bytes;
+    /// `largest` is the biggest variable the template referenced, with its length.
+    OutputTooLarge {
+        used: usize,
+        largest: Option<(String, usize)>,
+    },
 }
 
 impl fmt::Display for ResolveError {
@@ -343,6 +355,19 @@ impl fmt::Display for ResolveError {
                 write!(f, "resolved value exceeds {MAX_VALUE_LEN} bytes")?;
                 via(f, chain)
             }
+            ResolveError::OutputTooLarge { used, largest } => {
+                write!(
+                    f,
+                    "the resolved output would exceed its cap of {MAX_OUTPUT_LEN} bytes (1 MiB; {used} bytes before this field)"
+                )?;
+                if let Some((name, len)) = largest {
+                    write!(
+                        f,
+                        "; this field repeats variable {name} ({len} bytes): shorten that variable or stop repeating it"
+                    )?;
+                }
+                Ok(())
+            }
         }
     }
 }
@@ -354,6 +379,9 @@ impl std::error::Error for ResolveError {}
 pub struct Resolver<'v, 'a, O> {
     vars: &'v Variables<'a, O>,
     memo: HashMap<&'a str, Rc<str>, NameHasher>,
+    /// Bytes of resolved values handed out since [`Resolver::new`] or
+    /// [`Resolver::start_output`], against [`MAX_OUTPUT_LEN`].
+    output: usize,
 }
 
 impl<'v, 'a, O: Clone + PartialEq> Resolver<'v, 'a, O> {
@@ -361,12 +389,20 @@ impl<'v, 'a, O: Clone + PartialEq> Resolver<'v, 'a, O> {
         Resolver {
             vars,
             memo: HashMap::default(),
+            output: 0,
         }
+    }
+
+    /// Starts a new output (another operation's parameters) with the same memo: the
+    /// output cap counts per output, the memo is shared.
+    pub fn start_output(&mut self) {
+        self.output = 0;
     }
 
     /// Resolves a template given directly (a path, a parameter).
     pub fn resolve(&mut self, template: &str) -> Result<Resolved<O>, ResolveError> {
         if is_literal(template) {
+            self.charge(template.len(), &[])?;
             return Ok(Resolved {
                 value: template.to_owned(),
                 from: Vec::new(),
@@ -378,7 +414,39 @@ impl<'v, 'a, O: Clone + PartialEq> Resolver<'v, 'a, O> {
             via: Vec::new(),
         })?;
         let mut stack = Vec::new();
-        self.expand(&pieces, &mut stack, true)
+        let resolved = self.expand(&pieces, &mut stack, true)?;
+        self.output += resolved.value.len();
+        Ok(resolved)
+    }
+
+    /// Counts `len` more output bytes, or refuses them past [`MAX_OUTPUT_LEN`].
+    fn charge(&mut self, len: usize, pieces: &[Piece<'_>]) -> Result<(), ResolveError> {
+        if self.output.saturating_add(len) <= MAX_OUTPUT_LEN {
+            self.output += len;
+            return Ok(());
+        }
+        Err(self.too_large(pieces))
+    }
+
+    fn too_large(&self, pieces: &[Piece<'_>]) -> ResolveError {
+        let largest = pieces
+            .iter()
+            .filter_map(|p| match p {
+                Piece::Ref(name) => {
+                    let len = self
+                        .memo
+                        .get(*name)
+                        .map(|v| v.len())
+                        .or_else(|| self.vars.get(*name).map(|v| v.value.len()))?;
+                    Some(((*name).to_owned(), len))
+                }
+                Piece::Text(_) => None,
+            })
+            .max_by_key(|(_, len)| *len);
+        ResolveError::OutputTooLarge {
+            used: self.output,
+            largest,
+        }
     }
 
     /// Resolves a variable's own value; `from` lists the variables its value references.
@@ -396,6 +464,7 @@ impl<'v, 'a, O: Clone + PartialEq> Resolver<'v, 'a, O> {
             via: Vec::new(),
         })?;
         let resolved = self.expand(&pieces, &mut stack, true)?;
+        self.output += resolved.value.len();
         if !is_literal(&var.value) {
             self.memo.insert(key, Rc::from(resolved.value.as_str()));
         }
@@ -423,6 +492,11 @@ impl<'v, 'a, O: Clone + PartialEq> Resolver<'v, 'a, O> {
             }
             if value.len() > MAX_VALUE_LEN {
                 return Err(ResolveError::TooLong { via: owned(stack) });
+            }
+            // A top-level value (collect_origins) is output: checked against the cap
+            // while it grows, so memory stays bounded by the cap plus one value.
+            if collect_origins && self.output.saturating_add(value.len()) > MAX_OUTPUT_LEN {
+                return Err(self.too_large(pieces));
             }
         }
         Ok(Resolved { value, from })
@@ -509,6 +583,30 @@ mod tests {
                 )
             })
             .collect()
+    }
+
+    /// Issue 19 finding 7: the cap was per value, so 3,000 references to one 64 KiB
+    /// value built 193 MB. The resolver now refuses the reference that would take its
+    /// output past [`MAX_OUTPUT_LEN`], naming the variable that repeats.
+    #[test]
+    fn total_output_is_capped_while_expanding() {
+        let big = "x".repeat(MAX_VALUE_LEN);
+        let vars = vars(&[("v1", big.as_str())]);
+        let mut r = Resolver::new(&vars);
+        let fits = MAX_OUTPUT_LEN / MAX_VALUE_LEN;
+        for _ in 0..fits {
+            r.resolve("{{v1}}").unwrap();
+        }
+        match r.resolve("{{v1}}") {
+            Err(ResolveError::OutputTooLarge { used, largest }) => {
+                assert_eq!(used, fits * MAX_VALUE_LEN);
+                assert_eq!(largest, Some(("v1".to_owned(), MAX_VALUE_LEN)));
+            }
+            other => panic!("{other:?}"),
+        }
+        // A new output (another operation's parameters) starts from zero.
+        r.start_output();
+        assert!(r.resolve("{{v1}}").is_ok());
     }
 
     #[test]

@@ -792,7 +792,9 @@ pub fn render_line(name: &str, args: &Value, value: &Value) -> String {
                 "Resolved {} in {} ({}): {}, {}, {}.",
                 text(value, "/service/id").unwrap_or_default(),
                 text(value, "/environment/id").unwrap_or_default(),
-                text(value, "/environment/platform").unwrap_or("unknown platform"),
+                text(value, "/deployment/platform")
+                    .or_else(|| text(value, "/environment/platform"))
+                    .unwrap_or("unknown platform"),
                 plural(paths, "path", "paths"),
                 plural(object_len(value, "variables"), "variable", "variables"),
                 plural(array_len(value, "warnings"), "warning", "warnings"),

@@ -57,8 +57,19 @@ pub struct ValidateOutput {
 }
 
 impl ValidateOutput {
+    /// The snapshot's own diagnostics (records, references, config). `env_validate`
+    /// adds the proof of every operation and Service Context ([`crate::Registry::validate`]).
     pub fn of(snapshot: &Snapshot) -> ValidateOutput {
+        ValidateOutput::with(snapshot, Vec::new())
+    }
+
+    /// The snapshot's diagnostics plus `extra`, sorted together.
+    pub fn with(snapshot: &Snapshot, extra: Vec<Diagnostic>) -> ValidateOutput {
         let mut diagnostics = snapshot.diagnostics().to_vec();
+        if !extra.is_empty() {
+            diagnostics.extend(extra);
+            sort_diagnostics(&mut diagnostics);
+        }
         diagnostics.extend(host_channel_warning(snapshot.config()));
         ValidateOutput {
             ok: !diagnostics.iter().any(|d| d.severity == Severity::Error),

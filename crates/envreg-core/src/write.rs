@@ -334,22 +334,33 @@ fn issue(path: Option<&str>, message: impl Into<String>) -> Value {
     v
 }
 
-/// Deserialize a JSON record into the typed model of its kind.
-fn typed_body(kind: crate::RecordKind, value: Value) -> Result<RecordBody, serde_json::Error> {
+/// Deserialize a JSON record into the typed model of its kind, with the field paths of
+/// the keys the model does not know (see `load::parse_typed_tracking`).
+fn typed_body(
+    kind: crate::RecordKind,
+    value: Value,
+) -> Result<(RecordBody, Vec<String>), serde_json::Error> {
     use crate::RecordKind as K;
-    Ok(match kind {
-        K::Environment => RecordBody::Environment(typed_via_yaml_rules(value)?),
-        K::Service => RecordBody::Service(typed_via_yaml_rules(value)?),
-        K::Deployment => RecordBody::Deployment(typed_via_yaml_rules(value)?),
-        K::RuleProfile => RecordBody::RuleProfile(typed_via_yaml_rules(value)?),
-        K::OperationBinding => RecordBody::OperationBinding(typed_via_yaml_rules(value)?),
-    })
+    let mut unknown = Vec::new();
+    let body = match kind {
+        K::Environment => RecordBody::Environment(typed_via_yaml_rules(value, &mut unknown)?),
+        K::Service => RecordBody::Service(typed_via_yaml_rules(value, &mut unknown)?),
+        K::Deployment => RecordBody::Deployment(typed_via_yaml_rules(value, &mut unknown)?),
+        K::RuleProfile => RecordBody::RuleProfile(typed_via_yaml_rules(value, &mut unknown)?),
+        K::OperationBinding => {
+            RecordBody::OperationBinding(typed_via_yaml_rules(value, &mut unknown)?)
+        }
+    };
+    Ok((body, unknown))
 }
 
 fn typed_via_yaml_rules<T: serde::de::DeserializeOwned>(
     value: Value,
+    unknown: &mut Vec<String>,
 ) -> Result<T, serde_json::Error> {
-    serde_json::from_value(value)
+    serde_ignored::deserialize(value, |path| {
+        unknown.push(crate::load::field_path(&path));
+    })
 }
 
 /// Render the document that will be written: the given fields in the given order, then
@@ -396,10 +407,18 @@ impl crate::Registry {
         // Host timestamps are ours to set; supplied values are ignored (contract §3.1).
         map.remove("createdAt");
         map.remove("updatedAt");
-        let body = typed_body(kind, Value::Object(map.clone()))
+        let (body, unknown) = typed_body(kind, Value::Object(map.clone()))
             .map_err(|e| record_invalid(vec![issue(None, e.to_string())]))?;
+        // Unknown keys are kept and warned about; in a binding's match or policy they
+        // are refused (fail closed), as the loader would refuse the file.
+        let unknown = crate::record_checks::unknown_fields(
+            crate::record_checks::FieldOwner::Record(kind),
+            &unknown,
+            None,
+        );
         let issues: Vec<Value> = crate::validate::check_record(&body, None)
             .into_iter()
+            .chain(unknown.iter().cloned())
             .filter(|d| d.severity == Severity::Error)
             .map(|d| issue(d.path.as_deref(), d.message))
             .collect();
@@ -415,7 +434,8 @@ impl crate::Registry {
         let (yaml, _) = render_yaml(&map, &stamp, &stamp)?;
         check_size(&yaml, &config)?;
         let rel = format!("{}/{id}.yaml", kind.dir_name());
-        let warnings = save_warnings(&snapshot, &body, &rel);
+        let mut warnings = save_warnings(&snapshot, &body, &rel);
+        warnings.extend(unknown.into_iter().map(|d| d.in_file(rel.clone())));
         // A dry run writes nothing (contract §3.1), so the table asks nothing for it.
         let approval = save_approval(&config, &snapshot, &body, dry_run);
         Ok(SavePlan {

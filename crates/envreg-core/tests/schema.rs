@@ -26,13 +26,60 @@ fn every_kind_requires_the_common_fields() {
         for field in ["id", "schemaVersion", "name"] {
             assert!(required.contains(&field), "{kind}: {required:?}");
         }
-        // Unknown fields are allowed: they are preserved, not rejected.
-        assert_ne!(
+        // Unknown fields are flagged so editors show them (the loader keeps them and
+        // reports UNKNOWN_FIELD).
+        assert_eq!(
             schema.get("additionalProperties"),
             Some(&json!(false)),
             "{kind}"
         );
     }
+}
+
+/// Issue 19 finding 2: the schemas accepted unknown keys, so editors did not flag a
+/// typo. Now they reject each one the loader reports, at any depth, and still accept
+/// free maps (`variables`, `parameters`).
+#[test]
+fn the_schema_flags_every_unknown_key_the_loader_reports() {
+    let cases = [
+        (
+            RecordKind::OperationBinding,
+            json!({ "id": "a", "schemaVersion": 1, "name": "A", "operation": "restart",
+                    "match": { "environment": "prod" }, "skill": { "name": "k" } }),
+        ),
+        (
+            RecordKind::OperationBinding,
+            json!({ "id": "a", "schemaVersion": 1, "name": "A", "operation": "restart",
+                    "skill": { "name": "k" }, "policy": { "requireApproval": false } }),
+        ),
+        (
+            RecordKind::Service,
+            json!({ "id": "a", "schemaVersion": 1, "name": "A", "logSources": [] }),
+        ),
+        (
+            RecordKind::Environment,
+            json!({ "id": "a", "schemaVersion": 1, "name": "A", "tier": "dev", "platform": "vm",
+                    "hosts": [{ "id": "h", "address": "10.0.0.1", "role": ["web"] }] }),
+        ),
+    ];
+    for (kind, doc) in cases {
+        assert!(
+            !validator(kind).is_valid(&doc),
+            "schema accepted {kind} {doc}"
+        );
+        let yaml = serde_json::to_string(&doc).unwrap();
+        let (_, diagnostics) = envreg_core::load::parse_record_text(kind, "a", "x/a.yaml", yaml);
+        assert!(
+            diagnostics.iter().any(|d| d.code == "UNKNOWN_FIELD"),
+            "{kind} {doc}: {diagnostics:?}"
+        );
+    }
+    let free_maps = json!({ "id": "a", "schemaVersion": 1, "name": "A", "operation": "restart",
+        "skill": { "name": "k" }, "parameters": { "anything": "{{x}}" }, "labels": { "team": "x" } });
+    assert!(validator(RecordKind::OperationBinding).is_valid(&free_maps));
+    let config = jsonschema::validator_for(&envreg_core::schema::config_schema()).unwrap();
+    assert!(!config.is_valid(&json!({ "writePolicy": { "approvalChanel": "host" } })));
+    assert!(config.is_valid(&json!({ "writePolicy": { "approvalChannel": "host" } })));
 }
 
 #[test]

@@ -149,6 +149,8 @@ pub enum Placement {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeploymentBadge {
     pub id: String,
+    /// The deployment's own platform, else its environment's (a mixed estate).
+    pub platform: Platform,
     pub placement: Placement,
 }
 
@@ -254,7 +256,8 @@ pub fn build(snapshot: &Snapshot, filter: &Filter) -> Matrix {
     }
 }
 
-/// A deployment as a cell shows it: its resolved namespace/workload, else its hosts.
+/// A deployment as a cell shows it: its effective platform, and its resolved
+/// namespace/workload, else its hosts (its own when it has them).
 fn badge(
     snapshot: &Snapshot,
     environment: &str,
@@ -273,7 +276,12 @@ fn badge(
         Ok(ctx) => {
             let namespace = ctx.variables.get("namespace").cloned();
             let workload = ctx.variables.get("workload").cloned();
-            if namespace.is_some() || workload.is_some() {
+            // A deployment with its own hosts (a VM service in a Kubernetes
+            // environment) is placed by them, not by the environment's namespace.
+            let own_hosts = snapshot
+                .deployment(deployment)
+                .is_some_and(|d| d.hosts.as_ref().is_some_and(|h| !h.is_empty()));
+            if !own_hosts && (namespace.is_some() || workload.is_some()) {
                 Placement::Workload {
                     namespace,
                     workload,
@@ -293,8 +301,17 @@ fn badge(
             }
         }
     };
+    let platform = match (
+        snapshot.deployment(deployment),
+        snapshot.environment(environment),
+    ) {
+        (Some(d), Some(e)) => d.effective_platform(e),
+        (_, Some(e)) => e.platform,
+        _ => Platform::Other,
+    };
     DeploymentBadge {
         id: deployment.to_owned(),
+        platform,
         placement,
     }
 }

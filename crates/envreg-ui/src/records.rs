@@ -136,7 +136,8 @@ pub struct Validation {
 
 pub fn validation(registry: &Registry) -> Validation {
     let snapshot = registry.snapshot();
-    let output = ValidateOutput::of(&snapshot);
+    // `env_validate`'s report, operations and Service Contexts proven included.
+    let output: ValidateOutput = registry.validate();
     let count = |s: Severity| {
         output
             .diagnostics

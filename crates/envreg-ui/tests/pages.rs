@@ -335,3 +335,80 @@ async fn bad_input_gets_a_clear_error() {
     let (status, _) = get(&server, "/nowhere").await;
     assert_eq!(status, 404);
 }
+
+/// Issue 19 finding 4: a VM deployment inside a Kubernetes environment showed as
+/// `kubernetes` with the cluster's nodes. Its badge and cell page now show its own
+/// platform and hosts; the other deployments keep the environment's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deployment_with_its_own_platform_shows_it_in_the_matrix_and_its_cell() {
+    let dir = tempfile::tempdir().expect("tmp");
+    write_registry(dir.path(), "env:ENVREG_UI_TEST_NEVER_SET");
+    std::fs::write(
+        dir.path().join("services/ledger.yaml"),
+        "id: ledger\nschemaVersion: 1\nname: Ledger\n",
+    )
+    .expect("write");
+    std::fs::write(
+        dir.path().join("deployments/ledger-prod.yaml"),
+        "id: ledger-prod\nschemaVersion: 1\nname: ledger on VMs\nenvironmentRef: prod\nserviceRef: ledger\nplatform: vm\nhosts:\n  - { id: ledger-vm-1, address: 10.9.0.1 }\n",
+    )
+    .expect("write");
+    let server = start(dir.path(), None).await;
+    let (status, body) = get(&server, "/").await;
+    assert_eq!(status, 200, "{body}");
+    let cell = body
+        .split("data-cell=\"prod/ledger\"")
+        .nth(1)
+        .expect("ledger's prod cell");
+    let cell = &cell[..cell.find("</td>").expect("cell end")];
+    assert!(
+        cell.contains("<small>vm ") && cell.contains("ledger-vm-1"),
+        "{cell}"
+    );
+    let api = body
+        .split("data-cell=\"prod/api\"")
+        .nth(1)
+        .expect("api cell");
+    assert!(api[..api.find("</td>").expect("end")].contains("kubernetes"));
+    let (status, page) = get(&server, "/cell/prod/ledger").await;
+    assert_eq!(status, 200, "{page}");
+    assert!(
+        page.contains("ledger-vm-1") && page.contains("(vm)"),
+        "{page}"
+    );
+}
+
+/// Issue 19 finding 7: the cell page of a 54 KB profile repeating a 64 KiB value 3,000
+/// times peaked at 942 MB. It now shows the output cap's error, naming the record.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_amplifying_profile_fails_its_cell_page_with_the_output_cap() {
+    let dir = tempfile::tempdir().expect("tmp");
+    write_registry(dir.path(), "env:ENVREG_UI_TEST_NEVER_SET");
+    let mut profile = String::from(
+        "id: big\nschemaVersion: 1\nname: Big\nvariables:\n  v1: \"{{v0}}{{v0}}{{v0}}{{v0}}{{v0}}{{v0}}{{v0}}{{v0}}\"\n  v0: \"",
+    );
+    profile.push_str(&"x".repeat(8 * 1024));
+    profile.push_str("\"\npaths:\n");
+    for i in 0..3000 {
+        profile.push_str(&format!("  p{i}: \"{{{{v1}}}}\"\n"));
+    }
+    std::fs::write(dir.path().join("rule-profiles/big.yaml"), profile).expect("write");
+    std::fs::write(
+        dir.path().join("services/amp.yaml"),
+        "id: amp\nschemaVersion: 1\nname: Amp\nruleProfileRefs: [big]\n",
+    )
+    .expect("write");
+    std::fs::write(
+        dir.path().join("deployments/amp-test-a.yaml"),
+        "id: amp-test-a\nschemaVersion: 1\nname: amp\nenvironmentRef: test-a\nserviceRef: amp\n",
+    )
+    .expect("write");
+    let server = start(dir.path(), None).await;
+    let (_, page) = get(&server, "/cell/test-a/amp").await;
+    assert!(page.len() < 256 * 1024, "{} bytes", page.len());
+    assert!(page.contains("PARAMETER_RESOLUTION_FAILED"), "{page}");
+    assert!(
+        page.contains("1 MiB") && page.contains("rule profile big"),
+        "{page}"
+    );
+}

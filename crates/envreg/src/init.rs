@@ -78,6 +78,8 @@ schemaVersion: 1
 name: Basic service layout
 variables:
   logDir: \"{{logRoot}}/{{appName}}\"
+  # The default port of the health-check binding; a deployment sets its own.
+  port: \"8080\"
 paths:
   home: /opt/{{appName}}
   logs: \"{{logDir}}\"

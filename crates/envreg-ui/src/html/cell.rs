@@ -57,6 +57,7 @@ fn context(snapshot: &Snapshot, cell: &Cell, ctx: &ServiceContext) -> Markup {
             a href=(links::record(RecordKind::Service, &ctx.service.id)) { (ctx.service.id) }
             " · deployment "
             a href=(links::record(RecordKind::Deployment, &ctx.deployment.id)) { (ctx.deployment.id) }
+            @if let Some(p) = ctx.deployment.platform { " (" (p.as_str()) ")" }
             " · " a href=(links::operations(&cell.environment, &cell.service, Some(&ctx.deployment.id))) { "operations" }
         }
         @if !ctx.paths.is_empty() {

@@ -76,7 +76,7 @@ fn cell(column: &Column, service: &str, deployments: &[DeploymentBadge]) -> Mark
                     @for d in deployments {
                         span.dep {
                             b { (d.id) } " "
-                            small { (column.platform.as_str()) " " (placement(&d.placement)) }
+                            small { (d.platform.as_str()) " " (placement(&d.placement)) }
                         }
                     }
                     @if deployments.len() > 1 {
