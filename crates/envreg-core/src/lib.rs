@@ -40,6 +40,7 @@
 //! | `record_checks`, [`validate`] | per-record checks (run by the loader) and cross-record checks of a snapshot (data model §4) |
 //! | [`read`], [`session`], [`write`](mod@write) | `env_list/get/find`, session defaults, `env_save/delete` |
 //! | [`approval`], [`host_gate`] | contract §1.3's table, and the verdict a host's PreToolUse hook gives |
+//! | [`served`] | which registry the server a host started serves, for that host's hook |
 //! | [`schema`] | JSON Schema of each kind, derived from [`model`] |
 //! | [`synth`] | deterministic synthetic registries for benches and load tests |
 //! | [`template`], [`resolve`], [`operation`], [`skills`] | resolution (core-resolve) |
@@ -86,6 +87,7 @@ pub mod read;
 mod record_checks;
 pub mod registry;
 pub mod schema;
+pub mod served;
 pub mod session;
 pub mod snapshot;
 pub mod synth;

@@ -297,6 +297,13 @@ async fn serve(registry: Result<PathBuf, EnvError>) -> anyhow::Result<()> {
         let root = std::fs::canonicalize(&root).unwrap_or(root);
         Registry::open(&root).map(|r| (root, Arc::new(r)))
     });
+    // For the host's `envreg hook` (dsh's Claude Code hooks bridge): which registry this
+    // bridge writes to, removed when it ends.
+    let _served = opened.as_ref().ok().and_then(|(root, _)| {
+        envreg_core::served::record(root)
+            .inspect_err(|why| eprintln!("envreg dsh-bridge: the registry served was not recorded for the host's hook: {why}"))
+            .ok()
+    });
     let (out, mut lines_out) = mpsc::unbounded_channel::<String>();
     let writer = tokio::spawn(async move {
         let mut stdout = tokio::io::stdout();
