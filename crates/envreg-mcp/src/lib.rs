@@ -98,7 +98,12 @@ pub fn init_logging(level: &str) {
 
 /// A fresh per-connection session id (stdio without `--session`).
 fn connection_session_id() -> anyhow::Result<SessionId> {
-    SessionId::new(format!("stdio-{}", uuid::Uuid::now_v7())).map_err(|e| anyhow::anyhow!("{e}"))
+    SessionId::new(format!(
+        "{}{}",
+        envreg_core::session::CONNECTION_SESSION_PREFIX,
+        uuid::Uuid::now_v7()
+    ))
+    .map_err(|e| anyhow::anyhow!("{e}"))
 }
 
 /// Open the registry at `root` and serve it as `args` says, until the client hangs up

@@ -1,10 +1,9 @@
 //! One invocation: find the registry, turn the subcommand into a tool call, run it
 //! through [`envreg_core::tools::call_tool`] (the same path MCP takes), print the result.
 //!
-//! REQUEST (cli → tools+mcp): the `POLICY_DENIED` message for an `Unavailable`
-//! approval speaks of MCP clients and elicitation; from the CLI that reads oddly. A
-//! transport-neutral message (or a way for the `Approver` to supply the next step)
-//! would help; until then the CLI adds its own `hint:` line on stderr.
+//! Wording: a `POLICY_DENIED` after an approval that did not grant is reworded for the
+//! person at the terminal ([`for_a_person`]); the core's sentence addresses a model and
+//! stays unchanged for MCP and dsh. The CLI adds its own `hint:` line on stderr.
 //!
 //! Exit codes: 0 success, 1 an expected failure (the tool's error, printed — as
 //! `{"error": {code, message, details}}` on stdout under `--json`), 2 a usage error:
@@ -367,12 +366,38 @@ fn call_and_print(
         Err(error) => {
             let hint = hint_for(&error, &approver, &args);
             Err(Failure {
-                error: Box::new(error),
+                error: Box::new(for_a_person(error)),
                 hint,
                 usage: false,
             })
         }
     }
+}
+
+/// A `POLICY_DENIED` from an approval that did not grant, in words for the person at
+/// the terminal. The core's sentence is written for a model behind an MCP client ("this
+/// client cannot ask the user (no MCP elicitation support)", "do not retry unless the
+/// user asks"), and MCP and dsh keep it byte for byte; here the reader is the user, and
+/// the asking was done by this CLI. Code and details stay as they are.
+fn for_a_person(error: EnvError) -> EnvError {
+    let details = error.details.as_ref();
+    let field = |key: &str| details.and_then(|d| d.get(key)).and_then(Value::as_str);
+    let (ErrorCode::PolicyDenied, Some(word), Some(reason)) =
+        (error.code, field("approval"), field("reason"))
+    else {
+        return error;
+    };
+    let message = match word {
+        "rejected" => format!("you did not approve this change ({reason}); nothing was written"),
+        "cancelled" => format!(
+            "the approval question was left unanswered ({reason}); nothing was written — run the command again to be asked again"
+        ),
+        "unavailable" => format!(
+            "this change needs your approval ({reason}), and there is no terminal to ask you on; nothing was written"
+        ),
+        _ => return error,
+    };
+    EnvError { message, ..error }
 }
 
 /// What to do next, for the errors where the CLI knows better than the message.
