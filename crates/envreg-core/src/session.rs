@@ -82,7 +82,7 @@ fn sweep_connection_sessions(dir: &std::path::Path) {
         }
     }
     if kept.len() > CONNECTION_SESSION_MAX_COUNT {
-        kept.sort_by(|a, b| b.0.cmp(&a.0));
+        kept.sort_by_key(|(modified, _)| std::cmp::Reverse(*modified));
         for (_, path) in kept.drain(CONNECTION_SESSION_MAX_COUNT..) {
             let _ = std::fs::remove_file(path);
         }
