@@ -1,5 +1,7 @@
 //! The hook's whole answer path on arbitrary stdin bytes, in both dialects:
-//! envelope parsing, apply_patch extraction, the decision and the state store.
+//! envelope parsing, apply_patch extraction (the patch body, the shell forms Codex
+//! intercepts, where it lands), the glob-pattern reading, the decision and the state
+//! store.
 //! It must never panic, and whatever it answers must be one of the host's shapes.
 #![no_main]
 
@@ -19,5 +21,16 @@ fuzz_target!(|data: &[u8]| {
     }
     if let Ok(text) = std::str::from_utf8(data) {
         let _ = facet::apply_patch::patch_paths(text);
+        for tool in ["Bash", "apply_patch"] {
+            let input = serde_json::json!({"command": text, "workdir": text});
+            if let facet::apply_patch::PatchCall::Placed { paths, folders } =
+                facet::apply_patch::classify(tool, &input)
+            {
+                for path in &paths {
+                    let _ = facet::apply_patch::place(std::path::Path::new("/w"), &folders, path);
+                }
+            }
+        }
+        let _ = facet_core::tools::pattern_escape_prefixes(text);
     }
 });

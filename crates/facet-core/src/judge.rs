@@ -86,7 +86,8 @@ impl Policy {
     /// Code's `bypassPermissions`): then every "ask" becomes "deny".
     ///
     /// In order: mode `off` → no opinion; a location inside a guarded folder (facet's
-    /// own state or configuration, see [`Policy::with_guarded`]) → deny, in a scoped
+    /// own state or configuration, see [`Policy::with_guarded`]), or a search root
+    /// holding one ([`crate::ToolSpec::searches_below`]) → deny, in a scoped
     /// session or not and whatever the grants; an unscoped session → no opinion
     /// (widening included: there is no facet to widen); `facet action=add` → ask (deny without a channel),
     /// whatever the mode, since `deny` still lets the user grant; a tool not in the
@@ -108,10 +109,12 @@ impl Policy {
         if session.mode == Mode::Off {
             return Decision::NoOpinion;
         }
-        let located = self.tools.get(tool_name).map(|spec| locations(spec, args));
+        let spec = self.tools.get(tool_name);
+        let located = spec.map(|spec| locations(spec, args));
+        let searches = spec.is_some_and(|spec| spec.searches_below);
         if let Some(reason) = located
             .as_deref()
-            .and_then(|located| self.guarded_reason(located, cwd))
+            .and_then(|located| self.guarded_reason(located, cwd, searches))
         {
             return Decision::Deny(reason);
         }
@@ -120,7 +123,11 @@ impl Policy {
         }
         if is_widening_call(tool_name, args, &self.facet_tool_names) {
             return if can_ask {
-                Decision::Ask(widen_reason(&requested_paths(args)))
+                Decision::Ask(widen_reason(&named_paths(
+                    &requested_paths(args),
+                    cwd,
+                    session,
+                )))
             } else {
                 Decision::Deny(NO_CHANNEL_REACH.to_string())
             };
@@ -140,39 +147,89 @@ impl Policy {
         session: &Session,
         can_ask: bool,
     ) -> Decision {
+        let located: Vec<Location> = raw_paths.iter().cloned().map(Location::Named).collect();
+        self.judge_extracted(&located, cwd, session, can_ask)
+    }
+
+    /// Judge paths the caller placed itself, as the host will: each as written and as
+    /// the absolute path the host computes for it (a Codex patch path joined, lexically,
+    /// to the folder Codex applies the patch in — see [`lexical_absolute`]). Judged by
+    /// the absolute path; a sentence names the written one, with its target when they
+    /// differ.
+    pub fn judge_placed(
+        &self,
+        placed: &[(String, PathBuf)],
+        cwd: &Path,
+        session: &Session,
+        can_ask: bool,
+    ) -> Decision {
+        let located: Vec<Location> = placed
+            .iter()
+            .map(|(written, absolute)| Location::Placed {
+                written: written.clone(),
+                absolute: absolute.to_string_lossy().into_owned(),
+            })
+            .collect();
+        self.judge_extracted(&located, cwd, session, can_ask)
+    }
+
+    /// A call that writes files facet cannot place (a Codex `apply_patch` in a form
+    /// Codex does not apply itself, so the shell runs it wherever it happens to be):
+    /// judged as a path outside the facet, so asked (mode `ask` with a channel) or
+    /// refused — never let through — with `why` as the reason. No opinion where
+    /// nothing is judged (mode `off`, an unscoped session).
+    pub fn judge_unplaceable(&self, why: &str, session: &Session, can_ask: bool) -> Decision {
+        if session.mode == Mode::Off || session.facet_root().is_none() {
+            return Decision::NoOpinion;
+        }
+        if session.mode == Mode::Ask && can_ask {
+            Decision::Ask(why.to_string())
+        } else {
+            Decision::Deny(why.to_string())
+        }
+    }
+
+    fn judge_extracted(
+        &self,
+        located: &[Location],
+        cwd: &Path,
+        session: &Session,
+        can_ask: bool,
+    ) -> Decision {
         if session.mode == Mode::Off {
             return Decision::NoOpinion;
         }
-        let located: Vec<Location> = raw_paths.iter().cloned().map(Location::Named).collect();
-        if let Some(reason) = self.guarded_reason(&located, cwd) {
+        if let Some(reason) = self.guarded_reason(located, cwd, false) {
             return Decision::Deny(reason);
         }
         if session.facet_root().is_none() {
             return Decision::NoOpinion;
         }
-        self.judge_locations(&located, cwd, session, can_ask)
+        self.judge_locations(located, cwd, session, can_ask)
     }
 
-    /// The refusal for the first location inside a guarded folder, if any. A guarded
+    /// The refusal for the first location inside a guarded folder, if any — or, for a
+    /// tool that `searches` below its root, the first root that holds an existing
+    /// guarded folder (a bare `Grep` in `$HOME` reads `~/.local/state/facet`). A guarded
     /// folder that cannot be resolved guards nothing (there is nothing there to
     /// protect); a location that cannot be resolved is left to the facet check, which
     /// judges it outside.
-    fn guarded_reason(&self, located: &[Location], cwd: &Path) -> Option<String> {
+    fn guarded_reason(&self, located: &[Location], cwd: &Path, searches: bool) -> Option<String> {
         if self.guarded.is_empty() {
             return None;
         }
-        let guarded: Vec<PathBuf> = self
+        let guarded: Vec<containment::Resolved> = self
             .guarded
             .iter()
             .filter_map(|dir| containment::resolve(dir, "/").ok())
-            .map(containment::Resolved::into_path)
             .collect();
         for location in located {
-            let raw = match location {
-                Location::Named(raw) => raw.as_str(),
-                Location::SessionDefault => ".",
+            let (written, judged) = match location {
+                Location::Named(raw) => (raw.as_str(), raw.as_str()),
+                Location::SessionDefault => (".", "."),
+                Location::Placed { written, absolute } => (written.as_str(), absolute.as_str()),
             };
-            let Some(expanded) = expand_home(raw) else {
+            let Some(expanded) = expand_home(judged) else {
                 continue;
             };
             let Ok(target) = containment::resolve(expanded.as_ref(), cwd) else {
@@ -180,9 +237,15 @@ impl Policy {
             };
             if let Some(dir) = guarded
                 .iter()
-                .find(|dir| containment::is_within(target.path(), dir))
+                .find(|dir| containment::is_within(target.path(), dir.path()))
             {
-                return Some(guarded_sentence(raw, dir));
+                return Some(guarded_sentence(written, dir.path()));
+            }
+            let held = guarded
+                .iter()
+                .find(|dir| dir.exists() && containment::is_within(dir.path(), target.path()));
+            if let (true, Some(dir)) = (searches, held) {
+                return Some(guarded_search_sentence(target.path(), dir.path()));
             }
         }
         None
@@ -204,12 +267,24 @@ impl Policy {
         let reason_mode = if asking { Mode::Ask } else { Mode::Deny };
         for location in located {
             let (inside, reason) = match location {
-                Location::Named(raw) => (
-                    allowed(session, raw, cwd),
-                    outside_reason(&cwd_text, raw, &root, reason_mode),
-                ),
+                Location::Named(raw) => {
+                    let target = target_of(raw, cwd);
+                    let shown = named_path(raw, target.as_deref(), session);
+                    (
+                        target.is_some_and(|target| session.allows(&target)),
+                        outside_reason(&cwd_text, &shown, &root, reason_mode),
+                    )
+                }
+                Location::Placed { written, absolute } => {
+                    let target = target_of(absolute, cwd);
+                    let shown = named_path(written, target.as_deref(), session);
+                    (
+                        target.is_some_and(|target| session.allows(&target)),
+                        outside_reason(&cwd_text, &shown, &root, reason_mode),
+                    )
+                }
                 Location::SessionDefault => (
-                    allowed(session, ".", cwd),
+                    target_of(".", cwd).is_some_and(|target| session.allows(&target)),
                     implicit_search_reason(&cwd_text, &root),
                 ),
             };
@@ -235,16 +310,75 @@ fn guarded_sentence(raw: &str, dir: &Path) -> String {
     )
 }
 
-/// Whether `raw` (relative to `cwd`) resolves inside the session's facet or grants.
-/// Every failure to resolve is "not allowed": fail closed.
-fn allowed(session: &Session, raw: &str, cwd: &Path) -> bool {
-    let Some(expanded) = expand_home(raw) else {
-        return false;
+/// Why a search whose root holds facet's own state or configuration is refused.
+fn guarded_search_sentence(root: &Path, dir: &Path) -> String {
+    format!(
+        "This search would cover {}, which holds facet's own state or configuration ({}), which no tool call may touch: name a folder that does not hold it. Only the user changes this session's facet, from the facet panel (`facet status`, `facet grant`, `facet mode`).",
+        root.display(),
+        dir.display()
+    )
+}
+
+/// The canonical target of `raw` (relative to `cwd`), or `None` when it cannot be
+/// placed (another user's `~name`, a loop, a NUL byte, …): such a path is judged
+/// outside — fail closed.
+fn target_of(raw: &str, cwd: &Path) -> Option<PathBuf> {
+    let expanded = expand_home(raw)?;
+    containment::resolve(expanded.as_ref(), cwd)
+        .ok()
+        .map(containment::Resolved::into_path)
+}
+
+/// A path as a sentence names it: as written, and — when that is not where it leads —
+/// with its canonical target: `common-link/lib.rs → /abs/shared/lib.rs`.
+///
+/// "Where it leads" is judged as the person reading the sentence would read the
+/// written path: against the session's own folder, without following links. The
+/// target is added when a symbolic link leads elsewhere, when the host's working
+/// directory moved away from the session's folder (a relative path then names a file
+/// the reader would not guess), or when a patch path is taken in another folder
+/// (`cd … && apply_patch`). Presentation only: the decision is made on the target.
+pub fn named_path(written: &str, target: Option<&Path>, session: &Session) -> String {
+    let Some(target) = target else {
+        return written.to_string();
     };
-    match containment::resolve(expanded.as_ref(), cwd) {
-        Ok(resolved) => session.allows(resolved.path()),
-        Err(_) => false,
+    let read_as = expand_home(written)
+        .map(|expanded| lexical_absolute(&session.directory, Path::new(expanded.as_ref())));
+    if read_as.as_deref() == Some(target) {
+        written.to_string()
+    } else {
+        format!("{written} → {}", target.display())
     }
+}
+
+/// The paths of a widening call as the question names them (see [`named_path`]), so
+/// the person approving `common-link` sees that it is `/abs/shared`.
+fn named_paths(paths: &[String], cwd: &Path, session: &Session) -> Vec<String> {
+    paths
+        .iter()
+        .map(|path| named_path(path, target_of(path, cwd).as_deref(), session))
+        .collect()
+}
+
+/// `raw` taken against `base` and normalized lexically: `.` dropped, `..` removing
+/// the name before it (at `/` it stays at `/`), no link followed. This is how Codex
+/// joins a patch path to the folder it applies the patch in, and how a reader reads a
+/// path against a folder.
+pub fn lexical_absolute(base: &Path, raw: &Path) -> PathBuf {
+    let mut out = PathBuf::from("/");
+    let joined = base.join(raw);
+    for component in joined.components() {
+        match component {
+            std::path::Component::Normal(name) => out.push(name),
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::RootDir
+            | std::path::Component::CurDir
+            | std::path::Component::Prefix(_) => {}
+        }
+    }
+    out
 }
 
 /// `~` and `~/…` as the user's home, because file tools expand them. `None` when the

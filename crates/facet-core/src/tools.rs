@@ -31,6 +31,11 @@ pub struct ToolSpec {
     /// never stands in for the root: `{<facet>/x,*}` filters nothing out, so the bare
     /// search is still judged against the session directory.
     pub filter_args: Vec<String>,
+    /// The tool reads everything below the folder it is given (a search: `grep`,
+    /// `glob`, `recall`, `Grep`, `Glob`), so a root that *holds* facet's state or
+    /// configuration reaches it, not only a path inside it. `LS` lists one level and
+    /// is not one.
+    pub searches_below: bool,
 }
 
 impl ToolSpec {
@@ -40,7 +45,13 @@ impl ToolSpec {
             implicit_session_path: implicit,
             pattern_args: pattern_args.iter().map(|name| name.to_string()).collect(),
             filter_args: Vec::new(),
+            searches_below: false,
         }
+    }
+
+    fn searching(mut self) -> ToolSpec {
+        self.searches_below = true;
+        self
     }
 
     fn with_filters(mut self, filter_args: &[&str]) -> ToolSpec {
@@ -70,7 +81,10 @@ impl ToolTable {
         let mut tools = BTreeMap::new();
         for (tool, names) in PATH_ARGUMENTS {
             let implicit = IMPLICIT_SESSION_PATHS.contains(tool);
-            tools.insert(tool.to_string(), ToolSpec::new(names, implicit, &[]));
+            let spec = ToolSpec::new(names, implicit, &[]);
+            // The seed's implicit tools are its searches (`grep`, `glob`, `recall`).
+            let spec = if implicit { spec.searching() } else { spec };
+            tools.insert(tool.to_string(), spec);
         }
         tools.insert(
             "lsp".into(),
@@ -91,9 +105,14 @@ impl ToolTable {
         );
         tools.insert(
             "Grep".into(),
-            ToolSpec::new(&["path"], true, &[]).with_filters(&["glob"]),
+            ToolSpec::new(&["path"], true, &[])
+                .with_filters(&["glob"])
+                .searching(),
         );
-        tools.insert("Glob".into(), ToolSpec::new(&["path"], true, &["pattern"]));
+        tools.insert(
+            "Glob".into(),
+            ToolSpec::new(&["path"], true, &["pattern"]).searching(),
+        );
         tools.insert("LS".into(), ToolSpec::new(&["path"], true, &[]));
         ToolTable { tools }
     }
@@ -129,6 +148,15 @@ pub enum Location {
     Named(String),
     /// The model named no path, so the tool searches the session directory.
     SessionDefault,
+    /// A path whose absolute form the caller computed as the host will (a Codex patch
+    /// path joined to the folder Codex applies the patch in): judged by `absolute`,
+    /// named in a sentence as `written`.
+    Placed {
+        /// The path as the model wrote it.
+        written: String,
+        /// The absolute path the host will open (before symbolic links).
+        absolute: String,
+    },
 }
 
 /// The locations a call names, per its spec. Empty: the call names none (no opinion).
@@ -188,18 +216,26 @@ fn untrimmed(args: &Value, names: &[&str]) -> Vec<String> {
         .collect()
 }
 
+/// Whether a component holds glob syntax (extglob's parentheses included), so it is
+/// not part of a pattern's fixed prefix.
 fn is_glob_meta(component: &str) -> bool {
-    component.contains(['*', '?', '[', ']', '{', '}', '\\'])
+    component.contains(['*', '?', '[', ']', '{', '}', '\\', '(', ')'])
 }
 
 /// The fixed prefix of a glob pattern, when the pattern can reach outside the directory
-/// it is taken against: it is absolute, or it contains a `..` component.
+/// it is taken against: it is absolute, starts with `~`, or has a component that can
+/// match `..` ([`may_match_parent`]: `..` itself, `\.\.`, `[.][.]`, `@(..)`, …).
 ///
-/// The prefix is the leading run of components with no glob syntax. A `..` after the
-/// first wildcard is counted too: each wildcard component descends zero or more levels
-/// (`**` may match none) and each `..` climbs one, so appending every later `..` to the
-/// prefix gives the highest directory the pattern can reach — a sound bound, not an
-/// exact one. Returns `None` for a pattern that stays below its base (`src/**/*.rs`).
+/// The prefix is the leading run of components with no glob syntax. A climbing
+/// component after the first wildcard is counted too: each wildcard component descends
+/// zero or more levels (`**` may match none) and each climbing one climbs one, so
+/// appending a `..` for every later climbing component to the prefix gives the highest
+/// directory the pattern can reach — a sound bound, not an exact one. Returns `None`
+/// for a pattern that stays below its base (`src/**/*.rs`).
+///
+/// Why the conservative reading: glob engines differ (one unescapes `\.\.` into a
+/// literal base folder `..`, another matches `[.][.]` against a directory's entries),
+/// and the guard does not know which engine a host uses.
 pub fn pattern_escape_prefix(pattern: &str) -> Option<String> {
     // `~` and `~/…` name the home folder to tools that expand them; judging them as
     // absolute can only ask about a folder the tool would not have left.
@@ -214,14 +250,23 @@ pub fn pattern_escape_prefix(pattern: &str) -> Option<String> {
             format!("~/{rest}")
         });
     }
+    // `~name/…` is another user's home to a tool that expands it: the first component
+    // is the prefix, which the guard cannot place, so it is judged outside.
+    if pattern.starts_with('~') {
+        let first = pattern.split('/').next().unwrap_or(pattern);
+        return Some(first.to_string());
+    }
     let absolute = pattern.starts_with('/');
     let components: Vec<&str> = pattern.split('/').filter(|c| !c.is_empty()).collect();
     let fixed = components
         .iter()
         .position(|component| is_glob_meta(component))
         .unwrap_or(components.len());
-    let later_climbs = components[fixed..].iter().filter(|c| **c == "..").count();
-    let climbs = components.contains(&"..");
+    let later_climbs = components[fixed..]
+        .iter()
+        .filter(|c| may_match_parent(c))
+        .count();
+    let climbs = components.iter().any(|c| may_match_parent(c));
     if !absolute && !climbs {
         return None;
     }
@@ -233,6 +278,176 @@ pub fn pattern_escape_prefix(pattern: &str) -> Option<String> {
         (false, true) => ".".to_string(),
         (false, false) => joined,
     })
+}
+
+/// Whether one pattern component can match the entry `..`, read conservatively.
+///
+/// Its first character must be matchable by a literal `.` (plain or escaped `\.`) or a
+/// bracket class that can hold `.` (`[.]`, `[!a]`); `*` and `?` never match a leading
+/// dot (as in every common engine, which is also why `*` and `**` never climb). The
+/// rest may be matched by anything. An extglob group (`@(…)`, `?(…)`, `+(…)`, `*(…)`,
+/// `!(…)`) whose inside names a `.` or glob syntax is taken as able to climb.
+pub fn may_match_parent(component: &str) -> bool {
+    if component == ".." {
+        return true;
+    }
+    if has_extglob_that_may_climb(component) {
+        return true;
+    }
+    let tokens = glob_tokens(component);
+    matches_dot_dot(&tokens)
+}
+
+/// One unit of a glob component: what single character (or run) it can match.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum GlobToken {
+    /// Exactly this character (an escaped one included).
+    Literal(char),
+    /// `?`: any one character, but not a leading dot.
+    AnyOne,
+    /// `*`: any run, but not starting with a leading dot.
+    AnyRun,
+    /// `[…]`: one character of the class; `dot` says whether `.` is one of them.
+    Class { dot: bool },
+}
+
+fn glob_tokens(component: &str) -> Vec<GlobToken> {
+    let chars: Vec<char> = component.chars().collect();
+    let mut tokens = Vec::new();
+    let mut index = 0;
+    while index < chars.len() {
+        match chars[index] {
+            '\\' => {
+                if let Some(next) = chars.get(index + 1) {
+                    tokens.push(GlobToken::Literal(*next));
+                    index += 2;
+                } else {
+                    tokens.push(GlobToken::Literal('\\'));
+                    index += 1;
+                }
+            }
+            '?' => {
+                tokens.push(GlobToken::AnyOne);
+                index += 1;
+            }
+            '*' => {
+                tokens.push(GlobToken::AnyRun);
+                index += 1;
+            }
+            '[' => match class_end(&chars, index) {
+                Some(end) => {
+                    tokens.push(GlobToken::Class {
+                        dot: class_may_hold_dot(&chars[index + 1..end]),
+                    });
+                    index = end + 1;
+                }
+                None => {
+                    tokens.push(GlobToken::Literal('['));
+                    index += 1;
+                }
+            },
+            other => {
+                tokens.push(GlobToken::Literal(other));
+                index += 1;
+            }
+        }
+    }
+    tokens
+}
+
+/// The index of the `]` closing the class opened at `open` (a `]` right after `[`,
+/// `[!` or `[^` is a member, not the end).
+fn class_end(chars: &[char], open: usize) -> Option<usize> {
+    let mut index = open + 1;
+    if matches!(chars.get(index), Some('!' | '^')) {
+        index += 1;
+    }
+    if chars.get(index) == Some(&']') {
+        index += 1;
+    }
+    while index < chars.len() {
+        match chars[index] {
+            '\\' => index += 2,
+            ']' => return Some(index),
+            // `[:punct:]`, `[.a.]`, `[=a=]` inside a class end at their own `:]`.
+            '[' if matches!(chars.get(index + 1), Some(':' | '.' | '=')) => {
+                let kind = chars[index + 1];
+                let close = (index + 2..chars.len().saturating_sub(1))
+                    .find(|&at| chars[at] == kind && chars[at + 1] == ']');
+                index = close.map_or(index + 1, |at| at + 2);
+            }
+            _ => index += 1,
+        }
+    }
+    None
+}
+
+/// Whether a bracket class's inside can match `.`: a negated class (it holds
+/// everything it does not name), a `.` or `\.` member, a range spanning `.`, or a
+/// POSIX class such as `[:punct:]` — over-approximated as any `[:` inside.
+fn class_may_hold_dot(inside: &[char]) -> bool {
+    if matches!(inside.first(), Some('!' | '^')) {
+        return !inside.contains(&'.');
+    }
+    if inside.contains(&'.') || inside.windows(2).any(|pair| pair == ['[', ':']) {
+        return true;
+    }
+    inside
+        .windows(3)
+        .any(|range| range[1] == '-' && range[0] <= '.' && '.' <= range[2])
+}
+
+/// Whether `tokens` can match exactly `..`, the leading dot matched explicitly.
+fn matches_dot_dot(tokens: &[GlobToken]) -> bool {
+    // States: how many of the two dots are matched so far, after each token prefix.
+    let mut states = vec![0usize];
+    for token in tokens {
+        let mut next = Vec::new();
+        for &matched in &states {
+            let leading = matched == 0;
+            let mut push = |state: usize| {
+                if !next.contains(&state) {
+                    next.push(state);
+                }
+            };
+            match token {
+                GlobToken::Literal('.') if matched < 2 => push(matched + 1),
+                GlobToken::Literal(_) => {}
+                GlobToken::Class { dot: true } if matched < 2 => push(matched + 1),
+                GlobToken::Class { .. } => {}
+                GlobToken::AnyOne if !leading && matched < 2 => push(matched + 1),
+                GlobToken::AnyOne => {}
+                GlobToken::AnyRun => {
+                    push(matched);
+                    if !leading && matched < 2 {
+                        push(2);
+                    }
+                }
+            }
+        }
+        if next.is_empty() {
+            return false;
+        }
+        states = next;
+    }
+    states.contains(&2)
+}
+
+/// Whether the component holds an extglob group whose inside names a `.`, an escape,
+/// a class or a wildcard: `@(..)`, `+(.)`, `?(*)`. `!(node_modules)` does not.
+fn has_extglob_that_may_climb(component: &str) -> bool {
+    let bytes = component.as_bytes();
+    for (open, _) in component.match_indices('(') {
+        if open == 0 || !matches!(bytes[open - 1], b'@' | b'?' | b'+' | b'*' | b'!') {
+            continue;
+        }
+        let inside = &component[open + 1..];
+        let inside = inside.split(')').next().unwrap_or(inside);
+        if inside.contains(['.', '\\', '[', '*', '?']) {
+            return true;
+        }
+    }
+    false
 }
 
 /// At most this many patterns are judged for one pattern's brace alternatives; past it
@@ -247,15 +462,15 @@ const MAX_BRACE_GROUPS: usize = 32;
 /// `{/etc,a}/*` and `a/{../../..,b}/f` reach outside through one alternative, which
 /// [`pattern_escape_prefix`] alone (braces are glob syntax to it) would not see.
 ///
-/// A pattern whose brace alternatives could escape (one contains a `..` component, or
-/// starts with `/` or `~`) is expanded into its alternatives and each is judged by its
-/// own prefix. Braces are matched without regard to backslashes: taking an escaped
+/// A pattern whose brace alternatives could escape (see `braces_may_escape`: one is
+/// empty, starts with `/` or `~`, or holds a `.`, an escape, a class, an extglob or a
+/// wildcard) is expanded into its alternatives and each is judged by its own prefix. Braces are matched without regard to backslashes: taking an escaped
 /// brace for a group can only judge more, never less. When the expansion would exceed
 /// [`MAX_BRACE_EXPANSIONS`], the pattern is judged as reaching `/` — a sound bound.
 pub fn pattern_escape_prefixes(pattern: &str) -> Vec<String> {
     // A cheap necessary condition first: most patterns never pay for the scan.
-    let suspicious = pattern.contains("..")
-        || ["{/", ",/", "{~", ",~"]
+    let suspicious = pattern.contains(['.', '\\', '[', '(', '*', '?'])
+        || ["{/", ",/", "{~", ",~", "{,", ",,", ",}"]
             .iter()
             .any(|start| pattern.contains(start));
     if !suspicious || !pattern.contains('{') {
@@ -284,8 +499,11 @@ pub fn pattern_escape_prefixes(pattern: &str) -> Vec<String> {
     prefixes
 }
 
-/// Whether some brace group's alternative contains a `..` component or starts with
-/// `/` or `~` (checked on every group, nested ones included).
+/// Whether some brace group's alternative could help make a component that climbs or
+/// a prefix that leaves: it is empty, starts with `/` or `~`, or holds a `.`, an
+/// escape, a class, an extglob or a wildcard (`.{,}.` and `.{*,b}` climb only once
+/// expanded). Checked on every group, nested ones included; a group with none of these
+/// expands to components no more able to climb than the unexpanded one.
 fn braces_may_escape(pattern: &str) -> bool {
     let bytes = pattern.as_bytes();
     for (open, _) in pattern.match_indices('{') {
@@ -293,8 +511,9 @@ fn braces_may_escape(pattern: &str) -> bool {
             continue;
         };
         for alternative in split_alternatives(&pattern[open + 1..close]) {
-            if alternative.starts_with(['/', '~'])
-                || alternative.split(['/', '{', '}', ',']).any(|c| c == "..")
+            if alternative.is_empty()
+                || alternative.starts_with(['/', '~'])
+                || alternative.contains(['.', '\\', '[', '(', '*', '?'])
             {
                 return true;
             }
@@ -364,6 +583,64 @@ fn expand_braces(pattern: &str, out: &mut Vec<String>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn components_that_can_match_dot_dot_are_climbing() {
+        for component in [
+            "..",
+            "\\.\\.",
+            ".\\.",
+            "[.][.]",
+            "[.].",
+            ".[.]",
+            "[!a][.]",
+            "[--0].",
+            ".*",
+            ".?",
+            "[[:punct:]].",
+            "@(..)",
+            "+(.)",
+            "?(*)",
+            "*(.|a)",
+        ] {
+            assert!(may_match_parent(component), "{component}");
+        }
+        for component in [
+            "*",
+            "**",
+            "??",
+            "*.",
+            "?.",
+            "a..",
+            "..x",
+            "[a-z][a-z]",
+            "[!.].",
+            "!(node_modules)",
+            "@(src|lib)",
+            ".git",
+            "x",
+        ] {
+            assert!(!may_match_parent(component), "{component}");
+        }
+    }
+
+    #[test]
+    fn patterns_that_climb_without_a_literal_dot_dot_are_judged_by_their_prefix() {
+        let prefix = |pattern: &str| pattern_escape_prefix(pattern);
+        assert_eq!(prefix("\\.\\./\\.\\./x/*").as_deref(), Some("../.."));
+        assert_eq!(prefix("a/[.][.]/*").as_deref(), Some("a/.."));
+        assert_eq!(prefix("@(..)/**").as_deref(), Some(".."));
+        assert_eq!(prefix("~root/*").as_deref(), Some("~root"));
+        assert_eq!(prefix("~root").as_deref(), Some("~root"));
+        assert_eq!(prefix("~/[.][.]/x").as_deref(), Some("~/.."));
+        assert_eq!(prefix("src/**/*.rs"), None);
+        assert_eq!(prefix("!(node_modules)/**"), None);
+        // Braces whose alternatives only climb once expanded.
+        assert_eq!(pattern_escape_prefixes(".{,}./x"), vec!["../x"]);
+        assert_eq!(pattern_escape_prefixes(".{*,b}/x"), vec![".."]);
+        assert_eq!(pattern_escape_prefixes("{[.][.],src}/*"), vec![".."]);
+        assert!(pattern_escape_prefixes("**/*.{rs,toml}").is_empty());
+    }
 
     #[test]
     fn brace_alternatives_that_escape_are_judged_by_each_alternative() {

@@ -31,8 +31,12 @@
 //! - An event with an empty `session_id` (DeepSeek Harness's bridge outside an
 //!   agent) is still judged, against its own `cwd` as a facet seen for the first
 //!   time, and nothing is recorded: losing the id must not open the guard.
-//! - Not done: `Bash` is judged only where Codex would apply its text as a patch;
-//!   `allow` is never answered.
+//! - Codex patches are judged where Codex applies them (`cd DIR && apply_patch`,
+//!   a `workdir` when sent); a shell command that runs `apply_patch` in any other
+//!   form, or names another environment, is judged as outside: refused, never let
+//!   through (see [`apply_patch`]).
+//! - Not done: `Bash` is judged only where it runs or carries a patch; `allow` is
+//!   never answered.
 
 use std::path::{Path, PathBuf};
 
@@ -269,8 +273,14 @@ fn user_prompt_submit(envelope: &Envelope, config: &HookConfig, can_ask: bool) -
 enum Judged<'a> {
     /// A tool call, judged by the table (or the widening rule).
     Call(&'a str, &'a Value),
-    /// Paths pulled out of a Codex patch body.
-    Patch(Vec<String>),
+    /// Paths pulled out of a Codex patch body, and the folders (below the event's
+    /// `cwd`) Codex applies it in.
+    Patch {
+        paths: Vec<String>,
+        folders: Vec<String>,
+    },
+    /// A Codex patch facet cannot place (see [`apply_patch::PatchCall`]).
+    Unplaceable(&'static str),
 }
 
 fn pre_tool_use(
@@ -303,15 +313,20 @@ fn judged_call<'a>(
     tool_name: &'a str,
     tool_input: &'a Value,
 ) -> Option<Judged<'a>> {
-    match codex_patch_body(config.dialect, tool_name, tool_input) {
-        Some(body) => {
-            let paths = apply_patch::patch_paths(body);
-            (!paths.is_empty()).then_some(Judged::Patch(paths))
-        }
-        None if policy.is_facet_tool(tool_name) || policy.tools().get(tool_name).is_some() => {
+    let patch = match config.dialect {
+        Dialect::Codex => apply_patch::classify(tool_name, tool_input),
+        // Claude Code has no such tool, and its shell is not judged.
+        Dialect::ClaudeCode => apply_patch::PatchCall::NotPatch,
+    };
+    match patch {
+        apply_patch::PatchCall::Placed { paths, folders } => Some(Judged::Patch { paths, folders }),
+        apply_patch::PatchCall::Unplaceable(why) => Some(Judged::Unplaceable(why)),
+        apply_patch::PatchCall::NotPatch
+            if policy.is_facet_tool(tool_name) || policy.tools().get(tool_name).is_some() =>
+        {
             Some(Judged::Call(tool_name, tool_input))
         }
-        None => None,
+        apply_patch::PatchCall::NotPatch => None,
     }
 }
 
@@ -340,7 +355,21 @@ fn decide(
     let cwd = Path::new(&envelope.cwd);
     let decision = match judged {
         Judged::Call(tool, input) => policy.judge(tool, input, cwd, &session, can_ask),
-        Judged::Patch(paths) => policy.judge_paths(&paths, cwd, &session, can_ask),
+        Judged::Patch { paths, folders } => {
+            // Each path where Codex opens it; one that cannot be placed (the home
+            // folder unknown) keeps its written form, which the judge cannot place
+            // either and so judges outside.
+            let placed: Vec<(String, PathBuf)> = paths
+                .into_iter()
+                .map(|path| {
+                    let absolute = apply_patch::place(cwd, &folders, &path)
+                        .unwrap_or_else(|| PathBuf::from(&path));
+                    (path, absolute)
+                })
+                .collect();
+            policy.judge_placed(&placed, cwd, &session, can_ask)
+        }
+        Judged::Unplaceable(why) => policy.judge_unplaceable(why, &session, can_ask),
     };
     match decision {
         Decision::NoOpinion => HookAnswer::no_opinion(),
@@ -352,28 +381,6 @@ fn decide(
         Decision::Ask(reason) | Decision::Deny(reason) => {
             HookAnswer::json(output::decision(Permission::Deny, &reason))
         }
-    }
-}
-
-/// The patch body of a Codex `apply_patch` call, or of a shell command that Codex
-/// would apply as a patch. Claude Code has no such tool: `None` there.
-fn codex_patch_body<'a>(
-    dialect: Dialect,
-    tool_name: &str,
-    tool_input: &'a Value,
-) -> Option<&'a str> {
-    if dialect != Dialect::Codex {
-        return None;
-    }
-    let command = tool_input.get("command").and_then(Value::as_str)?;
-    match tool_name {
-        "apply_patch" => Some(command),
-        "Bash" | "shell" | "exec_command" | "local_shell"
-            if apply_patch::looks_like_patch(command) =>
-        {
-            Some(command)
-        }
-        _ => None,
     }
 }
 

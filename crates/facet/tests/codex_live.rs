@@ -47,15 +47,30 @@ struct CodexRun {
 }
 
 fn run_codex(tree: &Tree, name: &str, patch: &str) -> CodexRun {
+    run_codex_with(tree, name, "", patch, None)
+}
+
+/// [`run_codex`] with the shell command starting with `prefix` (`cd .. && `) and
+/// the `exec_command` call carrying `workdir` when given.
+fn run_codex_with(
+    tree: &Tree,
+    name: &str,
+    prefix: &str,
+    patch: &str,
+    workdir: Option<&str>,
+) -> CodexRun {
     let work = tree.path(name);
     std::fs::create_dir_all(work.join("home")).unwrap();
     let log = work.join("requests.jsonl");
     let hook_log = work.join("hook-inputs.jsonl");
 
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py/fake_responses.py");
-    let mut server = Command::new("python3")
-        .arg(script)
-        .env("PATCH", patch)
+    let mut server = Command::new("python3");
+    server.arg(script).env("PATCH", patch).env("PREFIX", prefix);
+    if let Some(workdir) = workdir {
+        server.env("WORKDIR", workdir);
+    }
+    let mut server = server
         .env("LOG", &log)
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -199,4 +214,55 @@ fn codex_applies_a_patch_inside_the_facet() {
         run.output
     );
     assert!(!tool_output(&run).contains("blocked by PreToolUse hook"));
+}
+
+/// Issue 21, finding 6: `cd DIR && apply_patch`, which Codex applies in `DIR`, is
+/// judged there. Before, the patch's path was judged against the session's folder
+/// (inside) and Codex wrote the file one folder up.
+#[test]
+fn codex_cd_then_apply_patch_is_judged_where_codex_applies_it() {
+    let tree = Tree::new();
+    let escape = tree.path("project/src/other/escaped_by_cd.txt");
+    let patch = "*** Begin Patch\n*** Add File: other/escaped_by_cd.txt\n+escaped\n*** End Patch\n";
+    let run = run_codex_with(&tree, "codex-cd", "cd .. && ", patch, None);
+
+    assert!(!escape.exists(), "the patch ran:\n{}", run.output);
+    let envelope = run
+        .hook_inputs
+        .first()
+        .unwrap_or_else(|| panic!("the hook never ran:\n{}", run.output));
+    assert!(
+        envelope["tool_input"]["command"]
+            .as_str()
+            .unwrap()
+            .starts_with("cd .. && apply_patch <<'EOF'"),
+        "{envelope}"
+    );
+    let output = tool_output(&run);
+    assert!(
+        output.contains(&format!(
+            "other/escaped_by_cd.txt → {} is refused — this session's facet is {}.",
+            escape.display(),
+            tree.room().display()
+        )),
+        "{output}"
+    );
+}
+
+/// What Codex 0.171 tells a hook about a shell call's `workdir`: nothing. The hook
+/// input is `{"command"}` alone, so a patch sent through the shell with a `workdir`
+/// cannot be placed by facet (docs/facet.md names this limit). Should a later Codex
+/// send it, this test fails, and facet's `workdir` reading (tested in
+/// `codex_patch_forms.rs`) takes over.
+#[test]
+fn codex_does_not_send_the_shell_workdir_to_hooks() {
+    let tree = Tree::new();
+    let patch = "*** Begin Patch\n*** Add File: via_workdir.txt\n+x\n*** End Patch\n";
+    let run = run_codex_with(&tree, "codex-workdir", "", patch, Some("sub"));
+    let envelope = run
+        .hook_inputs
+        .first()
+        .unwrap_or_else(|| panic!("the hook never ran:\n{}", run.output));
+    let keys: Vec<&String> = envelope["tool_input"].as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["command"], "{envelope}");
 }

@@ -2,7 +2,8 @@
 Codex CLI in crates/facet/tests/codex_live.rs (stdlib only).
 
 The first POST /v1/responses is answered with one `exec_command` call running
-`apply_patch <<'EOF' … EOF` with the patch in $PATCH; every later one with a final
+`apply_patch <<'EOF' … EOF` with the patch in $PATCH (after $PREFIX, say `cd .. && `,
+when set; with a `workdir` argument of $WORKDIR when set); every later one with a final
 assistant message. Request bodies are appended to $LOG, one JSON line each, so the
 test can read what Codex sent back (the hook's reason). Prints the port, then serves
 until killed.
@@ -45,9 +46,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
         Handler.count += 1
         rid = f"resp-{Handler.count}"
         if Handler.count == 1:
-            command = "apply_patch <<'EOF'\n" + PATCH + "EOF\n"
+            command = os.environ.get("PREFIX", "") + "apply_patch <<'EOF'\n" + PATCH + "EOF\n"
+            arguments = {"cmd": command}
+            if "WORKDIR" in os.environ:
+                arguments["workdir"] = os.environ["WORKDIR"]
             item = {"type": "function_call", "name": "exec_command", "call_id": "call-1",
-                    "arguments": json.dumps({"cmd": command})}
+                    "arguments": json.dumps(arguments)}
         else:
             item = {"type": "message", "role": "assistant", "id": f"msg-{Handler.count}",
                     "content": [{"type": "output_text", "text": "done"}]}
