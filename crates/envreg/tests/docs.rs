@@ -1,0 +1,14 @@
+//! The envreg documents run as written: every shell command in them is run as printed,
+//! from the repository root (a scratch copy), and what it prints is compared
+//! (crates/doc-commands). `DOC_COMMANDS=overwrite cargo test -p envreg --test docs`
+//! rewrites the expected outputs after a deliberate change (review the diff).
+#![allow(clippy::unwrap_used)]
+
+fn doc(path: &str) -> doc_commands::Doc {
+    doc_commands::Doc::new(path).bin("envreg", env!("CARGO_BIN_EXE_envreg"))
+}
+
+#[test]
+fn envreg_cli_md() {
+    doc("docs/envreg-cli.md").run();
+}
