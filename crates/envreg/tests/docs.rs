@@ -8,21 +8,30 @@
 //! claude_code_plugin_live).
 #![allow(clippy::unwrap_used)]
 
-fn doc(path: &str) -> doc_commands::Doc {
-    doc_commands::Doc::new(path).bin("envreg", env!("CARGO_BIN_EXE_envreg"))
+/// The document's runner, with a private `$TMPDIR`: servers record there which
+/// registry they serve for their host's hook (`envreg_core::served`), and a hook in a
+/// document must not find the record of a server some ancestor of this test started
+/// (say, a host running `cargo test`).
+fn doc(path: &str, tmp: &tempfile::TempDir) -> doc_commands::Doc {
+    doc_commands::Doc::new(path)
+        .bin("envreg", env!("CARGO_BIN_EXE_envreg"))
+        .env("TMPDIR", tmp.path().display().to_string())
 }
 
 #[test]
 fn envreg_cli_md() {
-    doc("docs/envreg-cli.md").run();
+    let tmp = tempfile::tempdir().unwrap();
+    doc("docs/envreg-cli.md", &tmp).run();
 }
 
 #[test]
 fn envreg_mcp_md() {
-    doc("docs/envreg-mcp.md").run();
+    let tmp = tempfile::tempdir().unwrap();
+    doc("docs/envreg-mcp.md", &tmp).run();
 }
 
 #[test]
 fn envreg_ui_md() {
-    doc("docs/envreg-ui.md").run();
+    let tmp = tempfile::tempdir().unwrap();
+    doc("docs/envreg-ui.md", &tmp).run();
 }
