@@ -2,7 +2,7 @@
 //! the mode, the approval channel and whether a focus narrows the facet; the rest is
 //! parsed as JSON (or, when it is not JSON, used as a bare string argument). Judging,
 //! reading a `facet` action, listing requested paths and parsing the same bytes as a
-//! configuration file must never panic.
+//! configuration file or a project's `.facet.toml` must never panic.
 //! The CI twin is crates/facet-core/tests/args_never_panic.rs.
 #![no_main]
 
@@ -51,5 +51,7 @@ fuzz_target!(|data: &[u8]| {
     // The user's configuration file is outside input too.
     if let Ok(text) = std::str::from_utf8(rest) {
         let _ = facet_core::Config::from_toml(text, std::path::Path::new("fuzz.toml"));
+        // So is a project's `.facet.toml`.
+        let _ = facet_core::standing::ProjectFile::parse(text);
     }
 });

@@ -211,6 +211,35 @@ pub fn adapter_version(kind: &str, program_version: &str) -> String {
     }
 }
 
+/// The environment variable that tells a program which attempt of its execution it
+/// is (`1` for the first); beside [`crate::command::EXECUTION_ID_VAR`].
+pub const ATTEMPT_VAR: &str = "AGENT_EXEC_ATTEMPT";
+
+/// The execution's identity as environment variables, visible to the agent's tools
+/// and hooks: the execution id and the attempt.
+pub fn identity_env(execution_id: &str, attempt: u32) -> [(String, String); 2] {
+    [
+        (
+            crate::command::EXECUTION_ID_VAR.to_owned(),
+            execution_id.to_owned(),
+        ),
+        (ATTEMPT_VAR.to_owned(), attempt.to_string()),
+    ]
+}
+
+/// `text` cut to at most `max` bytes on a character boundary, with `…` when cut: how
+/// every agent backend bounds a detail, a quoted message or a probe's output.
+pub fn bounded(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", text.get(..end).unwrap_or_default())
+}
+
 /// The prompt an agent CLI reads on stdin: prior `context` as a transcript, the
 /// prompt, then the deliverables to write (the programs take one prompt, not a
 /// message list).
@@ -765,6 +794,49 @@ pub fn verification_key(kind: &str, program: &str, config: &ProgramConfig) -> Op
     ))
 }
 
+/// Why a probe could not prove what it was run for. The text of each says what
+/// happened and, for a missing program, what to install.
+#[derive(Debug, thiserror::Error)]
+pub enum ProbeError {
+    /// The program is not there (`problem` says where it was looked for).
+    #[error("{problem}; {install_hint}")]
+    NotFound {
+        problem: String,
+        install_hint: String,
+    },
+    /// The program is there but could not be started.
+    #[error("cannot run `{program}`: {source}")]
+    Spawn {
+        program: String,
+        source: std::io::Error,
+    },
+    /// `command` gave no answer in time.
+    #[error("`{command}` did not answer within {timeout:?}")]
+    Timeout { command: String, timeout: Duration },
+    /// `command` ended unsuccessfully.
+    #[error("`{command}` {ended}: {stderr}")]
+    Failed {
+        command: String,
+        ended: String,
+        stderr: String,
+    },
+    /// The probe's own preparation failed (a folder, a port, a file).
+    #[error("{0}")]
+    Setup(String),
+    /// The program ran, but did not show what was to be proven.
+    #[error("{0}")]
+    Unproven(String),
+}
+
+impl ProbeError {
+    fn not_found(problem: String, install_hint: &str) -> Self {
+        ProbeError::NotFound {
+            problem,
+            install_hint: install_hint.to_owned(),
+        }
+    }
+}
+
 /// Runs `program args…` (a `--version`-style probe) with stdin closed and a timeout,
 /// returning its trimmed stdout. The error says what to install.
 pub async fn probe_output(
@@ -773,30 +845,42 @@ pub async fn probe_output(
     env: &BTreeMap<String, String>,
     timeout: Duration,
     install_hint: &str,
-) -> Result<String, String> {
-    let path = crate::locate::find_program(program)
-        .map_err(|problem| format!("{problem}; {install_hint}"))?;
-    let mut command = tokio::process::Command::new(path);
-    command.args(args).envs(env);
-    let output = match run_probe_tree(command, None, timeout).await {
-        Ok(Some(output)) => output,
-        Err(e) => return Err(format!("cannot run `{program}`: {e}")),
-        Ok(None) => {
-            return Err(format!(
-                "`{program} {}` did not answer within {timeout:?}",
-                args.join(" ")
-            ));
-        }
-    };
+) -> Result<String, ProbeError> {
+    let output = probe_run(program, args, env, timeout, install_hint).await?;
     if !output.status.success() {
-        return Err(format!(
-            "`{program} {}` {}: {}",
-            args.join(" "),
-            describe(output.status),
-            String::from_utf8_lossy(&output.stderr).trim()
-        ));
+        return Err(ProbeError::Failed {
+            command: format!("{program} {}", args.join(" ")),
+            ended: describe(output.status),
+            stderr: String::from_utf8_lossy(&output.stderr).trim().to_owned(),
+        });
     }
     Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
+}
+
+/// Runs `program args…` with `env`, stdin closed, within `timeout`, keeping its whole
+/// output whatever its status (pi prints its version on stderr).
+pub async fn probe_run(
+    program: &str,
+    args: &[&str],
+    env: &BTreeMap<String, String>,
+    timeout: Duration,
+    install_hint: &str,
+) -> Result<std::process::Output, ProbeError> {
+    let path = crate::locate::find_program(program)
+        .map_err(|problem| ProbeError::not_found(problem, install_hint))?;
+    let mut command = tokio::process::Command::new(path);
+    command.args(args).envs(env);
+    match run_probe_tree(command, None, timeout).await {
+        Ok(Some(output)) => Ok(output),
+        Err(source) => Err(ProbeError::Spawn {
+            program: program.to_owned(),
+            source,
+        }),
+        Ok(None) => Err(ProbeError::Timeout {
+            command: format!("{program} {}", args.join(" ")),
+            timeout,
+        }),
+    }
 }
 
 /// Runs a probe `command` as a [`ProcessTree`]: writes `stdin` (or gives it none),
@@ -851,23 +935,14 @@ pub async fn run_probe_tree(
 /// A loopback port nothing listens on (bound, then released): a format probe points
 /// the program's model provider there, so its first request is refused at once and
 /// the model request (with its key, a dummy) never leaves the machine.
-pub fn refused_loopback_port() -> Result<u16, String> {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0")
-        .map_err(|e| format!("cannot reserve a loopback port: {e}"))?;
+pub fn refused_loopback_port() -> Result<u16, ProbeError> {
+    let refused =
+        |e: std::io::Error| ProbeError::Setup(format!("cannot reserve a loopback port: {e}"));
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(refused)?;
     listener
         .local_addr()
         .map(|address| address.port())
-        .map_err(|e| format!("cannot reserve a loopback port: {e}"))
-}
-
-/// `problem; hint`, unless the problem already ends in the hint (a program not found
-/// on PATH is reported with it by [`probe_output`] and [`probe_stream`]).
-pub fn with_install_hint(problem: &str, hint: &str) -> String {
-    if problem.contains(hint) {
-        problem.to_owned()
-    } else {
-        format!("{problem}; {hint}")
-    }
+        .map_err(refused)
 }
 
 /// A format probe's throw-away folder: a `workspace` to run in and a `home` for the
@@ -879,13 +954,15 @@ pub struct ProbeFolder {
 }
 
 impl ProbeFolder {
-    pub fn new() -> Result<ProbeFolder, String> {
-        let dir = tempfile::tempdir().map_err(|e| format!("cannot create a probe folder: {e}"))?;
+    pub fn new() -> Result<ProbeFolder, ProbeError> {
+        let failed =
+            |e: std::io::Error| ProbeError::Setup(format!("cannot create a probe folder: {e}"));
+        let dir = tempfile::tempdir().map_err(failed)?;
         let workspace = dir.path().join("workspace");
         let home = dir.path().join("home");
         std::fs::create_dir_all(&workspace)
             .and_then(|()| std::fs::create_dir_all(&home))
-            .map_err(|e| format!("cannot create a probe folder: {e}"))?;
+            .map_err(failed)?;
         Ok(ProbeFolder {
             _dir: dir,
             workspace,
@@ -913,24 +990,6 @@ impl ProbeFolder {
     }
 }
 
-/// The verification of a program whose version is known but whose format probe
-/// failed: nothing verified, one problem naming the backend and what to install.
-pub fn format_unproven(
-    name: &str,
-    adapter_version: String,
-    problem: &str,
-    install_hint: &str,
-) -> agent_exec_contract::Verification {
-    agent_exec_contract::Verification {
-        verified: Vec::new(),
-        adapter_version,
-        problems: vec![format!(
-            "backend `{name}`: {}",
-            with_install_hint(problem, install_hint)
-        )],
-    }
-}
-
 /// The longest stdout line a format probe reads before it gives up (a real first line
 /// is a few KB; the probe's program is the user's, but bounded all the same).
 const PROBE_MAX_LINE: usize = 1024 * 1024;
@@ -950,11 +1009,15 @@ pub struct StreamProbe {
 
 impl StreamProbe {
     /// `Ok` when proven; else `failure`, followed by what the probe saw.
-    pub fn proof(&self, failure: impl FnOnce() -> String) -> Result<(), String> {
+    pub fn proof(&self, failure: impl FnOnce() -> String) -> Result<(), ProbeError> {
         if self.proven {
             Ok(())
         } else {
-            Err(format!("{} ({})", failure(), self.describe()))
+            Err(ProbeError::Unproven(format!(
+                "{} ({})",
+                failure(),
+                self.describe()
+            )))
         }
     }
 
@@ -997,7 +1060,7 @@ pub struct FormatProbe<'a> {
 pub async fn probe_stream(
     probe: &FormatProbe<'_>,
     enough: &mut (dyn FnMut(&[u8]) -> bool + Send),
-) -> Result<StreamProbe, String> {
+) -> Result<StreamProbe, ProbeError> {
     let FormatProbe {
         program,
         args,
@@ -1008,7 +1071,7 @@ pub async fn probe_stream(
         install_hint,
     } = *probe;
     let path = crate::locate::find_program(program)
-        .map_err(|problem| format!("{problem}; {install_hint}"))?;
+        .map_err(|problem| ProbeError::not_found(problem, install_hint))?;
     let mut command = tokio::process::Command::new(path);
     command
         .args(args)
@@ -1017,8 +1080,10 @@ pub async fn probe_stream(
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let mut tree =
-        ProcessTree::spawn(command).map_err(|e| format!("cannot run `{program}`: {e}"))?;
+    let mut tree = ProcessTree::spawn(command).map_err(|source| ProbeError::Spawn {
+        program: program.to_owned(),
+        source,
+    })?;
     let input = tree.child_mut().stdin.take();
     let stdout = tree.child_mut().stdout.take();
     let stderr = Reader::tail(tree.child_mut().stderr.take());

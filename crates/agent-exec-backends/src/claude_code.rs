@@ -81,17 +81,23 @@
 //! `IS_SANDBOX=1` (bypass refuses root otherwise) and a temporary `HOME` through the
 //! config's `env`.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::time::Duration;
 
 use agent_exec_contract::{
-    Backend, BackendDescriptor, Capability, ContractRequest, ContractResult, Error, ErrorCode,
-    Event, EventKind, ExecutionContext, SideEffects, ToolPolicy, Usage, Verification,
+    ContractRequest, Error, ErrorCode, Event, EventKind, ExecutionContext, SideEffects, ToolPolicy,
+    Usage,
 };
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::agent_program::{self, AgentRun, ProgramConfig, StreamParser, Verdict};
+use crate::agent_cli::{
+    AgentCli, AgentCliBackend, Attempt, Probe, ProbePlan, ProgramVersion, SessionSeen,
+    ToolPolicyRefused, ToolsProof, VersionOrder,
+};
+use crate::agent_program::{
+    self, AgentRun, ProbeError, ProbeFolder, ProgramConfig, StreamParser, Verdict,
+};
 
 /// The kind name in config (`kind = "claude-code"`).
 pub const KIND: &str = "claude-code";
@@ -273,18 +279,6 @@ fn field<'a>(value: &'a Value, key: &str) -> &'a str {
     str_of(value.get(key))
 }
 
-/// `text` cut to at most `max` bytes, on a character boundary.
-fn bounded(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_owned();
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", text.get(..end).unwrap_or_default())
-}
-
 fn content_blocks(message: Option<&Value>) -> &[Value] {
     message
         .and_then(|m| m.get("content"))
@@ -340,13 +334,13 @@ fn tool_detail(input: Option<&Value>) -> String {
     ];
     for key in KEYS {
         if let Some(text) = input.get(key).and_then(Value::as_str) {
-            return bounded(text, MAX_DETAIL);
+            return agent_program::bounded(text, MAX_DETAIL);
         }
     }
     match input {
         Value::Object(map) if map.is_empty() => String::new(),
         Value::Null => String::new(),
-        other => bounded(&other.to_string(), MAX_DETAIL),
+        other => agent_program::bounded(&other.to_string(), MAX_DETAIL),
     }
 }
 
@@ -363,7 +357,7 @@ fn tool_results(message: Option<&Value>) -> Line {
                 tool_use_id: field(block, "tool_use_id").to_owned(),
                 is_error,
                 error: if is_error {
-                    bounded(&result_text(block.get("content")), MAX_DETAIL)
+                    agent_program::bounded(&result_text(block.get("content")), MAX_DETAIL)
                 } else {
                     String::new()
                 },
@@ -450,7 +444,7 @@ fn final_line(raw: &RawLine) -> Final {
             None => Verdict::Completed(text.to_owned()),
         }
     } else {
-        let code = failure_code(subtype, raw);
+        let code = classify_failure(subtype, raw);
         let detail = if !text.is_empty() {
             text.to_owned()
         } else {
@@ -478,7 +472,7 @@ fn final_line(raw: &RawLine) -> Final {
         } else {
             format!(
                 "claude-code reported an error ({label}): {}",
-                bounded(&detail, 2 * MAX_DETAIL)
+                agent_program::bounded(&detail, 2 * MAX_DETAIL)
             )
         };
         Verdict::Failed { code, message }
@@ -486,7 +480,8 @@ fn final_line(raw: &RawLine) -> Final {
     Final { verdict, usage }
 }
 
-fn failure_code(subtype: &str, raw: &RawLine) -> ErrorCode {
+/// The error code of a final line that is not a success (see the module doc).
+fn classify_failure(subtype: &str, raw: &RawLine) -> ErrorCode {
     if matches!(subtype, "error_max_turns" | "error_max_budget_usd") {
         return ErrorCode::BudgetExceeded;
     }
@@ -703,7 +698,7 @@ pub const STRUCTURED_OUTPUT_TOOL: &str = "StructuredOutput";
 const MAX_SCHEMA_ARG: usize = 120 * 1024;
 
 /// The `--tools` flags for a tool policy, or why it is refused.
-pub fn tool_flags(policy: &ToolPolicy) -> Result<Vec<String>, String> {
+pub fn tool_args(policy: &ToolPolicy) -> Result<Vec<String>, ToolPolicyRefused> {
     if !policy.allowlist.is_empty() {
         let plain = |name: &str| {
             !name.is_empty()
@@ -712,9 +707,9 @@ pub fn tool_flags(policy: &ToolPolicy) -> Result<Vec<String>, String> {
                     .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
         };
         if let Some(bad) = policy.allowlist.iter().find(|name| !plain(name)) {
-            return Err(format!(
+            return Err(ToolPolicyRefused(format!(
                 "tool `{bad}` in the allowlist is not a plain Claude Code tool name"
-            ));
+            )));
         }
         return Ok(vec![
             format!("--tools={}", policy.allowlist.join(",")),
@@ -727,73 +722,68 @@ pub fn tool_flags(policy: &ToolPolicy) -> Result<Vec<String>, String> {
             "--strict-mcp-config".to_owned(),
         ]),
         "workspace" => Ok(Vec::new()),
-        other => Err(format!(
+        other => Err(ToolPolicyRefused(format!(
             "tool profile `{other}` is unknown to the claude-code backend (known: reasoning, workspace, or an allowlist)"
-        )),
+        ))),
     }
 }
 
-/// The backend. Holds only its configuration.
+/// Claude Code as an [`AgentCli`]: its argv, parser and probes. Holds only its
+/// configuration.
 #[derive(Debug, Clone)]
-pub struct ClaudeCodeBackend {
+pub struct ClaudeCode {
     config: ProgramConfig,
 }
 
+/// The `claude-code` backend.
+pub type ClaudeCodeBackend = AgentCliBackend<ClaudeCode>;
+
 impl ClaudeCodeBackend {
     pub fn new(config: ProgramConfig) -> Self {
-        ClaudeCodeBackend { config }
-    }
-
-    fn program(&self) -> &str {
-        self.config.program_or(DEFAULT_PROGRAM)
-    }
-
-    fn declared() -> Vec<Capability> {
-        let mut declared = crate::agent_program::AGENT_CLI_CAPABILITIES.to_vec();
-        declared.push(Capability::StructuredOutput);
-        declared.push(Capability::Resume);
-        declared
+        AgentCliBackend::of(ClaudeCode { config })
     }
 
     /// How `request` is run: program, argv, stdin, working directory. Refuses a tool
     /// policy it cannot enforce.
     pub fn agent_run(&self, request: &ContractRequest) -> Result<AgentRun, Error> {
-        self.run_for(request, None)
+        self.cli().run_for(request, None)
     }
 
     /// How a resumed attempt of `request` continues `session`: the same run with
     /// `--resume=SESSION` and only the continuation on stdin. Refuses a handle that is
     /// not a UUID (`--resume` also takes a session *name*, and a handle is data).
     pub fn resumed_run(&self, request: &ContractRequest, session: &str) -> Result<AgentRun, Error> {
-        let name = &self.config.name;
-        agent_exec_contract::check_session_handle(session)
-            .and_then(|()| {
-                agent_program::is_uuid(session)
-                    .then_some(())
-                    .ok_or_else(|| {
-                        "the session handle is not a Claude Code session id (a UUID)".to_owned()
-                    })
-            })
-            .map_err(|reason| {
-                Error::new(
-                    ErrorCode::Internal,
-                    format!("backend `{name}` cannot resume: {reason}"),
-                    SideEffects::None,
-                )
-            })?;
-        self.run_for(request, Some(session))
+        self.cli().run_for(request, Some(session))
+    }
+}
+
+impl ClaudeCode {
+    fn program(&self) -> &str {
+        self.config.program_or(DEFAULT_PROGRAM)
     }
 
+    /// The run of `request`, fresh or continuing `resume` (see
+    /// [`ClaudeCodeBackend::resumed_run`]).
     fn run_for(&self, request: &ContractRequest, resume: Option<&str>) -> Result<AgentRun, Error> {
-        if request.workspace.root.is_empty() {
-            return Err(Error::new(
-                ErrorCode::Internal,
-                "the claude-code backend needs a workspace root to run in",
-                SideEffects::None,
-            ));
+        if let Some(session) = resume {
+            let name = &self.config.name;
+            agent_exec_contract::check_session_handle(session)
+                .and_then(|()| {
+                    agent_program::is_uuid(session)
+                        .then_some(())
+                        .ok_or_else(|| {
+                            "the session handle is not a Claude Code session id (a UUID)".to_owned()
+                        })
+                })
+                .map_err(|reason| {
+                    Error::new(
+                        ErrorCode::Internal,
+                        format!("backend `{name}` cannot resume: {reason}"),
+                        SideEffects::None,
+                    )
+                })?;
         }
-        let tools = tool_flags(&request.tool_policy)
-            .map_err(|reason| Error::new(ErrorCode::ToolRejected, reason, SideEffects::None))?;
+        let tools = tool_args(&request.tool_policy)?;
         let mut args: Vec<String> = [
             "-p",
             "--output-format",
@@ -847,44 +837,94 @@ impl ClaudeCodeBackend {
     }
 }
 
-impl ClaudeCodeBackend {
-    /// The format probe: a real `claude -p --output-format stream-json` run, with the
-    /// flags [`Self::agent_run`] gives the default tool policy (`with_tools`) or the
-    /// `workspace` one (no tool flags), pointed at a refused loopback port with no
-    /// retries and a throw-away config folder. Proven when the stream has an `init`
-    /// line and a final `result` (Claude Code's own "connection refused"), which takes
-    /// about half a second. The model request never leaves the machine, and the user's
-    /// key is replaced by a dummy for the probe.
+#[async_trait::async_trait]
+impl AgentCli for ClaudeCode {
+    const KIND: &'static str = KIND;
+    const DEFAULT_PROGRAM: &'static str = DEFAULT_PROGRAM;
+    const INSTALL_HINT: &'static str = INSTALL_HINT;
+    // The run's own flags, the default tool policy's (`--tools=` and
+    // `--strict-mcp-config`) included; without them, to tell a program that speaks
+    // stream-json but cannot hold a tool policy from one that does not.
+    const PROBES: ProbePlan = ProbePlan {
+        version: VersionOrder::Before,
+        tools: ToolsProof::FormatProbe {
+            flags: "`--tools`/`--strict-mcp-config`",
+        },
+        structured_output: true,
+        resume: true,
+        upgrade: "upgrade @anthropic-ai/claude-code",
+        resume_hint: ", and keep `--no-session-persistence` out of `args`",
+    };
+    // Claude Code retries model calls by itself (`CLAUDE_CODE_MAX_RETRIES`, and a cut
+    // stream regardless): those retries run inside one attempt, the runtime adds none.
+    const RETRY_UNAVAILABLE: bool = false;
+    type Parser = ClaudeCodeStream;
+
+    fn config(&self) -> &ProgramConfig {
+        &self.config
+    }
+
+    fn attempt(
+        &self,
+        request: &ContractRequest,
+        _ctx: &ExecutionContext,
+        resume: Option<&str>,
+    ) -> Result<Attempt<ClaudeCodeStream>, Error> {
+        let run = self.run_for(request, resume)?;
+        Ok(Attempt::new(run, ClaudeCodeStream::new()))
+    }
+
+    async fn version(&self) -> Result<ProgramVersion, ProbeError> {
+        let program = self.program();
+        let output = agent_program::probe_output(
+            program,
+            &["--version"],
+            &self.config.env,
+            PROBE_TIMEOUT,
+            INSTALL_HINT,
+        )
+        .await?;
+        match parse_version(&output) {
+            Some(version) => Ok(ProgramVersion::new(format!("Claude Code {version}"))),
+            None => Err(ProbeError::Unproven(format!(
+                "`{program} --version` printed {:?}, not a Claude Code version; {INSTALL_HINT}",
+                agent_program::bounded(&output, 200)
+            ))),
+        }
+    }
+
+    /// A real `claude -p --output-format stream-json` run, with the flags the default
+    /// tool policy gives (`probe.tools`) or the `workspace` one (no tool flags), pointed
+    /// at a refused loopback port with no retries and a throw-away config folder.
+    /// Proven when the stream has an `init` line and a final `result` (Claude Code's
+    /// own "connection refused"), which takes about half a second. The model request
+    /// never leaves the machine, and the user's key is replaced by a dummy for the
+    /// probe.
     ///
-    /// `with_schema`: with `--json-schema` too; proven only when the init line lists
+    /// `probe.schema`: with `--json-schema` too; proven only when the init line lists
     /// the `StructuredOutput` tool Claude Code adds for it (a program that accepted the
     /// flag and ignored it would not).
     ///
-    /// `resume`: `--resume=ID` on an earlier probe's session in the same `folder`;
+    /// `probe.resume`: `--resume=ID` on an earlier probe's session in the same folder;
     /// proven only when the init line names that session — for an id it has no saved
     /// conversation for, Claude Code prints a bare error `result` and no `init` — so
-    /// the session was kept and found, which `--help` cannot show. Returns the
-    /// session id of the init line.
-    async fn probe_format(
+    /// the session was kept and found, which `--help` cannot show.
+    async fn probe(
         &self,
-        folder: &agent_program::ProbeFolder,
-        with_tools: bool,
-        with_schema: bool,
-        resume: Option<&str>,
-    ) -> Result<String, String> {
-        let mut request = folder.request(with_tools);
-        if with_schema {
+        folder: &ProbeFolder,
+        probe: Probe<'_>,
+    ) -> Result<SessionSeen, ProbeError> {
+        let mut request = folder.request(probe.tools);
+        if probe.schema {
             request.output_schema = Some(serde_json::json!({
                 "type": "object",
                 "properties": {"ok": {"type": "boolean"}},
                 "required": ["ok"]
             }));
         }
-        let run = match resume {
-            Some(session) => self.resumed_run(&request, session),
-            None => self.agent_run(&request),
-        }
-        .map_err(|e| e.reason)?;
+        let run = self
+            .run_for(&request, probe.resume)
+            .map_err(|e| ProbeError::Setup(e.reason))?;
         let port = agent_program::refused_loopback_port()?;
         let mut env = run.env.clone();
         for (key, value) in [
@@ -899,7 +939,7 @@ impl ClaudeCodeBackend {
         }
         let mut stream = ClaudeCodeStream::new();
         let mut events = Vec::new();
-        let probe = agent_program::FormatProbe {
+        let format = agent_program::FormatProbe {
             program: &run.program,
             args: &run.args,
             env: &env,
@@ -908,7 +948,7 @@ impl ClaudeCodeBackend {
             timeout: PROBE_TIMEOUT,
             install_hint: INSTALL_HINT,
         };
-        let seen = agent_program::probe_stream(&probe, &mut |line| {
+        let seen = agent_program::probe_stream(&format, &mut |line| {
             stream.line(line, &mut events);
             events.clear();
             !stream.session_id.is_empty() && stream.verdict() != Verdict::Pending
@@ -921,28 +961,25 @@ impl ClaudeCodeBackend {
                 run.args.join(" ")
             )
         })?;
-        if with_schema && !stream.tools.iter().any(|t| t == STRUCTURED_OUTPUT_TOOL) {
-            return Err(format!(
+        if probe.schema && !stream.tools.iter().any(|t| t == STRUCTURED_OUTPUT_TOOL) {
+            return Err(ProbeError::Unproven(format!(
                 "`{}` accepted --json-schema but its session has no {STRUCTURED_OUTPUT_TOOL} tool (tools: {:?})",
                 run.program, stream.tools
-            ));
+            )));
         }
-        if let Some(session) = resume
+        if let Some(session) = probe.resume
             && stream.session_id != session
         {
-            return Err(format!(
+            return Err(ProbeError::Unproven(format!(
                 "`{} --resume` started session {:?}, not the probe's own",
                 run.program, stream.session_id
-            ));
+            )));
         }
-        Ok(stream.session_id)
-    }
-
-    /// `text` with every credential-looking value (configured or inherited: Claude
-    /// Code reads `ANTHROPIC_API_KEY` / `ANTHROPIC_AUTH_TOKEN` from either) replaced by
-    /// `[redacted]` ([`crate::redact::redact_credentials`]).
-    pub fn redact(&self, text: &str) -> String {
-        crate::redact::redact_credentials(&self.config.env, text)
+        Ok(if agent_program::is_uuid(&stream.session_id) {
+            SessionSeen::Id(stream.session_id)
+        } else {
+            SessionSeen::Missing("the init line carried no session id (a UUID)".to_owned())
+        })
     }
 }
 
@@ -955,160 +992,6 @@ pub fn parse_version(output: &str) -> Option<&str> {
             .iter()
             .all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()));
     numeric.then_some(first)
-}
-
-#[async_trait::async_trait]
-impl Backend for ClaudeCodeBackend {
-    fn descriptor(&self) -> BackendDescriptor {
-        BackendDescriptor {
-            name: self.config.name.clone(),
-            capabilities: Self::declared(),
-            adapter_version: format!("claude-code/{}", env!("CARGO_PKG_VERSION")),
-        }
-    }
-
-    fn verification_key(&self) -> Option<String> {
-        crate::agent_program::verification_key("claude-code", self.program(), &self.config)
-    }
-
-    async fn verify(&self) -> Verification {
-        let program = self.program();
-        let env: &BTreeMap<String, String> = &self.config.env;
-        let name = &self.config.name;
-        let version_output = match agent_program::probe_output(
-            program,
-            &["--version"],
-            env,
-            PROBE_TIMEOUT,
-            INSTALL_HINT,
-        )
-        .await
-        {
-            Ok(output) => output,
-            Err(problem) => return Verification::failed(format!("backend `{name}`: {problem}")),
-        };
-        let Some(version) = parse_version(&version_output) else {
-            return Verification::failed(format!(
-                "backend `{name}`: `{program} --version` printed {:?}, not a Claude Code version; {INSTALL_HINT}",
-                bounded(&version_output, 200)
-            ));
-        };
-        let adapter_version = format!("claude-code/{version}");
-        let mut problems = Vec::new();
-        let mut verified = vec![
-            Capability::Text,
-            Capability::Files,
-            Capability::Stream,
-            Capability::Usage,
-        ];
-        // The run's own flags, the default tool policy's (`--tools=` and
-        // `--strict-mcp-config`) included; without them, to tell a program that
-        // speaks stream-json but cannot hold a tool policy from one that does not.
-        // With `--json-schema` first (one probe when everything holds), then without
-        // it, then without the tool flags: each fallback says what it could not prove.
-        let folder = match agent_program::ProbeFolder::new() {
-            Ok(folder) => folder,
-            Err(problem) => {
-                return agent_program::format_unproven(
-                    name,
-                    adapter_version,
-                    &problem,
-                    INSTALL_HINT,
-                );
-            }
-        };
-        let with_tools = match self.probe_format(&folder, true, true, None).await {
-            Ok(session) => {
-                verified.push(Capability::StructuredOutput);
-                Ok((true, session))
-            }
-            Err(with_schema) => match self.probe_format(&folder, true, false, None).await {
-                Ok(session) => {
-                    problems.push(format!(
-                        "structured-output: {}; upgrade @anthropic-ai/claude-code",
-                        self.redact(&with_schema)
-                    ));
-                    Ok((true, session))
-                }
-                Err(e) => Err(e),
-            },
-        };
-        let (with_tools, session) = match with_tools {
-            Ok(probed) => {
-                verified.push(Capability::Tools);
-                probed
-            }
-            Err(with_tools) => match self.probe_format(&folder, false, false, None).await {
-                Ok(session) => {
-                    problems.push(format!(
-                        "tools: `{program}` does not run with `--tools`/`--strict-mcp-config`, so a tool policy cannot be enforced ({}); upgrade @anthropic-ai/claude-code",
-                        self.redact(&with_tools)
-                    ));
-                    (false, session)
-                }
-                Err(problem) => {
-                    return agent_program::format_unproven(
-                        name,
-                        adapter_version,
-                        &self.redact(&problem),
-                        INSTALL_HINT,
-                    );
-                }
-            },
-        };
-        // Resume is proven by doing it: `--resume` on the session the probe just saved.
-        let resumed = if agent_program::is_uuid(&session) {
-            self.probe_format(&folder, with_tools, false, Some(&session))
-                .await
-                .map(drop)
-        } else {
-            Err("the init line carried no session id (a UUID)".to_owned())
-        };
-        match resumed {
-            Ok(()) => verified.push(Capability::Resume),
-            Err(problem) => problems.push(format!(
-                "resume: `{program} --resume` did not continue a session it had saved ({}); upgrade @anthropic-ai/claude-code, and keep `--no-session-persistence` out of `args`",
-                self.redact(&problem)
-            )),
-        }
-        crate::agent_program::verify_cancel(&mut verified, &mut problems);
-        Verification {
-            verified,
-            adapter_version,
-            problems,
-        }
-    }
-
-    async fn execute(&self, request: &ContractRequest, ctx: ExecutionContext) -> ContractResult {
-        let session = match agent_program::resume_session(&ctx, &self.config.name) {
-            Ok(session) => session,
-            Err(error) => return ContractResult::failed(error),
-        };
-        let run = match session {
-            Some(session) => self.resumed_run(request, session),
-            None => self.agent_run(request),
-        };
-        let run = match run {
-            Ok(run) => run,
-            Err(error) => return ContractResult::failed(error),
-        };
-        let mut run = run;
-        // The execution's identity, visible to the agent's tools and hooks.
-        run.env.insert(
-            crate::command::EXECUTION_ID_VAR.to_owned(),
-            request.execution_id.clone(),
-        );
-        run.env
-            .insert("AGENT_EXEC_ATTEMPT".to_owned(), ctx.attempt.to_string());
-        let mut parser = ClaudeCodeStream::new();
-        let mut result = agent_program::drive(run, &mut parser, &ctx).await;
-        // Claude Code quotes API error bodies; a careless gateway may echo the key.
-        if let Some(err) = result.err.as_mut() {
-            err.reason = self.redact(&err.reason);
-        }
-        result.logs = self.redact(&result.logs);
-        result
-    }
 }
 
 #[cfg(test)]
@@ -1294,23 +1177,24 @@ mod tests {
             allowlist: allow.iter().map(|s| s.to_string()).collect(),
         };
         assert_eq!(
-            tool_flags(&policy("", &[])).unwrap(),
+            tool_args(&policy("", &[])).unwrap(),
             ["--tools=", "--strict-mcp-config"]
         );
         assert_eq!(
-            tool_flags(&policy("reasoning", &[])).unwrap(),
-            tool_flags(&policy("", &[])).unwrap()
+            tool_args(&policy("reasoning", &[])).unwrap(),
+            tool_args(&policy("", &[])).unwrap()
         );
-        assert!(tool_flags(&policy("workspace", &[])).unwrap().is_empty());
+        assert!(tool_args(&policy("workspace", &[])).unwrap().is_empty());
         assert_eq!(
-            tool_flags(&policy("workspace", &["Write", "Bash"])).unwrap()[0],
+            tool_args(&policy("workspace", &["Write", "Bash"])).unwrap()[0],
             "--tools=Write,Bash"
         );
-        assert!(tool_flags(&policy("", &["Bash(rm *)"])).is_err());
-        assert!(tool_flags(&policy("", &["a,b"])).is_err());
+        assert!(tool_args(&policy("", &["Bash(rm *)"])).is_err());
+        assert!(tool_args(&policy("", &["a,b"])).is_err());
         assert!(
-            tool_flags(&policy("admin", &[]))
+            tool_args(&policy("admin", &[]))
                 .unwrap_err()
+                .to_string()
                 .contains("admin")
         );
     }

@@ -16,8 +16,9 @@
 //! * [`CodexStream`] folds those lines into the driver's [`Verdict`]: the run's text is
 //!   the *last* `agent_message`; the result is final only on `turn.completed` (usage
 //!   summed over the turn's model calls, as codex reports it) or `turn.failed`.
-//! * [`CodexBackend`] is the argv ([`CodexBackend::kind_args`], [`tool_args`]), the
-//!   prompt ([`crate::agent_program::render_prompt`]) and [`Backend::verify`].
+//! * [`Codex`] is the [`AgentCli`]: the argv ([`Codex::kind_args`], [`tool_args`]),
+//!   the prompt ([`crate::agent_program::render_prompt`]) and the probes;
+//!   [`CodexBackend`] is the one agent-CLI backend over it.
 //!
 //! Decisions:
 //! * A top-level `error` line is *not* final: codex also uses it for notices it
@@ -62,16 +63,19 @@
 //! `--ephemeral` is not forced (it would make `resume` impossible), so codex keeps its
 //! own session log.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use agent_exec_contract::{
-    Backend, BackendDescriptor, Capability, ContractRequest, ContractResult, ErrorCode, Event,
-    EventKind, ExecutionContext, ToolPolicy, Usage, Verification,
+    ContractRequest, ContractResult, Error, ErrorCode, Event, EventKind, ExecutionContext, Outcome,
+    SideEffects, ToolPolicy, Usage,
 };
 use serde_json::Value;
 
-use crate::agent_program::{self, ProgramConfig, StreamParser, Verdict};
+use crate::agent_cli::{
+    AgentCli, AgentCliBackend, Attempt, Probe, ProbePlan, ProgramVersion, SessionSeen,
+    ToolPolicyRefused, ToolsProof, VersionOrder,
+};
+use crate::agent_program::{self, ProbeError, ProbeFolder, ProgramConfig, StreamParser, Verdict};
 
 /// The kind name in config (`kind = "codex"`).
 pub const KIND: &str = "codex";
@@ -350,78 +354,40 @@ fn quoted_status(lower: &str) -> Option<u16> {
     })
 }
 
-/// The `codex` backend. Holds only its configuration: every execution is a fresh
-/// `codex exec` process and a fresh codex thread.
+/// The Codex CLI as an [`AgentCli`]: its argv, parser and probes. Holds only its
+/// configuration: every execution is a fresh `codex exec` process and a fresh codex
+/// thread.
 #[derive(Debug, Clone)]
-pub struct CodexBackend {
+pub struct Codex {
     config: ProgramConfig,
 }
 
+/// The `codex` backend.
+pub type CodexBackend = AgentCliBackend<Codex>;
+
 impl CodexBackend {
     /// A backend for `config` (`program` defaults to `codex` on `PATH`). Problems are
-    /// reported by [`Backend::verify`] and at run time, never by a panic.
+    /// reported by [`Backend::verify`](agent_exec_contract::Backend::verify) and at run
+    /// time, never by a panic.
     pub fn new(config: ProgramConfig) -> Self {
-        CodexBackend { config }
+        AgentCliBackend::of(Codex { config })
     }
 
+    /// The kind's own arguments of a fresh run (see [`Codex::kind_args`]).
+    pub fn kind_args(&self, request: &ContractRequest) -> Result<Vec<String>, ToolPolicyRefused> {
+        self.cli().kind_args(request)
+    }
+}
+
+impl Codex {
     fn program(&self) -> &str {
         self.config.program_or(DEFAULT_PROGRAM)
-    }
-
-    fn declared() -> Vec<Capability> {
-        let mut declared = crate::agent_program::AGENT_CLI_CAPABILITIES.to_vec();
-        declared.push(Capability::StructuredOutput);
-        declared.push(Capability::Resume);
-        declared
-    }
-
-    /// The thread a resumed attempt continues, or why it cannot: the handle is checked
-    /// again ([`agent_program::resume_session`]) and must be a UUID, since `exec
-    /// resume` also takes a thread *name* in the same place.
-    fn resume_thread<'a>(
-        &self,
-        ctx: &'a ExecutionContext,
-    ) -> Result<Option<&'a str>, agent_exec_contract::Error> {
-        let name = &self.config.name;
-        match agent_program::resume_session(ctx, name)? {
-            Some(id) if !agent_program::is_uuid(id) => Err(agent_exec_contract::Error::new(
-                ErrorCode::Internal,
-                format!(
-                    "backend `{name}` cannot resume: the session handle is not a codex thread id (a UUID)"
-                ),
-                agent_exec_contract::SideEffects::None,
-            )),
-            thread => Ok(thread),
-        }
-    }
-
-    fn adapter_version(program_version: &str) -> String {
-        crate::agent_program::adapter_version(KIND, program_version)
-    }
-
-    /// `--output-schema=FILE` for `schema`, written to a temporary file *outside* the
-    /// workspace (a file in it would be a workspace change, a side effect we caused),
-    /// kept until the returned guard is dropped — after the run. codex reads the file
-    /// when it starts and sends it as the Responses API's `text.format` json_schema.
-    fn schema_arg(schema: &Value) -> Result<(String, tempfile::NamedTempFile), String> {
-        use std::io::Write as _;
-        let mut file = tempfile::Builder::new()
-            .prefix("agent-exec-output-schema-")
-            .suffix(".json")
-            .tempfile()
-            .map_err(|e| format!("cannot write the output schema for codex: {e}"))?;
-        let text = serde_json::to_vec(schema)
-            .map_err(|e| format!("cannot encode the output schema: {e}"))?;
-        file.write_all(&text)
-            .and_then(|()| file.flush())
-            .map_err(|e| format!("cannot write the output schema for codex: {e}"))?;
-        Ok((format!("--output-schema={}", file.path().display()), file))
     }
 
     /// The kind's own arguments: [`EXEC_FLAGS`], the model, the tool policy
     /// ([`tool_args`]), the instructions (the configured `args` and `-`, "prompt on
     /// stdin", follow). Fails when the policy names what this backend cannot honour.
-    pub fn kind_args(&self, request: &ContractRequest) -> Result<Vec<String>, String> {
+    pub fn kind_args(&self, request: &ContractRequest) -> Result<Vec<String>, ToolPolicyRefused> {
         let mut args: Vec<String> = EXEC_FLAGS.iter().map(|s| (*s).to_owned()).collect();
         if let Some(model) = &self.config.model {
             // `--model=M`: a value starting with `-` is never read as a flag.
@@ -437,42 +403,223 @@ impl CodexBackend {
         Ok(args)
     }
 
-    /// The format probe: `codex exec --json` with the run's own flags (the default tool
-    /// policy's `--disable`s when `with_tools`), its model provider pointed at a refused
-    /// loopback port and `folder`'s throw-away `CODEX_HOME`. Proven by `thread.started`
-    /// then `turn.started` on stdout; codex would then retry the provider for minutes,
-    /// so the probe stops it there (about 0.3 s in all). The model request never leaves
-    /// the machine. Returns the thread id `thread.started` carried.
+    /// `--output-schema=FILE` for `schema`, written to a temporary file *outside* the
+    /// workspace (a file in it would be a workspace change, a side effect we caused),
+    /// kept until the returned guard is dropped — after the run. codex reads the file
+    /// when it starts and sends it as the Responses API's `text.format` json_schema.
+    fn schema_arg(schema: &Value) -> std::io::Result<(String, tempfile::NamedTempFile)> {
+        use std::io::Write as _;
+        let mut file = tempfile::Builder::new()
+            .prefix("agent-exec-output-schema-")
+            .suffix(".json")
+            .tempfile()?;
+        let text = serde_json::to_vec(schema)?;
+        file.write_all(&text)?;
+        file.flush()?;
+        Ok((format!("--output-schema={}", file.path().display()), file))
+    }
+
+    /// One `--version` probe: `exec <our flags> [--disable shell_tool] --version`.
+    async fn exec_version(&self, with_disable: bool) -> Result<String, ProbeError> {
+        let mut args: Vec<&str> = EXEC_FLAGS.to_vec();
+        if with_disable {
+            args.extend(["--disable", "shell_tool"]);
+        }
+        args.push("--version");
+        agent_program::probe_output(
+            self.program(),
+            &args,
+            &self.config.env,
+            PROBE_TIMEOUT,
+            INSTALL_HINT,
+        )
+        .await
+    }
+}
+
+#[async_trait::async_trait]
+impl AgentCli for Codex {
+    const KIND: &'static str = KIND;
+    const DEFAULT_PROGRAM: &'static str = DEFAULT_PROGRAM;
+    const INSTALL_HINT: &'static str = INSTALL_HINT;
+    const PROBES: ProbePlan = ProbePlan {
+        version: VersionOrder::Before,
+        tools: ToolsProof::VersionProbe { flags: "--disable" },
+        structured_output: true,
+        resume: true,
+        upgrade: "upgrade @openai/codex",
+        resume_hint: ", and keep `--ephemeral` out of `args`",
+    };
+    // codex already retried the stream itself; what is left is transient trouble the
+    // caller may retry later (if the side effects allow).
+    const RETRY_UNAVAILABLE: bool = true;
+    type Parser = CodexStream;
+
+    fn config(&self) -> &ProgramConfig {
+        &self.config
+    }
+
+    /// `codex exec [resume] …flags… [--output-schema=FILE] [args…] [THREAD] -`, the
+    /// prompt on stdin (`-`), not in argv: argv is readable by every local user in
+    /// /proc/*/cmdline and capped at 128 KiB an argument. Resumed, the thread already
+    /// holds the conversation: only the continuation. The thread id must be a UUID,
+    /// since `exec resume` also takes a thread *name* in the same place.
+    fn attempt(
+        &self,
+        request: &ContractRequest,
+        _ctx: &ExecutionContext,
+        resume: Option<&str>,
+    ) -> Result<Attempt<CodexStream>, Error> {
+        let name = &self.config.name;
+        let refused = |code, problem: String| {
+            Error::new(
+                code,
+                format!("backend `{name}`: {problem}"),
+                SideEffects::None,
+            )
+        };
+        let mut kind_args = self
+            .kind_args(request)
+            .map_err(|problem| refused(ErrorCode::ToolRejected, problem.to_string()))?;
+        if resume.is_some_and(|thread| !agent_program::is_uuid(thread)) {
+            return Err(Error::new(
+                ErrorCode::Internal,
+                format!(
+                    "backend `{name}` cannot resume: the session handle is not a codex thread id (a UUID)"
+                ),
+                SideEffects::None,
+            ));
+        }
+        if resume.is_some() {
+            kind_args = resumed(kind_args);
+        }
+        let mut keep = Vec::new();
+        if let Some(schema) = &request.output_schema {
+            let (arg, file) = Self::schema_arg(schema).map_err(|e| {
+                refused(
+                    ErrorCode::Internal,
+                    format!("cannot write the output schema for codex: {e}"),
+                )
+            })?;
+            kind_args.push(arg);
+            keep.push(file);
+        }
+        let prompt = match resume {
+            Some(_) => agent_program::render_continuation(request),
+            None => agent_program::render_prompt(request),
+        };
+        let run = self.config.agent_run(
+            self.program(),
+            kind_args,
+            prompt_tail(resume),
+            Some(prompt.into_bytes()),
+            &request.workspace.root,
+        );
+        Ok(Attempt {
+            keep,
+            ..Attempt::new(run, CodexStream::new())
+        })
+    }
+
+    fn after_run(
+        &self,
+        _request: &ContractRequest,
+        _ctx: &ExecutionContext,
+        stream: &CodexStream,
+        result: &ContractResult,
+        notes: &mut Vec<String>,
+    ) {
+        if result.outcome != Outcome::Succeeded
+            && let Some(error) = &stream.last_error
+        {
+            // E.g. "Reconnecting... waiting for network": codex's last word on why a
+            // run that was canceled or timed out was not progressing.
+            notes.push(format!("codex said: {error}"));
+        }
+    }
+
+    /// One probe proves the format flags and gives the version: clap parses arguments
+    /// in order, so `exec <our flags> --version` prints `codex-cli-exec X.Y.Z` only if
+    /// `exec` accepts every flag we run it with (`--json` is the format, `--disable`
+    /// holds the tool policy). One probe, because each pays the npm launcher's Node
+    /// start-up (~0.2 s) and every `agent-exec run` verifies before it runs.
+    async fn version(&self) -> Result<ProgramVersion, ProbeError> {
+        let program = self.program();
+        let (output, tools_refused) = match self.exec_version(true).await {
+            Ok(output) => (output, None),
+            Err(full) => match self.exec_version(false).await {
+                Ok(output) => (output, Some(full.to_string())),
+                Err(problem) => {
+                    // Say whether it is codex at all, and which version.
+                    let seen = agent_program::probe_output(
+                        program,
+                        &["--version"],
+                        &self.config.env,
+                        PROBE_TIMEOUT,
+                        INSTALL_HINT,
+                    )
+                    .await
+                    .unwrap_or_default();
+                    let seen = if seen.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (`{program} --version`: {seen})")
+                    };
+                    return Err(ProbeError::Unproven(format!(
+                        "`{program} exec --json` is not available{seen}: {problem}"
+                    )));
+                }
+            },
+        };
+        let Some(number) = parse_version(&output) else {
+            return Err(ProbeError::Unproven(format!(
+                "`{program} exec --version` printed {output:?}, not `codex-cli-exec X.Y.Z`; {INSTALL_HINT}"
+            )));
+        };
+        Ok(ProgramVersion {
+            label: format!("codex-cli {number}"),
+            tools_refused,
+        })
+    }
+
+    /// `codex exec --json` with the run's own flags (the default tool policy's
+    /// `--disable`s with `probe.tools`), its model provider pointed at a refused
+    /// loopback port and the folder's throw-away `CODEX_HOME`. Proven by
+    /// `thread.started` then `turn.started` on stdout; codex would then retry the
+    /// provider for minutes, so the probe stops it there (about 0.3 s in all). The
+    /// model request never leaves the machine.
     ///
-    /// `with_schema`: with `--output-schema` too — codex reads and parses the file
+    /// `probe.schema`: with `--output-schema` too — codex reads and parses the file
     /// before it starts the thread (a missing or malformed one ends it there), so a
     /// started thread proves the flag is understood, not merely accepted.
     ///
-    /// `resume`: run `exec resume` on that thread (an earlier probe's, in the same
-    /// `folder`) instead; proven only when codex starts *that* thread again — it
-    /// refuses an id it has no session file for ("no rollout found"), so this proves
-    /// the session was kept and found, which `exec resume --help` cannot.
-    async fn probe_format(
+    /// `probe.resume`: `exec resume` on that thread instead; proven only when codex
+    /// starts *that* thread again — it refuses an id it has no session file for ("no
+    /// rollout found"), so this proves the session was kept and found, which `exec
+    /// resume --help` cannot.
+    async fn probe(
         &self,
-        folder: &agent_program::ProbeFolder,
-        with_tools: bool,
-        with_schema: bool,
-        resume: Option<&str>,
-    ) -> Result<String, String> {
-        let request = folder.request(with_tools);
+        folder: &ProbeFolder,
+        probe: Probe<'_>,
+    ) -> Result<SessionSeen, ProbeError> {
+        let request = folder.request(probe.tools);
         let port = agent_program::refused_loopback_port()?;
-        let mut args = self.kind_args(&request)?;
-        if resume.is_some() {
+        let mut args = self
+            .kind_args(&request)
+            .map_err(|problem| ProbeError::Setup(problem.to_string()))?;
+        if probe.resume.is_some() {
             args = resumed(args);
         }
-        let _schema_file = if with_schema {
+        let _schema_file = if probe.schema {
             let schema = serde_json::json!({
                 "type": "object",
                 "properties": {"ok": {"type": "boolean"}},
                 "required": ["ok"],
                 "additionalProperties": false
             });
-            let (arg, file) = Self::schema_arg(&schema)?;
+            let (arg, file) = Self::schema_arg(&schema).map_err(|e| {
+                ProbeError::Setup(format!("cannot write the output schema for codex: {e}"))
+            })?;
             args.push(arg);
             Some(file)
         } else {
@@ -487,11 +634,11 @@ impl CodexBackend {
             "-c".to_owned(),
             "model_provider=\"agent_exec_probe\"".to_owned(),
         ]);
-        args.extend(prompt_tail(resume));
+        args.extend(prompt_tail(probe.resume));
         let mut env = self.config.env.clone();
         env.insert("CODEX_HOME".to_owned(), folder.home.display().to_string());
         let (mut thread, mut turn) = (None::<String>, false);
-        let probe = agent_program::FormatProbe {
+        let format = agent_program::FormatProbe {
             program: self.program(),
             args: &args,
             env: &env,
@@ -500,10 +647,10 @@ impl CodexBackend {
             timeout: PROBE_TIMEOUT,
             install_hint: INSTALL_HINT,
         };
-        let seen = agent_program::probe_stream(&probe, &mut |line| {
+        let seen = agent_program::probe_stream(&format, &mut |line| {
             match parse_line(line) {
                 // A resumed probe must start the thread it was given, no other.
-                Line::ThreadStarted(id) if resume.is_none_or(|wanted| wanted == id) => {
+                Line::ThreadStarted(id) if probe.resume.is_none_or(|wanted| wanted == id) => {
                     thread = Some(id)
                 }
                 Line::Events(_) if thread.is_some() && is_turn_started(line) => turn = true,
@@ -512,7 +659,7 @@ impl CodexBackend {
             thread.is_some() && turn
         })
         .await?;
-        seen.proof(|| match resume {
+        seen.proof(|| match probe.resume {
             None => format!(
                 "`{} exec --json` did not start a thread and a turn on stdout",
                 self.program()
@@ -522,14 +669,10 @@ impl CodexBackend {
                 self.program()
             ),
         })?;
-        Ok(thread.unwrap_or_default())
-    }
-
-    /// `text` with every credential value replaced by `[redacted]`
-    /// ([`crate::redact::redact_credentials`]: configured or inherited, since codex reads
-    /// its key from whatever variable its provider's `env_key` names).
-    pub fn redact(&self, text: &str) -> String {
-        crate::redact::redact_credentials(&self.config.env, text)
+        Ok(match thread {
+            Some(id) if agent_program::is_uuid(&id) => SessionSeen::Id(id),
+            _ => SessionSeen::Missing("`thread.started` carried no thread id (a UUID)".to_owned()),
+        })
     }
 }
 
@@ -587,17 +730,17 @@ const ALWAYS_OFF_UNLESS_WORKSPACE: [&str; 3] = ["multi_agent", "goals", "image_g
 ///
 /// An unknown feature name makes codex exit before it starts (fail closed), so a
 /// codex release that renames a feature breaks runs loudly rather than widening them.
-pub fn tool_args(policy: &ToolPolicy) -> Result<Vec<String>, String> {
+pub fn tool_args(policy: &ToolPolicy) -> Result<Vec<String>, ToolPolicyRefused> {
     let allowed: Vec<&str> = if !policy.allowlist.is_empty() {
         if let Some(bad) = policy
             .allowlist
             .iter()
             .find(|name| !TOOLS.iter().any(|(tool, _)| tool == name))
         {
-            return Err(format!(
+            return Err(ToolPolicyRefused(format!(
                 "tool `{bad}` is unknown to the codex backend (known: {})",
                 TOOLS.map(|(tool, _)| tool).join(", ")
-            ));
+            )));
         }
         policy.allowlist.iter().map(String::as_str).collect()
     } else {
@@ -605,10 +748,10 @@ pub fn tool_args(policy: &ToolPolicy) -> Result<Vec<String>, String> {
             "" | "reasoning" => Vec::new(),
             "workspace" => return Ok(Vec::new()),
             other => {
-                return Err(format!(
+                return Err(ToolPolicyRefused(format!(
                     "tool profile `{other}` is unknown to the codex backend (known: reasoning, workspace, or an allowlist of {})",
                     TOOLS.map(|(tool, _)| tool).join(", ")
-                ));
+                )));
             }
         }
     };
@@ -644,247 +787,10 @@ pub fn parse_version(output: &str) -> Option<&str> {
         .map(|_| version)
 }
 
-#[async_trait::async_trait]
-impl Backend for CodexBackend {
-    fn descriptor(&self) -> BackendDescriptor {
-        BackendDescriptor {
-            name: self.config.name.clone(),
-            capabilities: Self::declared(),
-            adapter_version: Self::adapter_version(""),
-        }
-    }
-
-    fn verification_key(&self) -> Option<String> {
-        crate::agent_program::verification_key("codex", self.program(), &self.config)
-    }
-
-    async fn verify(&self) -> Verification {
-        let program = self.program();
-        let env = &self.config.env;
-        let name = &self.config.name;
-        // One probe proves the format and gives the version: clap parses arguments in
-        // order, so `exec <our flags> --version` prints `codex-cli-exec X.Y.Z` only if
-        // `exec` accepts every flag we run it with (`--json` is the format, `--disable`
-        // holds the tool policy). One probe, because each pays the npm launcher's Node
-        // start-up (~0.2 s) and every `agent-exec run` verifies before it runs.
-        let probe = |with_disable: bool| {
-            let mut args: Vec<&str> = EXEC_FLAGS.to_vec();
-            if with_disable {
-                args.extend(["--disable", "shell_tool"]);
-            }
-            args.push("--version");
-            async move {
-                agent_program::probe_output(program, &args, env, PROBE_TIMEOUT, INSTALL_HINT).await
-            }
-        };
-        let mut verified = vec![
-            Capability::Text,
-            Capability::Files,
-            Capability::Stream,
-            Capability::Usage,
-        ];
-        let mut problems = Vec::new();
-        let output = match probe(true).await {
-            Ok(output) => {
-                verified.push(Capability::Tools);
-                output
-            }
-            Err(full) => match probe(false).await {
-                Ok(output) => {
-                    problems.push(format!(
-                        "tools: `{program} exec` does not accept --disable, so the tool policy cannot be held ({full})"
-                    ));
-                    output
-                }
-                Err(problem) => {
-                    // Say whether it is codex at all, and which version.
-                    let seen = agent_program::probe_output(
-                        program,
-                        &["--version"],
-                        env,
-                        PROBE_TIMEOUT,
-                        INSTALL_HINT,
-                    )
-                    .await
-                    .unwrap_or_default();
-                    let seen = if seen.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" (`{program} --version`: {seen})")
-                    };
-                    return Verification::failed(format!(
-                        "backend `{name}`: {}",
-                        agent_program::with_install_hint(
-                            &format!("`{program} exec --json` is not available{seen}: {problem}"),
-                            INSTALL_HINT
-                        )
-                    ));
-                }
-            },
-        };
-        let Some(number) = parse_version(&output) else {
-            return Verification::failed(format!(
-                "backend `{name}`: `{program} exec --version` printed {output:?}, not `codex-cli-exec X.Y.Z`; {INSTALL_HINT}"
-            ));
-        };
-        let adapter_version = Self::adapter_version(&format!("codex-cli {number}"));
-        let with_tools = verified.contains(&Capability::Tools);
-        let folder = match agent_program::ProbeFolder::new() {
-            Ok(folder) => folder,
-            Err(problem) => {
-                return agent_program::format_unproven(
-                    name,
-                    adapter_version,
-                    &problem,
-                    INSTALL_HINT,
-                );
-            }
-        };
-        // With `--output-schema` first (one probe when it holds); without it, to tell
-        // a codex that speaks the stream but not structured output from one that
-        // speaks neither.
-        let thread = match self.probe_format(&folder, with_tools, true, None).await {
-            Ok(thread) => {
-                verified.push(Capability::StructuredOutput);
-                thread
-            }
-            Err(with_schema) => match self.probe_format(&folder, with_tools, false, None).await {
-                Ok(thread) => {
-                    problems.push(format!(
-                        "structured-output: `{program} exec --output-schema` did not start a run ({}); upgrade @openai/codex",
-                        self.redact(&with_schema)
-                    ));
-                    thread
-                }
-                Err(problem) => {
-                    return agent_program::format_unproven(
-                        name,
-                        adapter_version,
-                        &self.redact(&problem),
-                        INSTALL_HINT,
-                    );
-                }
-            },
-        };
-        // Resume is proven by doing it: `exec resume` on the thread the probe just
-        // started (and killed), in the same throw-away CODEX_HOME.
-        let resumed = if agent_program::is_uuid(&thread) {
-            self.probe_format(&folder, with_tools, false, Some(&thread))
-                .await
-                .map(drop)
-        } else {
-            Err("`thread.started` carried no thread id (a UUID)".to_owned())
-        };
-        match resumed {
-            Ok(()) => verified.push(Capability::Resume),
-            Err(problem) => problems.push(format!(
-                "resume: `{program} exec resume` did not continue a thread it had started ({}); upgrade @openai/codex, and keep `--ephemeral` out of `args`",
-                self.redact(&problem)
-            )),
-        }
-        crate::agent_program::verify_cancel(&mut verified, &mut problems);
-        Verification {
-            verified,
-            adapter_version,
-            problems,
-        }
-    }
-
-    async fn execute(&self, request: &ContractRequest, ctx: ExecutionContext) -> ContractResult {
-        if request.workspace.root.is_empty() {
-            return ContractResult::failed(agent_exec_contract::Error::new(
-                ErrorCode::Internal,
-                "the codex backend needs a workspace root to run in",
-                agent_exec_contract::SideEffects::None,
-            ));
-        }
-        let mut kind_args = match self.kind_args(request) {
-            Ok(args) => args,
-            Err(problem) => {
-                return ContractResult::failed(agent_exec_contract::Error::new(
-                    ErrorCode::ToolRejected,
-                    format!("backend `{}`: {problem}", self.config.name),
-                    agent_exec_contract::SideEffects::None,
-                ));
-            }
-        };
-        let thread = match self.resume_thread(&ctx) {
-            Ok(thread) => thread,
-            Err(error) => return ContractResult::failed(error),
-        };
-        if thread.is_some() {
-            kind_args = resumed(kind_args);
-        }
-        // Held until the run is over: codex reads the file at start.
-        let _schema_file = match request.output_schema.as_ref().map(Self::schema_arg) {
-            None => None,
-            Some(Ok((arg, file))) => {
-                kind_args.push(arg);
-                Some(file)
-            }
-            Some(Err(problem)) => {
-                return ContractResult::failed(agent_exec_contract::Error::new(
-                    ErrorCode::Internal,
-                    format!("backend `{}`: {problem}", self.config.name),
-                    agent_exec_contract::SideEffects::None,
-                ));
-            }
-        };
-        // The prompt on stdin (`-`), not in argv: argv is readable by every local user
-        // in /proc/*/cmdline and capped at 128 KiB an argument.
-        // Resumed, the thread already holds the conversation: only the continuation.
-        let prompt = match thread {
-            Some(_) => agent_program::render_continuation(request),
-            None => agent_program::render_prompt(request),
-        };
-        let mut run = self.config.agent_run(
-            self.program(),
-            kind_args,
-            prompt_tail(thread),
-            Some(prompt.into_bytes()),
-            &request.workspace.root,
-        );
-        let ours: BTreeMap<String, String> = [
-            (
-                crate::command::EXECUTION_ID_VAR.to_owned(),
-                request.execution_id.clone(),
-            ),
-            ("AGENT_EXEC_ATTEMPT".to_owned(), ctx.attempt.to_string()),
-        ]
-        .into();
-        run.env.extend(ours);
-        let mut stream = CodexStream::new();
-        let mut result = agent_program::drive(run, &mut stream, &ctx).await;
-        if result.outcome != agent_exec_contract::Outcome::Succeeded
-            && let Some(error) = &stream.last_error
-        {
-            // E.g. "Reconnecting... waiting for network": codex's last word on why a
-            // run that was canceled or timed out was not progressing.
-            crate::output::push_line(&mut result.logs, &format!("codex said: {error}"));
-        }
-        if let Some(err) = result.err.as_mut() {
-            err.reason = self.redact(&err.reason);
-            // codex already retried the stream itself; what is left is transient
-            // trouble the caller may retry later (if the side effects allow).
-            let transient = matches!(
-                stream.verdict(),
-                Verdict::Failed {
-                    code: ErrorCode::ProviderUnavailable,
-                    ..
-                }
-            );
-            if transient && result.outcome == agent_exec_contract::Outcome::Failed {
-                err.retryable = true;
-            }
-        }
-        result.logs = self.redact(&result.logs);
-        result
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use agent_exec_contract::Backend as _;
     use proptest::prelude::*;
 
     #[test]
@@ -996,41 +902,12 @@ mod tests {
         assert_eq!(prompt_tail(None), ["-"]);
     }
 
-    #[test]
-    fn a_resume_handle_that_is_not_a_thread_uuid_never_reaches_argv() {
-        let backend = CodexBackend::new(ProgramConfig::new("cx"));
-        let mut ctx = ExecutionContext::new(agent_exec_contract::EventSink::discard());
-        for bad in ["--foo", "../x", "my-thread-name", "-c"] {
-            ctx.resume = Some(agent_exec_contract::ResumeFrom {
-                session: bad.into(),
-                attempt: 1,
-                original_prompt: "p".into(),
-            });
-            let refused = backend.resume_thread(&ctx).unwrap_err();
-            assert_eq!(refused.code, ErrorCode::Internal, "{bad}");
-            assert_eq!(refused.side_effects, agent_exec_contract::SideEffects::None);
-        }
-        let id = "01a2342a-70a9-7080-b1dd-42fcf176d61f";
-        ctx.resume = Some(agent_exec_contract::ResumeFrom {
-            session: id.into(),
-            attempt: 1,
-            original_prompt: "p".into(),
-        });
-        assert_eq!(backend.resume_thread(&ctx).ok(), Some(Some(id)));
-    }
-
     #[tokio::test]
     async fn a_refused_resume_handle_fails_before_codex_starts() {
         // `program` does not exist: reaching the spawn would fail differently.
         let mut config = ProgramConfig::new("cx");
         config.program = Some("/nonexistent/codex".into());
         let backend = CodexBackend::new(config);
-        let mut ctx = ExecutionContext::new(agent_exec_contract::EventSink::discard());
-        ctx.resume = Some(agent_exec_contract::ResumeFrom {
-            session: "--foo".into(),
-            attempt: 1,
-            original_prompt: "p".into(),
-        });
         let request = ContractRequest {
             workspace: agent_exec_contract::WorkspaceHandle {
                 root: "/".into(),
@@ -1038,10 +915,30 @@ mod tests {
             },
             ..ContractRequest::default()
         };
-        let result = backend.execute(&request, ctx).await;
-        let err = result.err.unwrap();
-        assert_eq!(err.code, ErrorCode::Internal);
-        assert!(err.reason.contains("cannot resume"), "{}", err.reason);
+        // Not an id at all, or an id that is not a thread UUID (`exec resume` would
+        // read it as a thread *name*).
+        for bad in ["--foo", "../x", "my-thread-name", "-c"] {
+            let mut ctx = ExecutionContext::new(agent_exec_contract::EventSink::discard());
+            ctx.resume = Some(agent_exec_contract::ResumeFrom {
+                session: bad.into(),
+                attempt: 1,
+                original_prompt: "p".into(),
+            });
+            let result = backend.execute(&request, ctx).await;
+            let err = result.err.unwrap();
+            assert_eq!(err.code, ErrorCode::Internal, "{bad}");
+            assert_eq!(err.side_effects, SideEffects::None, "{bad}");
+            assert!(
+                err.reason.contains("cannot resume"),
+                "{bad}: {}",
+                err.reason
+            );
+        }
+        let id = "01a2342a-70a9-7080-b1dd-42fcf176d61f";
+        let ctx = ExecutionContext::new(agent_exec_contract::EventSink::discard());
+        let attempt = backend.cli().attempt(&request, &ctx, Some(id)).unwrap();
+        assert_eq!(attempt.run.args[..2], ["exec", "resume"]);
+        assert_eq!(attempt.run.args[attempt.run.args.len() - 2..], [id, "-"]);
     }
 
     #[test]
@@ -1190,9 +1087,9 @@ mod tests {
             "{shell:?}"
         );
         let refused = tool_args(&policy("root", &[])).unwrap_err();
-        assert!(refused.contains("`root`"), "{refused}");
+        assert!(refused.to_string().contains("`root`"), "{refused}");
         let refused = tool_args(&policy("", &["rm_rf"])).unwrap_err();
-        assert!(refused.contains("`rm_rf`"), "{refused}");
+        assert!(refused.to_string().contains("`rm_rf`"), "{refused}");
     }
 
     #[test]

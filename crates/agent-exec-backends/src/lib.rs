@@ -6,9 +6,13 @@
 //!   process group, stdout is the text).
 //! * [`openai`]: any OpenAI-compatible streaming chat-completions API; its stream decoder
 //!   is [`sse`].
-//! * [`agent_program`]: the shared driver for agent programs run headless with a JSON-lines
-//!   stdout (spawn, stream → parser → events, honest settling); `codex`, `claude_code`
-//!   and `pi` are each an argv and a [`agent_program::StreamParser`].
+//! * [`agent_cli`]: the one backend of every agent CLI ([`agent_cli::AgentCliBackend`]:
+//!   verify, environment, drive, redaction, retryability, resume handles); `codex`,
+//!   `claude_code` and `pi` are each an [`agent_cli::AgentCli`]: argv, a
+//!   [`agent_program::StreamParser`] and a probe plan.
+//! * [`agent_program`]: the process side of agent programs run headless with a
+//!   JSON-lines stdout (spawn, stream → parser → events, honest settling) and the probe
+//!   helpers.
 //! * [`codex`]: the Codex CLI (`codex exec --json`), prompt on stdin, tool policy held
 //!   with codex's `--disable` feature switches.
 //! * [`claude_code`]: Claude Code (`claude -p --output-format stream-json --verbose`),
@@ -41,6 +45,7 @@
 //! `agent-exec-runtime`; the CLI (`agent-exec`) only wires these together.
 
 pub mod acp;
+pub mod agent_cli;
 pub mod agent_program;
 pub mod claude_code;
 pub mod codex;

@@ -20,7 +20,7 @@
 //!   parts without building them. Fuzzed (`agent_exec_pi_stream`), property-tested.
 //! * [`PiStream`] folds lines into the driver's [`Verdict`]: the result is final only
 //!   on `agent_end`, judged by the run's last assistant message and its `stopReason`:
-//!   `stop` → completed with that message's text; `error` → failed ([`classify`]:
+//!   `stop` → completed with that message's text; `error` → failed ([`classify_failure`]:
 //!   transport trouble is `agent.provider_unavailable`, anything else
 //!   `agent.provider_rejected`);
 //!   `length` → failed `agent.budget_exceeded` (the answer was cut at the output-token
@@ -29,7 +29,8 @@
 //!   Usage is summed over every assistant `message_end` (pi reports usage per message,
 //!   one message per model request): prompt tokens are `input + cacheRead +
 //!   cacheWrite`, completion tokens `output`.
-//! * [`PiBackend`] is the argv, the prompt and [`Backend::verify`].
+//! * [`Pi`] is the [`AgentCli`]: the argv, the prompt and the probes; [`PiBackend`] is
+//!   the one agent-CLI backend over it.
 //!
 //! Decisions:
 //! * One-shot JSON mode, not `--mode rpc`: one execution is one prompt, the stream
@@ -79,18 +80,21 @@
 //! `PI_CODING_AGENT_DIR`, default `~/.pi/agent`) is the user's, and this backend only
 //! names the model; a sweep of session folders nobody resumed.
 
-use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
 use agent_exec_contract::{
-    Backend, BackendDescriptor, Capability, ContractRequest, ContractResult, Error, ErrorCode,
-    Event, EventKind, ExecutionContext, Outcome, SideEffects, Usage, Verification,
+    ContractRequest, ContractResult, Error, ErrorCode, Event, EventKind, ExecutionContext, Outcome,
+    SideEffects, Usage,
 };
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
-use crate::agent_program::{self, ProgramConfig, StreamParser, Verdict};
+use crate::agent_cli::{
+    AgentCli, AgentCliBackend, Attempt, Probe, ProbePlan, ProgramVersion, SessionSeen,
+    ToolPolicyRefused, ToolsProof, VersionOrder,
+};
+use crate::agent_program::{self, ProbeError, ProbeFolder, ProgramConfig, StreamParser, Verdict};
 use crate::session_store::SessionStore;
 
 /// The kind name in config (`kind = "agent-native"`).
@@ -114,7 +118,7 @@ pub const NO_SESSION_FLAG: &str = "--no-session";
 /// How long each `verify` probe may take (Node start-up on a loaded machine).
 const PROBE_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// The longest tool-failure text kept in an event's `detail`.
+/// The longest tool-failure text kept in an event's `detail`, in bytes.
 const DETAIL_MAX: usize = 200;
 
 /// Why an assistant message stopped (pi's `stopReason`).
@@ -588,7 +592,7 @@ fn summarize_args(args: &Value) -> String {
     ["command", "path", "file_path", "pattern"]
         .iter()
         .find_map(|key| args.get(key).and_then(Value::as_str))
-        .map(|s| truncate(s, DETAIL_MAX))
+        .map(|s| agent_program::bounded(s, DETAIL_MAX))
         .unwrap_or_default()
 }
 
@@ -602,15 +606,8 @@ fn first_text(result: &Value) -> String {
                 .iter()
                 .find_map(|part| part.get("text").and_then(Value::as_str))
         })
-        .map(|s| truncate(s, DETAIL_MAX))
+        .map(|s| agent_program::bounded(s, DETAIL_MAX))
         .unwrap_or_default()
-}
-
-fn truncate(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((at, _)) => format!("{}…", text.get(..at).unwrap_or_default()),
-        None => text.to_owned(),
-    }
 }
 
 // ---------------------------------------------------------------------------------
@@ -670,6 +667,11 @@ impl PiStream {
         self.session_version
     }
 
+    /// Whether pi keeps this run's session ([`PiStream::keeping_session`]).
+    pub fn keeps_session(&self) -> bool {
+        self.keeps_session
+    }
+
     /// Whether `agent_end` was seen.
     pub fn ended(&self) -> bool {
         self.ended
@@ -692,7 +694,7 @@ impl PiStream {
             StopReason::Error => {
                 let error = said("the model request failed without a message");
                 Verdict::Failed {
-                    code: classify(&error),
+                    code: classify_failure(&error),
                     message: format!("pi: {error}"),
                 }
             }
@@ -746,7 +748,7 @@ const TRANSIENT_WORDS: [&str; 27] = [
 /// message (`401 Incorrect API key…`, as the provider SDKs write it) decides: 408,
 /// 429 and 5xx are transient, other statuses are refusals. Otherwise the words pi
 /// itself retries on (`TRANSIENT_WORDS`) mean transient; anything else is a refusal.
-pub fn classify(message: &str) -> ErrorCode {
+pub fn classify_failure(message: &str) -> ErrorCode {
     let status = message
         .get(..3)
         .filter(|head| head.bytes().all(|b| b.is_ascii_digit()))
@@ -889,14 +891,17 @@ impl StreamParser for PiStream {
 
 // ---------------------------------------------------------------------------------
 
-/// The `agent-native` backend. Holds its configuration and where pi's sessions are
-/// kept (per execution, see [`crate::session_store`]); nothing else carries over
-/// between executions.
+/// pi as an [`AgentCli`]: its argv, parser and probes. Holds its configuration and
+/// where pi's sessions are kept (per execution, see [`crate::session_store`]); nothing
+/// else carries over between executions.
 #[derive(Debug, Clone)]
-pub struct PiBackend {
+pub struct Pi {
     config: ProgramConfig,
     sessions: Option<SessionStore>,
 }
+
+/// The `agent-native` backend.
+pub type PiBackend = AgentCliBackend<Pi>;
 
 /// How one attempt tells pi about its session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -917,64 +922,66 @@ pub const PI_TOOLS: [&str; 7] = ["read", "bash", "edit", "write", "grep", "find"
 
 /// The flags that hold pi to `policy` (see the module doc); an unknown profile or
 /// tool is an error naming what is known.
-pub fn tool_args(policy: &agent_exec_contract::ToolPolicy) -> Result<Vec<String>, String> {
+pub fn tool_args(
+    policy: &agent_exec_contract::ToolPolicy,
+) -> Result<Vec<String>, ToolPolicyRefused> {
     if !policy.allowlist.is_empty() {
         if let Some(bad) = policy
             .allowlist
             .iter()
             .find(|name| !PI_TOOLS.contains(&name.as_str()))
         {
-            return Err(format!(
+            return Err(ToolPolicyRefused(format!(
                 "tool `{bad}` is unknown to the {KIND} backend (known: {})",
                 PI_TOOLS.join(", ")
-            ));
+            )));
         }
         return Ok(vec!["--tools".into(), policy.allowlist.join(",")]);
     }
     match policy.profile.as_str() {
         "" | "reasoning" => Ok(vec!["--no-tools".into()]),
         "workspace" => Ok(Vec::new()),
-        other => Err(format!(
+        other => Err(ToolPolicyRefused(format!(
             "tool profile `{other}` is unknown to the {KIND} backend (known: reasoning, workspace, or an allowlist of {})",
             PI_TOOLS.join(", ")
-        )),
+        ))),
     }
 }
 
 impl PiBackend {
     /// A backend for `config` (`program` defaults to `pi` on `PATH`). Problems are
-    /// reported by [`Backend::verify`] and at run time, never by a panic.
+    /// reported by [`Backend::verify`](agent_exec_contract::Backend::verify) and at run
+    /// time, never by a panic.
     pub fn new(config: ProgramConfig) -> Self {
-        PiBackend {
+        AgentCliBackend::of(Pi {
             config,
             sessions: SessionStore::default_for(KIND),
-        }
+        })
     }
 
     /// The same backend keeping pi's sessions in `store` instead of the state
     /// directory (tests; an embedder with its own state folder).
-    pub fn with_session_store(mut self, store: SessionStore) -> Self {
-        self.sessions = Some(store);
-        self
+    pub fn with_session_store(self, store: SessionStore) -> Self {
+        AgentCliBackend::of(Pi {
+            sessions: Some(store),
+            ..self.into_cli()
+        })
     }
 
+    /// The kind's own arguments (see [`Pi::kind_args`]).
+    pub fn kind_args(
+        &self,
+        request: &ContractRequest,
+        instructions_file: Option<&std::path::Path>,
+        session: SessionArgs<'_>,
+    ) -> Result<Vec<String>, ToolPolicyRefused> {
+        self.cli().kind_args(request, instructions_file, session)
+    }
+}
+
+impl Pi {
     fn program(&self) -> &str {
         self.config.program_or(DEFAULT_PROGRAM)
-    }
-
-    fn declared() -> Vec<Capability> {
-        let mut declared = crate::agent_program::AGENT_CLI_CAPABILITIES.to_vec();
-        declared.push(Capability::Resume);
-        declared
-    }
-
-    fn adapter_version(program_version: &str) -> String {
-        let program = if program_version.is_empty() {
-            String::new()
-        } else {
-            format!("pi {program_version}")
-        };
-        crate::agent_program::adapter_version(KIND, &program)
     }
 
     /// The kind's own arguments: [`JSON_MODE_FLAGS`], the session flags, the model, the
@@ -985,7 +992,7 @@ impl PiBackend {
         request: &ContractRequest,
         instructions_file: Option<&std::path::Path>,
         session: SessionArgs<'_>,
-    ) -> Result<Vec<String>, Error> {
+    ) -> Result<Vec<String>, ToolPolicyRefused> {
         let mut args: Vec<String> = JSON_MODE_FLAGS.iter().map(|s| (*s).to_owned()).collect();
         match session {
             SessionArgs::Ephemeral => args.push(NO_SESSION_FLAG.into()),
@@ -1003,33 +1010,12 @@ impl PiBackend {
             args.push("--model".into());
             args.push(model.clone());
         }
-        let tools = tool_args(&request.tool_policy)
-            .map_err(|reason| Error::new(ErrorCode::ToolRejected, reason, SideEffects::None))?;
-        args.extend(tools);
+        args.extend(tool_args(&request.tool_policy)?);
         if let Some(path) = instructions_file {
             args.push("--append-system-prompt".into());
             args.push(path.display().to_string());
         }
         Ok(args)
-    }
-
-    /// `text` with every credential-looking value (configured or inherited) replaced
-    /// ([`crate::redact::redact_credentials`]).
-    fn redact(&self, text: &str) -> String {
-        crate::redact::redact_credentials(&self.config.env, text)
-    }
-
-    /// The environment: quiet defaults, then the config's `env`, then the execution's
-    /// identity.
-    fn environment(&self, request: &ContractRequest, attempt: u32) -> BTreeMap<String, String> {
-        let mut env: BTreeMap<String, String> = [("PI_OFFLINE".to_owned(), "1".to_owned())].into();
-        env.extend(self.config.env.clone());
-        env.insert(
-            crate::command::EXECUTION_ID_VAR.to_owned(),
-            request.execution_id.clone(),
-        );
-        env.insert("AGENT_EXEC_ATTEMPT".to_owned(), attempt.to_string());
-        env
     }
 }
 
@@ -1053,7 +1039,7 @@ impl AttemptSession {
     }
 }
 
-impl PiBackend {
+impl Pi {
     /// The session of this attempt. A fresh attempt gets the execution's folder (or,
     /// when it cannot be made, an ephemeral session and a note: the run itself does
     /// not need it). A resumed one continues the file of `ctx.resume`'s handle, found
@@ -1064,10 +1050,11 @@ impl PiBackend {
         &self,
         request: &ContractRequest,
         ctx: &ExecutionContext,
+        resume: Option<&str>,
         notes: &mut Vec<String>,
     ) -> Result<AttemptSession, Error> {
         let refuse = |reason: String| Error::new(ErrorCode::Internal, reason, SideEffects::None);
-        let Some(handle) = agent_program::resume_session(ctx, &self.config.name)? else {
+        let Some(handle) = resume else {
             let Some(store) = &self.sessions else {
                 notes.push(
                     "pi's session is not kept (no state directory), so this attempt cannot be resumed"
@@ -1120,27 +1107,6 @@ pub fn parse_version(output: &str) -> Option<&str> {
     Some(word.trim_start_matches('v'))
 }
 
-/// Runs `program args…` with `env` and no stdin within [`PROBE_TIMEOUT`], keeping
-/// stdout and stderr (pi prints its version on stderr when stdout is not a terminal).
-async fn run_probe(
-    program: &str,
-    args: &[&str],
-    env: &BTreeMap<String, String>,
-) -> Result<std::process::Output, String> {
-    let path = crate::locate::find_program(program)
-        .map_err(|problem| format!("{problem}; {INSTALL_HINT}"))?;
-    let mut command = tokio::process::Command::new(path);
-    command.args(args).envs(env);
-    match crate::agent_program::run_probe_tree(command, None, PROBE_TIMEOUT).await {
-        Ok(Some(output)) => Ok(output),
-        Err(e) => Err(format!("cannot run `{program}`: {e}")),
-        Ok(None) => Err(format!(
-            "`{program} {}` did not answer within {PROBE_TIMEOUT:?}",
-            args.join(" ")
-        )),
-    }
-}
-
 /// The npm package pi ships in.
 pub const NPM_PACKAGE: &str = "@mariozechner/pi-coding-agent";
 
@@ -1162,235 +1128,54 @@ pub fn package_version(program: &std::path::Path) -> Option<String> {
     })
 }
 
-/// pi's version: from its package (see [`package_version`]), else from
-/// `pi --version`, which pi prints on stderr when stdout is not a terminal (its
-/// non-interactive modes keep stdout for the protocol), so both are read.
-async fn probe_version(program: &str, env: &BTreeMap<String, String>) -> Result<String, String> {
-    if let Some(version) = crate::locate::find_program(program)
-        .ok()
-        .and_then(|path| package_version(&path))
-    {
-        return Ok(version);
-    }
-    let output = run_probe(program, &["--version"], env).await?;
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    if !output.status.success() {
-        return Err(format!(
-            "`{program} --version` failed ({}): {}",
-            output.status,
-            truncate(stderr.trim(), 400)
-        ));
-    }
-    parse_version(&stdout)
-        .or_else(|| parse_version(&stderr))
-        .map(str::to_owned)
-        .ok_or_else(|| {
-            format!(
-                "`{program} --version` printed {:?}, not a version number; {INSTALL_HINT}",
-                truncate(format!("{stdout}{stderr}").trim(), 200)
-            )
-        })
-}
-
-/// The format check `verify` runs: pi in JSON mode against a provider on a loopback
-/// port nobody listens on, so no model is needed and nothing leaves the machine. The
-/// stream must be pi's (session header, `agent_end`) and end in a failed verdict.
-///
-/// The same run also proves sessions (the inner result, for `resume`): it keeps its
-/// session in a probe folder (`--session-dir`, as a real run), whose header id must
-/// be a usable handle with its file `<timestamp>_<id>.jsonl` in that folder; then a
-/// second pi is started with `--session FILE`, and its header must name the same
-/// session — pi really continues a session file, not just accepts the flag.
-async fn probe_json_mode(
-    program: &str,
-    user_env: &BTreeMap<String, String>,
-) -> Result<Result<(), String>, String> {
-    let folder = crate::agent_program::ProbeFolder::new()?;
-    let agent_dir = &folder.home;
-    let port = crate::agent_program::refused_loopback_port()?;
-    let models = serde_json::json!({"providers": {"agent-exec-probe": {
-        "baseUrl": format!("http://127.0.0.1:{port}/v1"),
-        "api": "openai-completions",
-        "apiKey": "agent-exec-probe",
-        "models": [{"id": "probe"}]}}});
-    // No agent-level retries and no SDK-level ones (the SDK's default backs off about
-    // a second on a refused connection).
-    let settings = serde_json::json!({"retry": {"enabled": false, "provider": {"maxRetries": 0}}});
-    std::fs::write(agent_dir.join("models.json"), models.to_string())
-        .and_then(|()| std::fs::write(agent_dir.join("settings.json"), settings.to_string()))
-        .map_err(|e| format!("cannot write the probe configuration: {e}"))?;
-    let mut env = user_env.clone();
-    env.insert(
-        "PI_CODING_AGENT_DIR".to_owned(),
-        agent_dir.display().to_string(),
-    );
-    env.insert("PI_OFFLINE".to_owned(), "1".to_owned());
-    let store = SessionStore::at(agent_dir.join("sessions"));
-    let probe_id = "agent-exec-format-probe";
-    let sessions = store.folder(probe_id)?;
-    let backend = PiBackend {
-        config: ProgramConfig::new(KIND),
-        sessions: None,
-    };
-    let probe_args = |session: SessionArgs<'_>| -> Result<Vec<String>, String> {
-        let mut args = backend
-            .kind_args(&ContractRequest::default(), None, session)
-            .map_err(|e| e.reason)?;
-        args.extend(["--model", "agent-exec-probe/probe"].map(str::to_owned));
-        Ok(args)
-    };
-    let args = probe_args(SessionArgs::New(&sessions))?;
-    let mut stream = PiStream::new();
-    let mut events = Vec::new();
-    let probe = crate::agent_program::FormatProbe {
-        program,
-        args: &args,
-        env: &env,
-        cwd: &folder.workspace,
-        stdin: b"agent-exec format probe",
-        timeout: PROBE_TIMEOUT,
-        install_hint: INSTALL_HINT,
-    };
-    let seen = crate::agent_program::probe_stream(&probe, &mut |line| {
-        stream.line(line, &mut events);
-        events.clear();
-        stream.saw_session() && stream.ended()
-    })
-    .await?;
-    match stream.verdict() {
-        Verdict::Failed { .. } if seen.proven => {}
-        verdict => {
-            return Err(format!(
-                "`{program} --mode json` did not speak the expected event stream (session header: {}, agent_end: {}, verdict: {verdict:?}; {})",
-                stream.saw_session(),
-                stream.ended(),
-                seen.describe()
-            ));
-        }
-    }
-
-    // Resume: the session file, then a second pi continuing it.
-    let Some(id) = stream.session_id().map(str::to_owned) else {
-        return Ok(Err(format!(
-            "pi's session header gave no usable session id: {}",
-            stream.session_problem().unwrap_or("no id")
-        )));
-    };
-    let file = match store.find(probe_id, |name| session_file_matches(name, &id)) {
-        Ok(file) => file,
-        Err(problem) => return Ok(Err(format!("pi kept no session file for {id}: {problem}"))),
-    };
-    let args = probe_args(SessionArgs::Resume {
-        dir: &sessions,
-        file: &file,
-    })?;
-    let mut resumed = PiStream::new();
-    let probe = crate::agent_program::FormatProbe {
-        args: &args,
-        stdin: b"agent-exec resume probe",
-        ..probe
-    };
-    let seen = crate::agent_program::probe_stream(&probe, &mut |line| {
-        resumed.line(line, &mut events);
-        events.clear();
-        resumed.saw_session()
-    })
-    .await?;
-    Ok(match resumed.session_id() {
-        Some(again) if seen.proven && again == id => Ok(()),
-        again => Err(format!(
-            "`{program} --session FILE` did not continue session {id} (its header named {again:?}; {})",
-            seen.describe()
-        )),
-    })
+/// The folder of a format probe's sessions (under the probe folder's `home`) and the
+/// execution id it keeps them under.
+fn probe_sessions(folder: &ProbeFolder) -> (SessionStore, &'static str) {
+    (
+        SessionStore::at(folder.home.join("sessions")),
+        "agent-exec-format-probe",
+    )
 }
 
 #[async_trait::async_trait]
-impl Backend for PiBackend {
-    fn descriptor(&self) -> BackendDescriptor {
-        BackendDescriptor {
-            name: self.config.name.clone(),
-            capabilities: Self::declared(),
-            adapter_version: Self::adapter_version(""),
-        }
+impl AgentCli for Pi {
+    const KIND: &'static str = KIND;
+    const DEFAULT_PROGRAM: &'static str = DEFAULT_PROGRAM;
+    const INSTALL_HINT: &'static str = INSTALL_HINT;
+    // The format probe starts Node and loads pi (about a second of CPU); the version
+    // probe may too (a wrapper program): side by side, not one after the other.
+    const PROBES: ProbePlan = ProbePlan {
+        version: VersionOrder::Alongside,
+        tools: ToolsProof::FormatProbeOnly,
+        structured_output: false,
+        resume: true,
+        upgrade: "upgrade @mariozechner/pi-coding-agent",
+        resume_hint: "",
+    };
+    // pi already retried (its `retry` setting); what is left is transient trouble the
+    // caller may retry later, if the side effects allow.
+    const RETRY_UNAVAILABLE: bool = true;
+    type Parser = PiStream;
+
+    fn config(&self) -> &ProgramConfig {
+        &self.config
     }
 
-    fn verification_key(&self) -> Option<String> {
-        crate::agent_program::verification_key("agent-native", self.program(), &self.config)
-    }
-
-    async fn verify(&self) -> Verification {
-        let program = self.program();
-        let name = &self.config.name;
-        // The format probe starts Node and loads pi (about a second of CPU); the
-        // version probe may too (a wrapper program): side by side, not one after other.
-        let (version, format) = tokio::join!(
-            probe_version(program, &self.config.env),
-            probe_json_mode(program, &self.config.env)
-        );
-        let number = match version {
-            Ok(number) => number,
-            Err(problem) => {
-                return Verification::failed(format!(
-                    "backend `{name}`: {}",
-                    self.redact(&problem)
-                ));
-            }
-        };
-        let adapter_version = Self::adapter_version(&number);
-        let sessions = match format {
-            Ok(sessions) => sessions,
-            Err(problem) => {
-                return crate::agent_program::format_unproven(
-                    name,
-                    adapter_version,
-                    &self.redact(&problem),
-                    INSTALL_HINT,
-                );
-            }
-        };
-        let mut verified = vec![
-            Capability::Text,
-            Capability::Files,
-            Capability::Stream,
-            Capability::Tools,
-            Capability::Usage,
-        ];
-        let mut problems = Vec::new();
-        crate::agent_program::verify_cancel(&mut verified, &mut problems);
-        match (sessions, &self.sessions) {
-            (Ok(()), Some(_)) => verified.push(Capability::Resume),
-            (Ok(()), None) => problems.push(
-                "resume: there is no state directory to keep pi's sessions in (set XDG_STATE_HOME or HOME)"
-                    .to_owned(),
-            ),
-            (Err(problem), _) => problems.push(format!("resume: {}", self.redact(&problem))),
-        }
-        Verification {
-            verified,
-            adapter_version,
-            problems,
-        }
-    }
-
-    async fn execute(&self, request: &ContractRequest, ctx: ExecutionContext) -> ContractResult {
-        if request.workspace.root.is_empty() {
-            return ContractResult::failed(Error::new(
-                ErrorCode::Internal,
-                "the agent-native backend needs a workspace root to run in",
-                SideEffects::None,
-            ));
-        }
-        let prompt = match &ctx.resume {
+    fn attempt(
+        &self,
+        request: &ContractRequest,
+        ctx: &ExecutionContext,
+        resume: Option<&str>,
+    ) -> Result<Attempt<PiStream>, Error> {
+        let prompt = match resume {
             // The conversation so far is in the session already: only the
             // continuation prompt (and the deliverables, as a reminder) is new.
-            Some(_) => crate::agent_program::render_continuation(request),
-            None => crate::agent_program::render_prompt(request),
+            Some(_) => agent_program::render_continuation(request),
+            None => agent_program::render_prompt(request),
         };
         if prompt.trim().is_empty() {
             // pi trims stdin and does nothing with an empty prompt.
-            return ContractResult::failed(Error::new(
+            return Err(Error::new(
                 ErrorCode::ProviderRejected,
                 "the agent-native backend needs a non-empty prompt",
                 SideEffects::None,
@@ -1400,31 +1185,22 @@ impl Backend for PiBackend {
         let instructions = if request.instructions.is_empty() {
             None
         } else {
-            match write_instructions(&request.instructions) {
-                Ok(file) => Some(file),
-                Err(e) => {
-                    return ContractResult::failed(Error::new(
-                        ErrorCode::Internal,
-                        format!("cannot write the instructions file for pi: {e}"),
-                        SideEffects::None,
-                    ));
-                }
-            }
+            Some(write_instructions(&request.instructions).map_err(|e| {
+                Error::new(
+                    ErrorCode::Internal,
+                    format!("cannot write the instructions file for pi: {e}"),
+                    SideEffects::None,
+                )
+            })?)
         };
         let mut notes = Vec::new();
-        let session = match self.session_for(request, &ctx, &mut notes) {
-            Ok(session) => session,
-            Err(err) => return ContractResult::failed(err),
-        };
+        let session = self.session_for(request, ctx, resume, &mut notes)?;
         let session_args = session.args();
-        let kind_args = match self.kind_args(
+        let kind_args = self.kind_args(
             request,
             instructions.as_ref().map(|f| f.path()),
             session_args,
-        ) {
-            Ok(args) => args,
-            Err(err) => return ContractResult::failed(err),
-        };
+        )?;
         let mut run = self.config.agent_run(
             self.program(),
             kind_args,
@@ -1432,14 +1208,29 @@ impl Backend for PiBackend {
             Some(prompt.into_bytes()),
             &request.workspace.root,
         );
-        run.env = self.environment(request, ctx.attempt);
+        // Quiet defaults, then the config's `env` (the backend adds the identity).
+        run.env = [("PI_OFFLINE".to_owned(), "1".to_owned())].into();
+        run.env.extend(self.config.env.clone());
         // A handle only when pi keeps the session: an ephemeral one cannot be resumed.
-        let mut stream = match session_args {
+        let stream = match session_args {
             SessionArgs::Ephemeral => PiStream::new(),
             _ => PiStream::keeping_session(),
         };
-        let mut result = agent_program::drive(run, &mut stream, &ctx).await;
-        drop(instructions);
+        Ok(Attempt {
+            keep: instructions.into_iter().collect(),
+            notes,
+            ..Attempt::new(run, stream)
+        })
+    }
+
+    fn after_run(
+        &self,
+        request: &ContractRequest,
+        ctx: &ExecutionContext,
+        stream: &PiStream,
+        result: &ContractResult,
+        notes: &mut Vec<String>,
+    ) {
         if let Some(problem) = stream.session_problem() {
             notes.push(format!(
                 "pi's session id was not reported, so this attempt cannot be resumed: {problem}"
@@ -1455,32 +1246,177 @@ impl Backend for PiBackend {
         }
         // A succeeded execution is never resumed: its sessions go (see session_store).
         if result.outcome == Outcome::Succeeded
-            && !matches!(session_args, SessionArgs::Ephemeral)
+            && stream.keeps_session()
             && let Some(store) = &self.sessions
             && let Err(problem) = store.remove(&request.execution_id)
         {
             notes.push(format!("pi's session folder was not removed: {problem}"));
         }
-        for note in &notes {
-            crate::output::push_line(&mut result.logs, note);
+    }
+
+    /// From its package (see [`package_version`]), else from `pi --version`, which pi
+    /// prints on stderr when stdout is not a terminal (its non-interactive modes keep
+    /// stdout for the protocol), so both are read.
+    async fn version(&self) -> Result<ProgramVersion, ProbeError> {
+        let program = self.program();
+        if let Some(version) = crate::locate::find_program(program)
+            .ok()
+            .and_then(|path| package_version(&path))
+        {
+            return Ok(ProgramVersion::new(format!("pi {version}")));
         }
-        if let Some(err) = result.err.as_mut() {
-            err.reason = self.redact(&err.reason);
-            // pi already retried (its `retry` setting); what is left is transient
-            // trouble the caller may retry later, if the side effects allow.
-            let transient = matches!(
-                stream.verdict(),
-                Verdict::Failed {
-                    code: ErrorCode::ProviderUnavailable,
-                    ..
-                }
-            );
-            if transient && result.outcome == Outcome::Failed {
-                err.retryable = true;
+        let output = agent_program::probe_run(
+            program,
+            &["--version"],
+            &self.config.env,
+            PROBE_TIMEOUT,
+            INSTALL_HINT,
+        )
+        .await?;
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        if !output.status.success() {
+            return Err(ProbeError::Unproven(format!(
+                "`{program} --version` failed ({}): {}",
+                output.status,
+                agent_program::bounded(stderr.trim(), 400)
+            )));
+        }
+        parse_version(&stdout)
+            .or_else(|| parse_version(&stderr))
+            .map(|version| ProgramVersion::new(format!("pi {version}")))
+            .ok_or_else(|| {
+                ProbeError::Unproven(format!(
+                    "`{program} --version` printed {:?}, not a version number; {INSTALL_HINT}",
+                    agent_program::bounded(format!("{stdout}{stderr}").trim(), 200)
+                ))
+            })
+    }
+
+    /// pi in JSON mode against a provider on a loopback port nobody listens on, so no
+    /// model is needed and nothing leaves the machine. The stream must be pi's
+    /// (session header, `agent_end`) and end in a failed verdict. It keeps its session
+    /// in the probe folder (`--session-dir`, as a real run), whose header id must be a
+    /// usable handle.
+    ///
+    /// `probe.resume`: the session's file `<timestamp>_<id>.jsonl` must be in that
+    /// folder, and a second pi started with `--session FILE` must name the same
+    /// session in its header — pi really continues a session file, not just accepts
+    /// the flag.
+    async fn probe(
+        &self,
+        folder: &ProbeFolder,
+        probe: Probe<'_>,
+    ) -> Result<SessionSeen, ProbeError> {
+        let program = self.program();
+        let agent_dir = &folder.home;
+        let (store, probe_id) = probe_sessions(folder);
+        let sessions = store.folder(probe_id).map_err(ProbeError::Setup)?;
+        let file = match probe.resume {
+            None => {
+                let port = agent_program::refused_loopback_port()?;
+                let models = serde_json::json!({"providers": {"agent-exec-probe": {
+                    "baseUrl": format!("http://127.0.0.1:{port}/v1"),
+                    "api": "openai-completions",
+                    "apiKey": "agent-exec-probe",
+                    "models": [{"id": "probe"}]}}});
+                // No agent-level retries and no SDK-level ones (the SDK's default backs
+                // off about a second on a refused connection).
+                let settings =
+                    serde_json::json!({"retry": {"enabled": false, "provider": {"maxRetries": 0}}});
+                std::fs::write(agent_dir.join("models.json"), models.to_string())
+                    .and_then(|()| {
+                        std::fs::write(agent_dir.join("settings.json"), settings.to_string())
+                    })
+                    .map_err(|e| {
+                        ProbeError::Setup(format!("cannot write the probe configuration: {e}"))
+                    })?;
+                None
+            }
+            Some(id) => Some(
+                store
+                    .find(probe_id, |name| session_file_matches(name, id))
+                    .map_err(|problem| {
+                        ProbeError::Unproven(format!("pi kept no session file for {id}: {problem}"))
+                    })?,
+            ),
+        };
+        let session = match &file {
+            None => SessionArgs::New(&sessions),
+            Some(file) => SessionArgs::Resume {
+                dir: &sessions,
+                file,
+            },
+        };
+        // The kind's flags alone: the probe names its own model.
+        let plain = Pi {
+            config: ProgramConfig::new(KIND),
+            sessions: None,
+        };
+        let mut args = plain
+            .kind_args(&folder.request(probe.tools), None, session)
+            .map_err(|problem| ProbeError::Setup(problem.to_string()))?;
+        args.extend(["--model", "agent-exec-probe/probe"].map(str::to_owned));
+        let mut env = self.config.env.clone();
+        env.insert(
+            "PI_CODING_AGENT_DIR".to_owned(),
+            agent_dir.display().to_string(),
+        );
+        env.insert("PI_OFFLINE".to_owned(), "1".to_owned());
+        let mut stream = PiStream::new();
+        let mut events = Vec::new();
+        let format = agent_program::FormatProbe {
+            program,
+            args: &args,
+            env: &env,
+            cwd: &folder.workspace,
+            stdin: match probe.resume {
+                None => b"agent-exec format probe",
+                Some(_) => b"agent-exec resume probe",
+            },
+            timeout: PROBE_TIMEOUT,
+            install_hint: INSTALL_HINT,
+        };
+        let resuming = probe.resume.is_some();
+        let seen = agent_program::probe_stream(&format, &mut |line| {
+            stream.line(line, &mut events);
+            events.clear();
+            stream.saw_session() && (resuming || stream.ended())
+        })
+        .await?;
+        if let Some(id) = probe.resume {
+            return match stream.session_id() {
+                Some(again) if seen.proven && again == id => Ok(SessionSeen::Id(id.to_owned())),
+                again => Err(ProbeError::Unproven(format!(
+                    "`{program} --session FILE` did not continue session {id} (its header named {again:?}; {})",
+                    seen.describe()
+                ))),
+            };
+        }
+        match stream.verdict() {
+            Verdict::Failed { .. } if seen.proven => {}
+            verdict => {
+                return Err(ProbeError::Unproven(format!(
+                    "`{program} --mode json` did not speak the expected event stream (session header: {}, agent_end: {}, verdict: {verdict:?}; {})",
+                    stream.saw_session(),
+                    stream.ended(),
+                    seen.describe()
+                )));
             }
         }
-        result.logs = self.redact(&result.logs);
-        result
+        Ok(match stream.session_id() {
+            Some(id) => SessionSeen::Id(id.to_owned()),
+            None => SessionSeen::Missing(format!(
+                "pi's session header gave no usable session id: {}",
+                stream.session_problem().unwrap_or("no id")
+            )),
+        })
+    }
+
+    fn resume_unavailable(&self) -> Option<&'static str> {
+        self.sessions.is_none().then_some(
+            "there is no state directory to keep pi's sessions in (set XDG_STATE_HOME or HOME)",
+        )
     }
 }
 
@@ -1500,6 +1436,7 @@ fn write_instructions(text: &str) -> std::io::Result<tempfile::NamedTempFile> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use agent_exec_contract::Backend as _;
     use proptest::prelude::*;
 
     fn fold(lines: &[&str]) -> (PiStream, Vec<Event>) {
@@ -1705,18 +1642,24 @@ mod tests {
     fn failures_are_classified_by_status_then_by_pis_retry_words() {
         let unavailable = ErrorCode::ProviderUnavailable;
         let rejected = ErrorCode::ProviderRejected;
-        assert_eq!(classify("429 Rate limit reached"), unavailable);
-        assert_eq!(classify("503 Service Unavailable"), unavailable);
-        assert_eq!(classify("401 Incorrect API key provided"), rejected);
+        assert_eq!(classify_failure("429 Rate limit reached"), unavailable);
+        assert_eq!(classify_failure("503 Service Unavailable"), unavailable);
+        assert_eq!(classify_failure("401 Incorrect API key provided"), rejected);
         // The status decides, not a number further on.
-        assert_eq!(classify("400 max_tokens 500 is too large"), rejected);
-        assert_eq!(classify("terminated"), unavailable);
-        assert_eq!(classify("Connection error."), unavailable);
-        assert_eq!(classify("Request timed out."), unavailable);
-        assert_eq!(classify("socket hang up"), unavailable);
-        assert_eq!(classify("Provider finish_reason: content_filter"), rejected);
-        assert_eq!(classify("No API key found for scripted"), rejected);
-        assert_eq!(classify(""), rejected);
+        assert_eq!(
+            classify_failure("400 max_tokens 500 is too large"),
+            rejected
+        );
+        assert_eq!(classify_failure("terminated"), unavailable);
+        assert_eq!(classify_failure("Connection error."), unavailable);
+        assert_eq!(classify_failure("Request timed out."), unavailable);
+        assert_eq!(classify_failure("socket hang up"), unavailable);
+        assert_eq!(
+            classify_failure("Provider finish_reason: content_filter"),
+            rejected
+        );
+        assert_eq!(classify_failure("No API key found for scripted"), rejected);
+        assert_eq!(classify_failure(""), rejected);
     }
 
     #[test]
@@ -1772,11 +1715,13 @@ mod tests {
         assert!(
             tool_args(&policy("", &["read", "web_fetch"]))
                 .unwrap_err()
+                .to_string()
                 .contains("web_fetch")
         );
         assert!(
             tool_args(&policy("everything", &[]))
                 .unwrap_err()
+                .to_string()
                 .contains("everything")
         );
 
@@ -1811,9 +1756,11 @@ mod tests {
             ]
         );
         request.tool_policy = policy("everything", &[]);
-        let err = backend
-            .kind_args(&request, None, SessionArgs::Ephemeral)
-            .unwrap_err();
+        let err = Error::from(
+            backend
+                .kind_args(&request, None, SessionArgs::Ephemeral)
+                .unwrap_err(),
+        );
         assert_eq!(err.code, ErrorCode::ToolRejected);
         assert_eq!(err.side_effects, SideEffects::None);
     }

@@ -584,9 +584,14 @@ async fn verify_probes_the_real_program_and_names_the_package_when_missing() {
             "{capability:?}: {verification:?}"
         );
     }
+    // `claude-code/<adapter> (Claude Code <program>)`, the format of every agent CLI.
     let version = verification
         .adapter_version
-        .strip_prefix("claude-code/")
+        .strip_prefix(&format!(
+            "claude-code/{} (Claude Code ",
+            env!("CARGO_PKG_VERSION")
+        ))
+        .and_then(|rest| rest.strip_suffix(')'))
         .unwrap();
     assert!(
         version.split('.').count() >= 2 && version.split('.').all(|p| p.parse::<u32>().is_ok()),

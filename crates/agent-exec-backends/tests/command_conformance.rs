@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use agent_exec_backends::command::{CommandBackend, CommandConfig, EXECUTION_ID_VAR};
+use agent_exec_conformance::{Harness, Scenario};
 use agent_exec_contract::Backend;
-use agent_exec_runtime::conformance::{Harness, Scenario};
 use agent_exec_runtime::procfs;
 
 struct CommandHarness {
@@ -68,4 +68,4 @@ impl Harness for CommandHarness {
     }
 }
 
-agent_exec_runtime::conformance_tests!(CommandHarness::new());
+agent_exec_conformance::conformance_tests!(CommandHarness::new());

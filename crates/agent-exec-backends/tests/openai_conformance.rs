@@ -7,8 +7,8 @@ mod support;
 use std::sync::Arc;
 
 use agent_exec_backends::openai::{OpenAiBackend, OpenAiConfig};
+use agent_exec_conformance::{Harness, Scenario};
 use agent_exec_contract::Backend;
-use agent_exec_runtime::conformance::{Harness, Scenario};
 use support::ScriptedServer;
 
 struct OpenAiHarness {
@@ -48,4 +48,4 @@ impl Harness for OpenAiHarness {
     }
 }
 
-agent_exec_runtime::conformance_tests!(OpenAiHarness::new());
+agent_exec_conformance::conformance_tests!(OpenAiHarness::new());

@@ -43,7 +43,7 @@
 //! 7. Workspace path limits are not an OS sandbox.
 //!
 //! The conformance suite that checks these against a real backend lives in
-//! `agent_exec_runtime::conformance`: most invariants are about the runtime's
+//! the test-only crate `agent-exec-conformance`: most invariants are about the runtime's
 //! handling of a backend (attempts, deadlines, process trees, deliverables), which
 //! this crate deliberately does not know.
 //!

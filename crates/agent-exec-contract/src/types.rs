@@ -242,6 +242,12 @@ impl Usage {
 /// Terminal result (Go `ContractResult`). Never absent: every execution ends in one.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ContractResult {
+    /// Extension (not in the Go file): the execution this result ends, so a result
+    /// read on its own (`agent-exec run --json`, `agent-exec result`) says whose it
+    /// is. A Go caller declares it as `ExecutionID string \`json:"execution_id,omitempty"\``;
+    /// Go consumers that do not know the field ignore it. Empty is absent.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub execution_id: String,
     pub outcome: Outcome,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub text: String,
@@ -265,6 +271,7 @@ impl ContractResult {
     /// A succeeded result with `text`.
     pub fn succeeded(text: impl Into<String>) -> Self {
         ContractResult {
+            execution_id: String::new(),
             outcome: Outcome::Succeeded,
             text: text.into(),
             files: BTreeMap::new(),
@@ -277,6 +284,7 @@ impl ContractResult {
     /// A non-succeeded result carrying `err`.
     pub fn with_error(outcome: Outcome, err: Error) -> Self {
         ContractResult {
+            execution_id: String::new(),
             outcome,
             text: String::new(),
             files: BTreeMap::new(),

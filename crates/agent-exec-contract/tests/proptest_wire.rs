@@ -27,6 +27,7 @@ fn result() -> impl Strategy<Value = ContractResult> {
         (any::<u32>(), any::<u32>()),
     )
         .prop_map(|(outcome, text, files, err, (p, c))| ContractResult {
+            execution_id: String::new(),
             outcome,
             text,
             files: files.into_iter().collect::<BTreeMap<_, _>>(),

@@ -172,6 +172,28 @@ fn succeeded_result_omits_err_but_keeps_usage() {
 }
 
 #[test]
+fn execution_id_is_an_omitempty_extension_go_ignores() {
+    // Ours names its execution, first, so a result read on its own says whose it is.
+    let mut result = ContractResult::succeeded("done");
+    result.execution_id = "exec-9".into();
+    assert_round_trip(
+        &result,
+        json!({"execution_id": "exec-9", "outcome": "succeeded", "text": "done", "usage": {}}),
+    );
+    assert!(
+        serde_json::to_string(&result)
+            .unwrap()
+            .starts_with(r#"{"execution_id":"exec-9","outcome""#)
+    );
+    // Without one it is absent, so Go's own JSON is unchanged both ways; a Go
+    // `ContractResult` decoding ours drops the unknown field, as encoding/json does.
+    assert_round_trip(
+        &ContractResult::succeeded("done"),
+        json!({"outcome": "succeeded", "text": "done", "usage": {}}),
+    );
+}
+
+#[test]
 fn nil_bytes_in_files_decode_as_empty_and_bad_base64_is_an_error() {
     let result: ContractResult =
         serde_json::from_value(json!({"outcome": "succeeded", "files": {"x": null}, "usage": {}}))

@@ -37,7 +37,8 @@ pub enum FleetError {
     )]
     UnknownBackend { name: String, known: Vec<String> },
     #[error(
-        "execution {execution_id:?} is already {state} in the fleet; it is not submitted twice; hint: `agent-exec wait {execution_id}`, or use a new --execution-id"
+        "execution {execution_id:?} is already {state} in the fleet; it is not submitted twice; hint: `agent-exec wait {execution_id}`, or {}",
+        agent_exec_journal::NEW_ID_HINT
     )]
     AlreadyActive { execution_id: String, state: String },
     #[error("execution {0:?} is not in the fleet or the journal")]

@@ -103,9 +103,18 @@ async fn result_of(journal: &Journal, job: &JobRow) -> Result<ContractResult, Fl
     }
 }
 
-/// What the journal knows, in the result's shape: outcome, error and usage. Text,
-/// files and logs were never stored (the worker ended first); `logs` says so.
+/// The execution's result from the journal: the kept one (what its runner
+/// returned), else what the journal knows in the result's shape — outcome, error
+/// and usage; text, files and logs were never stored (the process running it ended
+/// first), and `logs` says so.
 pub fn from_journal(record: &ExecutionRecord) -> ContractResult {
+    if let Some(kept) = record
+        .result_text
+        .as_deref()
+        .and_then(|json| serde_json::from_str::<ContractResult>(json).ok())
+    {
+        return kept;
+    }
     let outcome = Outcome::from_wire(record.summary.state.as_str()).effective();
     let err = record
         .error
@@ -121,7 +130,8 @@ pub fn from_journal(record: &ExecutionRecord) -> ContractResult {
     };
     result.usage.prompt_tokens = record.summary.usage.prompt_tokens;
     result.usage.completion_tokens = record.summary.usage.completion_tokens;
-    result.logs = "result rebuilt from the journal: the worker stored no result (it ended first); text and files are not available".into();
+    result.execution_id = record.summary.execution_id.clone();
+    result.logs = "result rebuilt from the journal: no result was kept (the process running the execution ended first); text and files are not available".into();
     result
 }
 

@@ -9,7 +9,7 @@ use agent_exec_contract::{
 use async_trait::async_trait;
 use time::OffsetDateTime;
 
-use crate::record::{End, ExecutionStart, Prior, State, Usage};
+use crate::record::{End, ExecutionStart, KeptResult, Prior, State, Usage};
 use crate::{Journal, JournalError};
 
 fn port_error(e: JournalError) -> agent_exec_contract::JournalError {
@@ -183,7 +183,8 @@ impl JournalHook for Journal {
         _at: OffsetDateTime,
     ) -> Result<(), agent_exec_contract::JournalError> {
         let row = ResultRow::of(result);
-        self.finish_execution(execution_id, &row.end())
+        let kept = KeptResult::of(result);
+        self.finish_execution_kept(execution_id, &row.end(), Some(&kept))
             .await
             .map_err(port_error)
     }

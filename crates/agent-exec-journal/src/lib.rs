@@ -41,9 +41,22 @@
 //!   claimed (owner = this process, `running`) with a transition naming the attempt
 //!   whose session continues. [`Journal::resumable`] makes the same checks read only.
 //!   A version-1 store is migrated in place on open; a newer one is refused.
+//! * **Results kept** (schema version 3): the end of an execution keeps the result
+//!   its caller got ([`KeptResult`]: the `ContractResult` JSON byte for byte, its
+//!   deliverables within [`KEPT_FILES_CAP`]), and the runner may keep the tail of the
+//!   output it streamed ([`OUTPUT_TAIL_CAP`]). A step retry or resume clears them
+//!   until it ends. Versions 1 and 2 are migrated in place.
+//! * **A cancel from another process** is a request recorded on the execution
+//!   (`executions.cancel_request`) that the runner polls ([`Journal::cancel_request`]);
+//!   see [`Journal::request_cancel`] for why not a signal.
+//! * **One bad row is that row's problem.** Values are read back leniently; an open
+//!   execution whose owner cannot be read (`owner_pid = -1`, text in an integer
+//!   column) is left as it is with a warning naming it, and only an operation on that
+//!   very execution is refused; every other command works.
+//! * **Retention**: [`Journal::prune_ended_before`] deletes ended executions only.
 //!
 //! # Not done, deliberately
-//! No retention/pruning, no TLS for PostgreSQL (use a loopback server, socket or tunnel),
+//! No automatic retention (pruning is asked for), no TLS for PostgreSQL (use a loopback server, socket or tunnel),
 //! no heartbeat lease in the journal (so another host's orphaned attempts wait for an open
 //! on that host — or, for fleet workers, for the fleet's lease, which `agent-exec-fleet`
 //! keeps and settles through [`PgJournal::settle_orphan`]).
@@ -61,10 +74,16 @@ pub use owner::ProcessIdentity;
 pub use pg_connection::{Notice, PgConnection};
 pub use postgres::{PgJournal, redact_url};
 pub use record::{
-    AttemptRecord, End, ExecutionRecord, ExecutionStart, ExecutionSummary, Prior, Recovered,
-    Resumable, State, TransitionRecord, Usage,
+    AttemptRecord, CancelAsk, End, ExecutionRecord, ExecutionStart, ExecutionSummary,
+    KEPT_FILES_CAP, KEPT_TEXT_CAP, KeptResult, OUTPUT_TAIL_CAP, Prior, Recovered, Resumable, State,
+    TransitionRecord, Usage, tail_of,
 };
 pub use sqlite::SqliteJournal;
+
+/// The hint of a refusal that another execution id would avoid. The journal does not
+/// know how its caller was given the id, so it says it plainly; a front end replaces
+/// exactly this text with its own way (`--execution-id`, a request's `execution_id`).
+pub const NEW_ID_HINT: &str = "use a new execution id";
 
 /// Everything that can go wrong reading or writing the journal.
 #[derive(Debug, thiserror::Error)]
@@ -96,7 +115,7 @@ pub enum JournalError {
         supported: i64,
     },
     #[error(
-        "execution {execution_id:?} is still running in pid {pid} on {host}; hint: wait for it, or use a new --execution-id"
+        "execution {execution_id:?} is still running in pid {pid} on {host}; hint: wait for it, or {NEW_ID_HINT}"
     )]
     Busy {
         execution_id: String,
@@ -104,7 +123,7 @@ pub enum JournalError {
         host: String,
     },
     #[error(
-        "execution {execution_id:?} already ended {outcome} (side effects: {side_effects}); a step retry continues only a failed or canceled execution without side effects, so it is not run again; hint: use a new --execution-id"
+        "execution {execution_id:?} already ended {outcome} (side effects: {side_effects}); a step retry continues only a failed or canceled execution without side effects, so it is not run again; hint: {NEW_ID_HINT}"
     )]
     Finished {
         execution_id: String,
@@ -112,7 +131,7 @@ pub enum JournalError {
         side_effects: String,
     },
     #[error(
-        "execution {execution_id:?} already succeeded: there is nothing to resume; hint: its result is in `agent-exec runs show {execution_id}`; for more work, start a new execution"
+        "execution {execution_id:?} already succeeded: there is nothing to resume; hint: its result is in `agent-exec result {execution_id}` (everything about it: `agent-exec runs show {execution_id}`); for more work, start a new execution"
     )]
     AlreadySucceeded { execution_id: String },
     #[error(
@@ -270,9 +289,76 @@ impl Journal {
         execution_id: &str,
         end: &End<'_>,
     ) -> Result<(), JournalError> {
+        self.finish_execution_kept(execution_id, end, None).await
+    }
+
+    /// [`Journal::finish_execution`], keeping the result the caller got (what the
+    /// runtime's `execution_finished` does).
+    pub async fn finish_execution_kept(
+        &self,
+        execution_id: &str,
+        end: &End<'_>,
+        kept: Option<&KeptResult>,
+    ) -> Result<(), JournalError> {
         match self {
-            Journal::Sqlite(j) => j.finish_execution(execution_id, end),
-            Journal::Postgres(j) => j.finish_execution(execution_id, end).await,
+            Journal::Sqlite(j) => j.finish_execution_kept(execution_id, end, kept),
+            Journal::Postgres(j) => j.finish_execution_kept(execution_id, end, kept).await,
+        }
+    }
+
+    /// Asks the process running `execution_id` to cancel it; `by` says who asks
+    /// (kept in the request and the transition log).
+    ///
+    /// Decision: a request recorded in the journal, which the runner polls, not a
+    /// signal to the owner's pid. The journal is the one place both processes
+    /// already share: the request works whatever user the canceller is (write
+    /// access to the journal is the permission), is on record (`runs show` says who
+    /// asked and when), cannot hit a reused pid, and does not depend on the runner's
+    /// signal handler being installed (a SIGTERM that arrives first kills the runner
+    /// outright). The cost: the runner reads one row every
+    /// poll interval while it runs, and a cancel takes up to that long to act.
+    pub async fn request_cancel(
+        &self,
+        execution_id: &str,
+        by: &str,
+    ) -> Result<CancelAsk, JournalError> {
+        match self {
+            Journal::Sqlite(j) => j.request_cancel(execution_id, by),
+            Journal::Postgres(j) => j.request_cancel(execution_id, by).await,
+        }
+    }
+
+    /// The cancel request recorded for `execution_id` while it is running, if any.
+    pub async fn cancel_request(&self, execution_id: &str) -> Result<Option<String>, JournalError> {
+        match self {
+            Journal::Sqlite(j) => j.cancel_request(execution_id),
+            Journal::Postgres(j) => j.cancel_request(execution_id).await,
+        }
+    }
+
+    /// Keeps the last [`OUTPUT_TAIL_CAP`] bytes of `output`, the output the execution
+    /// streamed.
+    pub async fn record_output_tail(
+        &self,
+        execution_id: &str,
+        output: &str,
+    ) -> Result<(), JournalError> {
+        match self {
+            Journal::Sqlite(j) => j.record_output_tail(execution_id, output),
+            Journal::Postgres(j) => j.record_output_tail(execution_id, output).await,
+        }
+    }
+
+    /// Deletes the executions that ended before `cutoff` (with their attempts and
+    /// transitions); running ones are kept whatever their age. Returns how many.
+    pub async fn prune_ended_before(
+        &self,
+        cutoff: time::OffsetDateTime,
+    ) -> Result<u64, JournalError> {
+        let cutoff = rfc3339_fixed(cutoff);
+        match self {
+            Journal::Sqlite(j) => j.prune_ended_before(&cutoff),
+            Journal::Postgres(j) => j.prune_ended_before(&cutoff).await,
         }
     }
 
@@ -343,12 +429,25 @@ impl Journal {
 
 /// UTC, fixed width (microseconds, `Z`), so stored timestamps also sort as text.
 pub(crate) fn now_rfc3339() -> String {
+    rfc3339_fixed(time::OffsetDateTime::now_utc())
+}
+
+/// `at` as the journal stores timestamps (see [`now_rfc3339`]).
+fn rfc3339_fixed(at: time::OffsetDateTime) -> String {
     let format = time::macros::format_description!(
         "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:6]Z"
     );
-    time::OffsetDateTime::now_utc()
+    at.to_offset(time::UtcOffset::UTC)
         .format(&format)
         .unwrap_or_else(|_| String::from("1970-01-01T00:00:00.000000Z"))
+}
+
+/// Says that recovery left an open execution alone because its owner columns cannot
+/// be read (a warning on stderr through `tracing`, which the CLI shows by default).
+pub(crate) fn warn_unjudged(location: &str, execution_id: &str, problem: &str) {
+    tracing::warn!(
+        "journal {location}: execution {execution_id:?} is left as it is: {problem}, so whether its runner lives cannot be told; hint: if no agent-exec process runs it, repair or delete that row"
+    );
 }
 
 /// The contract `Error` an orphaned attempt gets: its outcome is unknown, and side effects

@@ -44,6 +44,42 @@ impl ProcessIdentity {
         }
     }
 
+    /// The owner a store read back from one row. A pid or start time that is no valid
+    /// value (the row was edited, or written by another program) cannot be judged:
+    /// the identity then has 0 there, and the second value says what is wrong, so the
+    /// caller reports that row and goes on with the others — one bad row never makes
+    /// a journal nobody can open.
+    pub(crate) fn from_stored(
+        host: String,
+        boot_id: String,
+        pid: StoredInt,
+        start_ticks: StoredInt,
+    ) -> (ProcessIdentity, Option<String>) {
+        let mut problems = Vec::new();
+        let pid = match pid {
+            StoredInt::Int(n) if n > 0 && n <= i64::from(u32::MAX) => n as u32,
+            other => {
+                problems.push(format!("owner_pid {other} is not a process id"));
+                0
+            }
+        };
+        let start_ticks = match start_ticks {
+            StoredInt::Int(n) if n >= 0 => n as u64,
+            other => {
+                problems.push(format!("owner_start_ticks {other} is not a start time"));
+                0
+            }
+        };
+        let identity = ProcessIdentity {
+            host,
+            boot_id,
+            pid,
+            start_ticks,
+        };
+        let problem = (!problems.is_empty()).then(|| problems.join(", "));
+        (identity, problem)
+    }
+
     /// Decides whether this owner is still running, as seen from `here`.
     pub fn liveness(&self, here: &ProcessIdentity) -> Liveness {
         if self.host != here.host {
@@ -65,6 +101,23 @@ impl ProcessIdentity {
                 self.pid
             )),
             Some(_) => Liveness::Alive,
+        }
+    }
+}
+
+/// An integer column as stored: a number, or whatever else the row holds (SQLite
+/// keeps any type in any column), shown as it was found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum StoredInt {
+    Int(i64),
+    Other(String),
+}
+
+impl std::fmt::Display for StoredInt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StoredInt::Int(n) => write!(f, "{n}"),
+            StoredInt::Other(text) => write!(f, "{text}"),
         }
     }
 }
@@ -103,6 +156,23 @@ mod tests {
         assert_eq!(parse_stat(stat), Some((1234567, 'S')));
         assert_eq!(parse_stat("garbage"), None);
         assert_eq!(parse_stat("1 (x) R 1 2"), None);
+    }
+
+    #[test]
+    fn an_owner_that_is_no_process_is_a_problem_not_a_guess() {
+        let stored = |pid, ticks| ProcessIdentity::from_stored("h".into(), "b".into(), pid, ticks);
+        let (owner, problem) = stored(StoredInt::Int(-1), StoredInt::Int(5));
+        assert_eq!((owner.pid, owner.start_ticks), (0, 5));
+        assert_eq!(problem.as_deref(), Some("owner_pid -1 is not a process id"));
+        let (_, problem) = stored(StoredInt::Int(1 << 40), StoredInt::Other("'x'".into()));
+        assert_eq!(
+            problem.as_deref(),
+            Some(
+                "owner_pid 1099511627776 is not a process id, owner_start_ticks 'x' is not a start time"
+            )
+        );
+        let (owner, problem) = stored(StoredInt::Int(42), StoredInt::Int(7));
+        assert_eq!((owner.pid, owner.start_ticks, problem), (42, 7, None));
     }
 
     #[test]

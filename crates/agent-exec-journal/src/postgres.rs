@@ -14,17 +14,26 @@ use tokio_postgres::{Row, Transaction};
 
 use crate::pg_connection::PgConnection;
 
-use crate::owner::{Liveness, ProcessIdentity};
+use crate::owner::{Liveness, ProcessIdentity, StoredInt};
 use crate::record::{
-    AttemptRecord, End, ExecutionRecord, ExecutionStart, ExecutionSummary, Prior, Recovered,
-    Resumable, State, TransitionRecord, Usage, json_or_text,
+    AttemptRecord, CancelAsk, End, ExecutionRecord, ExecutionStart, ExecutionSummary, KeptResult,
+    Prior, Recovered, Resumable, State, TransitionRecord, Usage, json_or_text,
 };
-use crate::sqlite::{check_outcome, execution_note};
+use crate::sqlite::{check_outcome, execution_note, judgeable};
 use crate::{JournalError, now_rfc3339, recovery_error_json};
 
-/// 2 added `agent_exec_attempts.session_handle` (resume); a version-1 database is
-/// migrated in place, under the schema lock.
-const SCHEMA_VERSION: i32 = 2;
+/// 2 added `agent_exec_attempts.session_handle` (resume); 3 the kept result, the
+/// output tail and the cancel request on `agent_exec_executions`. An older database
+/// is migrated in place, under the schema lock.
+const SCHEMA_VERSION: i32 = 3;
+
+/// From version 2 to 3.
+const MIGRATE_2_TO_3: &str = "
+ALTER TABLE agent_exec_executions ADD COLUMN IF NOT EXISTS result_json TEXT;
+ALTER TABLE agent_exec_executions ADD COLUMN IF NOT EXISTS result_note TEXT;
+ALTER TABLE agent_exec_executions ADD COLUMN IF NOT EXISTS output_tail TEXT;
+ALTER TABLE agent_exec_executions ADD COLUMN IF NOT EXISTS cancel_request TEXT;
+";
 
 /// From version 1 to 2 (`IF NOT EXISTS`: harmless if a crashed migration got halfway —
 /// it cannot, it is one transaction, but the statement costs nothing more).
@@ -56,7 +65,11 @@ CREATE TABLE IF NOT EXISTS agent_exec_executions (
     owner_pid         BIGINT NOT NULL,
     owner_start_ticks BIGINT NOT NULL,
     created_at        TEXT NOT NULL,
-    updated_at        TEXT NOT NULL
+    updated_at        TEXT NOT NULL,
+    result_json       TEXT,
+    result_note       TEXT,
+    output_tail       TEXT,
+    cancel_request    TEXT
 );
 CREATE INDEX IF NOT EXISTS agent_exec_executions_open ON agent_exec_executions(owner_host)
     WHERE state IN ('running', 'canceling');
@@ -251,6 +264,11 @@ impl PgJournal {
                         .await
                         .map_err(|e| self.err(e))?;
                 }
+                if old <= 2 {
+                    tx.batch_execute(MIGRATE_2_TO_3)
+                        .await
+                        .map_err(|e| self.err(e))?;
+                }
                 tx.execute(
                     "UPDATE agent_exec_meta SET value = $1 WHERE key = 'schema_version'",
                     &[&SCHEMA_VERSION],
@@ -326,7 +344,13 @@ impl PgJournal {
                 .await
                 .map_err(|e| self.err(e))?
                 .iter()
-                .filter(|row| matches!(owner_from(row, 3).liveness(&self.me), Liveness::Dead(_)))
+                .filter(|row| match owner_from(row, 3) {
+                    (owner, None) => matches!(owner.liveness(&self.me), Liveness::Dead(_)),
+                    (_, Some(problem)) => {
+                        crate::warn_unjudged(&self.location, row.get(0), &problem);
+                        false
+                    }
+                })
                 .map(|row| row.get(0))
                 .collect()
         };
@@ -350,7 +374,10 @@ impl PgJournal {
         for row in rows {
             let execution_id: String = row.get(0);
             let attempt = row.get::<_, i32>(1) as u32;
-            let owner = owner_from(&row, 3);
+            let (owner, problem) = owner_from(&row, 3);
+            if problem.is_some() {
+                continue;
+            }
             let Liveness::Dead(reason) = owner.liveness(&self.me) else {
                 continue;
             };
@@ -436,7 +463,7 @@ impl PgJournal {
         };
         let attempt = row.get::<_, i32>(0) as u32;
         let previous = state_col(row.get(1));
-        if previous.is_terminal() || owner_from(&row, 2) != *owner {
+        if previous.is_terminal() || owner_from(&row, 2) != (owner.clone(), None) {
             return Ok(false);
         }
         self.mark_unknown(&tx, execution_id, attempt, previous, reason)
@@ -580,7 +607,7 @@ impl PgJournal {
         let attempts = row.get::<_, i32>(1) as u32;
         let deadline: Option<String> = row.get(2);
         let usage = usage_from(&row, 3);
-        let owner = owner_from(&row, 5);
+        let owner = judgeable(start.execution_id, previous, owner_from(&row, 5))?;
         let mut error_json: Option<String> = row.get(9);
         if !previous.is_terminal() {
             match owner.liveness(me) {
@@ -604,7 +631,8 @@ impl PgJournal {
             "UPDATE agent_exec_executions SET state = 'running', error_json = NULL, error_code = NULL,
                  request_json = COALESCE(request_json, $2), deadline = COALESCE(deadline, $3),
                  owner_host = $4, owner_boot_id = $5, owner_pid = $6, owner_start_ticks = $7,
-                 updated_at = $8
+                 updated_at = $8, result_json = NULL, result_note = NULL, output_tail = NULL,
+                 cancel_request = NULL
              WHERE execution_id = $1",
             &[
                 &start.execution_id,
@@ -795,7 +823,7 @@ impl PgJournal {
         let request_json: Option<String> = row.get(3);
         let deadline: Option<String> = row.get(4);
         let usage = usage_from(&row, 5);
-        let owner = owner_from(&row, 7);
+        let owner = judgeable(execution_id, state, owner_from(&row, 7))?;
         if !state.is_terminal() {
             match owner.liveness(&self.me) {
                 Liveness::Dead(reason) => {
@@ -832,7 +860,8 @@ impl PgJournal {
             tx.execute(
                 "UPDATE agent_exec_executions SET state = 'running', error_json = NULL,
                      error_code = NULL, owner_host = $2, owner_boot_id = $3, owner_pid = $4,
-                     owner_start_ticks = $5, updated_at = $6
+                     owner_start_ticks = $5, updated_at = $6, result_json = NULL,
+                     result_note = NULL, output_tail = NULL, cancel_request = NULL
                  WHERE execution_id = $1",
                 &[
                     &execution_id,
@@ -987,6 +1016,16 @@ impl PgJournal {
         execution_id: &str,
         end: &End<'_>,
     ) -> Result<(), JournalError> {
+        self.finish_execution_kept(execution_id, end, None).await
+    }
+
+    /// See [`crate::SqliteJournal::finish_execution_kept`].
+    pub async fn finish_execution_kept(
+        &self,
+        execution_id: &str,
+        end: &End<'_>,
+        kept: Option<&KeptResult>,
+    ) -> Result<(), JournalError> {
         check_outcome(end.outcome)?;
         let mut client = self.conn.lock().await;
         let tx = client.transaction().await.map_err(|e| self.err(e))?;
@@ -1002,7 +1041,8 @@ impl PgJournal {
             .execute(
                 &tx,
                 "UPDATE agent_exec_executions SET state = $2, error_json = $3, error_code = $4,
-                 cancel_requested = cancel_requested OR $5, updated_at = $6
+                 cancel_requested = cancel_requested OR $5, updated_at = $6, result_json = $7,
+                 result_note = $8
              WHERE execution_id = $1",
                 &[
                     &execution_id,
@@ -1011,6 +1051,8 @@ impl PgJournal {
                     &end.error_code,
                     &end.cancel_requested,
                     &now_rfc3339(),
+                    &kept.map(|k| k.json.as_str()),
+                    &kept.and_then(|k| k.note.as_deref()),
                 ],
             )
             .await
@@ -1025,6 +1067,113 @@ impl PgJournal {
         )
         .await?;
         tx.commit().await.map_err(|e| self.err(e))
+    }
+
+    /// See [`crate::SqliteJournal::request_cancel`].
+    pub async fn request_cancel(
+        &self,
+        execution_id: &str,
+        by: &str,
+    ) -> Result<CancelAsk, JournalError> {
+        let mut client = self.conn.lock().await;
+        let tx = client.transaction().await.map_err(|e| self.err(e))?;
+        let row = self
+            .conn
+            .query_opt(
+                &tx,
+                "SELECT state, attempts, owner_host, owner_boot_id, owner_pid, owner_start_ticks
+                 FROM agent_exec_executions WHERE execution_id = $1 FOR UPDATE",
+                &[&execution_id],
+            )
+            .await
+            .map_err(|e| self.err(e))?
+            .ok_or_else(|| JournalError::NoSuchExecution(execution_id.to_owned()))?;
+        let state = state_col(row.get(0));
+        let attempts = row.get::<_, i32>(1) as u32;
+        if state.is_terminal() {
+            return Ok(CancelAsk::AlreadyEnded(state));
+        }
+        let note = format!("cancel requested by {by} at {}", now_rfc3339());
+        self.conn
+            .execute(
+                &tx,
+                "UPDATE agent_exec_executions SET cancel_request = COALESCE(cancel_request, $2)
+                 WHERE execution_id = $1",
+                &[&execution_id, &note],
+            )
+            .await
+            .map_err(|e| self.err(e))?;
+        self.log(&tx, execution_id, attempts, Some(state), state, Some(&note))
+            .await?;
+        tx.commit().await.map_err(|e| self.err(e))?;
+        Ok(CancelAsk::Recorded {
+            owner: owner_from(&row, 2).0,
+        })
+    }
+
+    /// See [`crate::SqliteJournal::cancel_request`].
+    pub async fn cancel_request(&self, execution_id: &str) -> Result<Option<String>, JournalError> {
+        let client = self.conn.read().await;
+        Ok(self
+            .conn
+            .query_opt(
+                &*client,
+                "SELECT cancel_request FROM agent_exec_executions
+                 WHERE execution_id = $1 AND state IN ('running', 'canceling')",
+                &[&execution_id],
+            )
+            .await
+            .map_err(|e| self.err(e))?
+            .and_then(|r| r.get(0)))
+    }
+
+    /// See [`crate::SqliteJournal::record_output_tail`].
+    pub async fn record_output_tail(
+        &self,
+        execution_id: &str,
+        output: &str,
+    ) -> Result<(), JournalError> {
+        let tail = crate::tail_of(output, crate::OUTPUT_TAIL_CAP);
+        let client = self.conn.read().await;
+        self.conn
+            .execute(
+                &*client,
+                "UPDATE agent_exec_executions SET output_tail = $2 WHERE execution_id = $1",
+                &[&execution_id, &tail],
+            )
+            .await
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    /// See [`crate::SqliteJournal::prune_ended_before`].
+    pub async fn prune_ended_before(&self, cutoff: &str) -> Result<u64, JournalError> {
+        let mut client = self.conn.lock().await;
+        let tx = client.transaction().await.map_err(|e| self.err(e))?;
+        let doomed = "SELECT execution_id FROM agent_exec_executions
+             WHERE state IN ('succeeded', 'failed', 'canceled', 'unknown') AND updated_at < $1";
+        for table in ["agent_exec_transitions", "agent_exec_attempts"] {
+            self.conn
+                .execute(
+                    &tx,
+                    &format!("DELETE FROM {table} WHERE execution_id IN ({doomed})"),
+                    &[&cutoff],
+                )
+                .await
+                .map_err(|e| self.err(e))?;
+        }
+        let n = self
+            .conn
+            .execute(
+                &tx,
+                "DELETE FROM agent_exec_executions
+                 WHERE state IN ('succeeded', 'failed', 'canceled', 'unknown') AND updated_at < $1",
+                &[&cutoff],
+            )
+            .await
+            .map_err(|e| self.err(e))?;
+        tx.commit().await.map_err(|e| self.err(e))?;
+        Ok(n)
     }
 
     /// The most recent executions first.
@@ -1073,7 +1222,7 @@ impl PgJournal {
                 finished_at: r.get(4),
                 error: json_or_text(r.get(5)),
                 usage: usage_from(r, 6),
-                owner: owner_from(r, 8),
+                owner: owner_from(r, 8).0,
                 session_handle: r.get(12),
             })
             .collect();
@@ -1096,13 +1245,19 @@ impl PgJournal {
                 note: r.get(4),
             })
             .collect();
+        let result: Option<String> = head.get(17);
         Ok(Some(ExecutionRecord {
             summary: summary_from_row(&head),
             request: json_or_text(head.get(11)),
             error: json_or_text(head.get(12)),
+            result: json_or_text(result.clone()),
+            result_text: result,
+            result_note: head.get(18),
+            output_tail: head.get(19),
+            cancel_request: head.get(20),
             attempts,
             transitions,
-            owner: owner_from(&head, 13),
+            owner: owner_from(&head, 13).0,
         }))
     }
 }
@@ -1120,7 +1275,7 @@ const OPEN_SQL: &str = "SELECT execution_id, attempts, state, owner_host, owner_
 fn show_head_sql() -> String {
     format!(
         "SELECT {SUMMARY_COLUMNS}, request_json, error_json, owner_host, owner_boot_id,
-             owner_pid, owner_start_ticks
+             owner_pid, owner_start_ticks, result_json, result_note, output_tail, cancel_request
          FROM agent_exec_executions WHERE execution_id = $1"
     )
 }
@@ -1151,13 +1306,15 @@ fn usage_from(r: &Row, first: usize) -> Usage {
     }
 }
 
-fn owner_from(r: &Row, first: usize) -> ProcessIdentity {
-    ProcessIdentity {
-        host: r.get(first),
-        boot_id: r.get(first + 1),
-        pid: u32::try_from(r.get::<_, i64>(first + 2)).unwrap_or(0),
-        start_ticks: r.get::<_, i64>(first + 3).max(0) as u64,
-    }
+/// The owner columns from `first` on, and what is wrong with them, if anything (see
+/// [`ProcessIdentity::from_stored`]).
+fn owner_from(r: &Row, first: usize) -> (ProcessIdentity, Option<String>) {
+    ProcessIdentity::from_stored(
+        r.get(first),
+        r.get(first + 1),
+        StoredInt::Int(r.get(first + 2)),
+        StoredInt::Int(r.get(first + 3)),
+    )
 }
 
 fn state_col(text: String) -> State {

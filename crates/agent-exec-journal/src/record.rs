@@ -180,10 +180,140 @@ pub struct ExecutionRecord {
     pub request: Option<serde_json::Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<serde_json::Value>,
+    /// The result the execution returned to its caller (schema version 3), as kept:
+    /// see [`KeptResult`]. `None` while it runs, and for an execution that ended
+    /// without returning one (a runner that died, a version-2 row).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result: Option<serde_json::Value>,
+    /// The kept result exactly as stored, byte for byte (what `agent-exec result`
+    /// prints); not part of the record's JSON, which has `result` parsed.
+    #[serde(skip)]
+    pub result_text: Option<String>,
+    /// What the journal left out of the kept result, when anything (deliverables
+    /// over [`KEPT_FILES_CAP`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result_note: Option<String>,
+    /// The last [`OUTPUT_TAIL_CAP`] bytes of the output the backend streamed while it
+    /// ran (its `text_delta` events: the program's stdout for a `command` backend),
+    /// when the kept result's text does not already end with it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_tail: Option<String>,
+    /// A cancel asked for by another process (`agent-exec cancel`), not yet acted on
+    /// or acted on by the runner: when and by whom.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cancel_request: Option<String>,
     pub attempts: Vec<AttemptRecord>,
     pub transitions: Vec<TransitionRecord>,
     /// The process that last started this execution.
     pub owner: ProcessIdentity,
+}
+
+/// The deliverable bytes a kept result may hold, all files together: 4 MiB. A
+/// result whose files add up to more keeps the files that fit (in path order) and
+/// drops the rest, saying which in [`KeptResult::note`]; the text, logs, error and
+/// usage are always kept whole.
+pub const KEPT_FILES_CAP: usize = 4 * 1024 * 1024;
+
+/// The text a kept result may hold: 16 MiB. A longer text (a program that printed
+/// gigabytes) keeps its last 16 MiB, and [`KeptResult::note`] says so: the journal
+/// stays a journal, and a row never outgrows what SQLite can store.
+pub const KEPT_TEXT_CAP: usize = 16 * 1024 * 1024;
+
+/// How much streamed output is kept per execution (its tail): 64 KiB.
+pub const OUTPUT_TAIL_CAP: usize = 64 * 1024;
+
+/// A `ContractResult` as the journal keeps it: its JSON (the contract's Go tags,
+/// exactly as `agent-exec run --json` prints it when nothing was left out) and a
+/// note naming what was left out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeptResult {
+    pub json: String,
+    pub note: Option<String>,
+}
+
+impl KeptResult {
+    /// Keeps `result`: whole when its deliverables are within [`KEPT_FILES_CAP`] and
+    /// its text within [`KEPT_TEXT_CAP`], else cut as those say.
+    pub fn of(result: &agent_exec_contract::ContractResult) -> KeptResult {
+        let total: usize = result.files.values().map(Vec::len).sum();
+        if total <= KEPT_FILES_CAP && result.text.len() <= KEPT_TEXT_CAP {
+            return KeptResult {
+                json: serde_json::to_string(result).unwrap_or_default(),
+                note: None,
+            };
+        }
+        let mut kept = result.clone();
+        let mut notes = Vec::new();
+        if kept.text.len() > KEPT_TEXT_CAP {
+            notes.push(format!(
+                "text cut to its last {} MiB (of {} bytes)",
+                KEPT_TEXT_CAP / (1024 * 1024),
+                kept.text.len()
+            ));
+            kept.text = tail_of(&kept.text, KEPT_TEXT_CAP).to_owned();
+        }
+        let mut room = KEPT_FILES_CAP;
+        let mut dropped = Vec::new();
+        kept.files.retain(|path, bytes| {
+            if bytes.len() <= room {
+                room -= bytes.len();
+                true
+            } else {
+                dropped.push(format!("{path} ({} bytes)", bytes.len()));
+                false
+            }
+        });
+        if !dropped.is_empty() {
+            notes.push(format!(
+                "deliverables not kept (over the journal's {} MiB cap): {}",
+                KEPT_FILES_CAP / (1024 * 1024),
+                dropped.join(", ")
+            ));
+        }
+        KeptResult {
+            json: serde_json::to_string(&kept).unwrap_or_default(),
+            note: Some(notes.join("; ")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_text_over_the_cap_keeps_its_tail_and_says_so() {
+        let mut result = agent_exec_contract::ContractResult::succeeded("é".repeat(KEPT_TEXT_CAP));
+        result.text.push_str("the end");
+        let kept = KeptResult::of(&result);
+        let back: agent_exec_contract::ContractResult = serde_json::from_str(&kept.json).unwrap();
+        assert!(back.text.len() <= KEPT_TEXT_CAP && back.text.ends_with("the end"));
+        let note = kept.note.unwrap();
+        assert!(
+            note.starts_with("text cut to its last 16 MiB (of "),
+            "{note}"
+        );
+        let small = agent_exec_contract::ContractResult::succeeded("short");
+        assert_eq!(KeptResult::of(&small).note, None);
+    }
+}
+
+/// The last `cap` bytes of `text`, cut at a character boundary.
+pub fn tail_of(text: &str, cap: usize) -> &str {
+    let mut start = text.len().saturating_sub(cap);
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    &text[start..]
+}
+
+/// What `request_cancel` found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CancelAsk {
+    /// Recorded; the runner (this owner) acts on it at its next look.
+    Recorded { owner: ProcessIdentity },
+    /// Nothing to cancel: it ended in this state.
+    AlreadyEnded(State),
 }
 
 /// An execution that the open found orphaned and marked `unknown`.

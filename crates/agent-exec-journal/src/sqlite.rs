@@ -20,19 +20,28 @@ use std::sync::Mutex;
 
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 
-use crate::owner::{Liveness, ProcessIdentity};
+use crate::owner::{Liveness, ProcessIdentity, StoredInt};
 use crate::record::{
-    AttemptRecord, End, ExecutionRecord, ExecutionStart, ExecutionSummary, Prior, Recovered,
-    Resumable, State, TransitionRecord, Usage, json_or_text,
+    AttemptRecord, CancelAsk, End, ExecutionRecord, ExecutionStart, ExecutionSummary, KeptResult,
+    Prior, Recovered, Resumable, State, TransitionRecord, Usage, json_or_text,
 };
 use crate::{JournalError, now_rfc3339, recovery_error_json};
 
 /// The schema version this build writes (`PRAGMA user_version`). 2 added
-/// `attempts.session_handle` (resume); a version-1 file is migrated in place on open.
-const SCHEMA_VERSION: i64 = 2;
+/// `attempts.session_handle` (resume); 3 added the kept result, the output tail and
+/// the cancel request to `executions`. An older file is migrated in place on open.
+const SCHEMA_VERSION: i64 = 3;
 
 /// From version 1 to 2, in the transaction that sets the new version.
 const MIGRATE_1_TO_2: &str = "ALTER TABLE attempts ADD COLUMN session_handle TEXT;";
+
+/// From version 2 to 3, likewise.
+const MIGRATE_2_TO_3: &str = "
+ALTER TABLE executions ADD COLUMN result_json TEXT;
+ALTER TABLE executions ADD COLUMN result_note TEXT;
+ALTER TABLE executions ADD COLUMN output_tail TEXT;
+ALTER TABLE executions ADD COLUMN cancel_request TEXT;
+";
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS executions (
@@ -52,7 +61,11 @@ CREATE TABLE IF NOT EXISTS executions (
     owner_pid         INTEGER NOT NULL,
     owner_start_ticks INTEGER NOT NULL,
     created_at        TEXT NOT NULL,
-    updated_at        TEXT NOT NULL
+    updated_at        TEXT NOT NULL,
+    result_json       TEXT,
+    result_note       TEXT,
+    output_tail       TEXT,
+    cancel_request    TEXT
 );
 CREATE INDEX IF NOT EXISTS executions_open ON executions(state)
     WHERE state IN ('running', 'canceling');
@@ -152,8 +165,12 @@ impl SqliteJournal {
                 return Err(newer(version));
             }
             tx.execute_batch(SCHEMA).map_err(at)?;
+            // Version 0 is a new file: SCHEMA made it whole.
             if version == 1 {
                 tx.execute_batch(MIGRATE_1_TO_2).map_err(at)?;
+            }
+            if (1..=2).contains(&version) {
+                tx.execute_batch(MIGRATE_2_TO_3).map_err(at)?;
             }
             tx.pragma_update(None, "user_version", SCHEMA_VERSION)
                 .map_err(at)?;
@@ -271,10 +288,10 @@ impl SqliteJournal {
                 let rows = stmt
                     .query_map([], |r| {
                         Ok((
-                            r.get::<_, String>(0)?,
-                            r.get::<_, u32>(1)?,
-                            r.get::<_, String>(2)?,
-                            owner_from(r, 3)?,
+                            text_col(r, 0),
+                            count_col(r, 1),
+                            text_col(r, 2),
+                            owner_from(r, 3),
                         ))
                     })
                     .map_err(|e| self.err(e))?;
@@ -282,7 +299,11 @@ impl SqliteJournal {
                     .map_err(|e| self.err(e))?
             };
             let mut recovered = Vec::new();
-            for (execution_id, attempt, state, owner) in open {
+            for (execution_id, attempt, state, (owner, problem)) in open {
+                if let Some(problem) = problem {
+                    crate::warn_unjudged(&self.path.display().to_string(), &execution_id, &problem);
+                    continue;
+                }
                 let Liveness::Dead(reason) = owner.liveness(&self.me) else {
                     continue;
                 };
@@ -351,7 +372,7 @@ impl SqliteJournal {
                             r.get::<_, u32>(1)?,
                             r.get::<_, Option<String>>(2)?,
                             usage_from(r, 3)?,
-                            owner_from(r, 5)?,
+                            owner_from(r, 5),
                             r.get::<_, Option<String>>(9)?,
                         ))
                     },
@@ -389,6 +410,7 @@ impl SqliteJournal {
                 )?;
                 return Ok(Prior::default());
             };
+            let owner = judgeable(start.execution_id, previous, owner)?;
             if !previous.is_terminal() {
                 match owner.liveness(me) {
                     Liveness::Dead(reason) => {
@@ -410,7 +432,8 @@ impl SqliteJournal {
                 "UPDATE executions SET state = 'running', error_json = NULL, error_code = NULL,
                      request_json = COALESCE(request_json, ?2), deadline = COALESCE(deadline, ?3),
                      owner_host = ?4, owner_boot_id = ?5, owner_pid = ?6, owner_start_ticks = ?7,
-                     updated_at = ?8
+                     updated_at = ?8, result_json = NULL, result_note = NULL,
+                     output_tail = NULL, cancel_request = NULL
                  WHERE execution_id = ?1",
                 params![
                     start.execution_id,
@@ -583,7 +606,7 @@ impl SqliteJournal {
                             r.get::<_, Option<String>>(3)?,
                             r.get::<_, Option<String>>(4)?,
                             usage_from(r, 5)?,
-                            owner_from(r, 7)?,
+                            owner_from(r, 7),
                         ))
                     },
                 )
@@ -593,6 +616,7 @@ impl SqliteJournal {
             else {
                 return Err(JournalError::NoSuchExecution(execution_id.to_owned()));
             };
+            let owner = judgeable(execution_id, state, owner)?;
             if !state.is_terminal() {
                 match owner.liveness(&self.me) {
                     Liveness::Dead(reason) => {
@@ -628,7 +652,8 @@ impl SqliteJournal {
                 tx.execute(
                     "UPDATE executions SET state = 'running', error_json = NULL, error_code = NULL,
                          owner_host = ?2, owner_boot_id = ?3, owner_pid = ?4,
-                         owner_start_ticks = ?5, updated_at = ?6
+                         owner_start_ticks = ?5, updated_at = ?6, result_json = NULL,
+                         result_note = NULL, output_tail = NULL, cancel_request = NULL
                      WHERE execution_id = ?1",
                     params![
                         execution_id,
@@ -759,6 +784,16 @@ impl SqliteJournal {
 
     /// Records the outcome of the execution (the result returned to the caller).
     pub fn finish_execution(&self, execution_id: &str, end: &End<'_>) -> Result<(), JournalError> {
+        self.finish_execution_kept(execution_id, end, None)
+    }
+
+    /// [`SqliteJournal::finish_execution`], keeping the result the caller got.
+    pub fn finish_execution_kept(
+        &self,
+        execution_id: &str,
+        end: &End<'_>,
+        kept: Option<&KeptResult>,
+    ) -> Result<(), JournalError> {
         check_outcome(end.outcome)?;
         self.with_tx(|tx| {
             let (from, attempts) = self.execution_state(tx, execution_id)?;
@@ -771,7 +806,8 @@ impl SqliteJournal {
             }
             tx.execute(
                 "UPDATE executions SET state = ?2, error_json = ?3, error_code = ?4,
-                     cancel_requested = cancel_requested OR ?5, updated_at = ?6
+                     cancel_requested = cancel_requested OR ?5, updated_at = ?6,
+                     result_json = ?7, result_note = ?8
                  WHERE execution_id = ?1",
                 params![
                     execution_id,
@@ -779,7 +815,9 @@ impl SqliteJournal {
                     end.error_json,
                     end.error_code,
                     end.cancel_requested,
-                    now_rfc3339()
+                    now_rfc3339(),
+                    kept.map(|k| k.json.as_str()),
+                    kept.and_then(|k| k.note.as_deref())
                 ],
             )
             .map_err(|e| self.err(e))?;
@@ -791,6 +829,91 @@ impl SqliteJournal {
                 end.outcome,
                 Some(&execution_note(end)),
             )
+        })
+    }
+
+    /// Asks the runner of `execution_id` to cancel it: recorded in the journal, which
+    /// the runner polls while it runs (see `crate::Journal::request_cancel`). A second
+    /// request keeps the first one's words.
+    pub fn request_cancel(&self, execution_id: &str, by: &str) -> Result<CancelAsk, JournalError> {
+        self.with_tx(|tx| {
+            let row = tx
+                .query_row(
+                    "SELECT state, attempts, owner_host, owner_boot_id, owner_pid, owner_start_ticks
+                     FROM executions WHERE execution_id = ?1",
+                    [execution_id],
+                    |r| Ok((state_col(text_col(r, 0)), count_col(r, 1), owner_from(r, 2).0)),
+                )
+                .optional()
+                .map_err(|e| self.err(e))?;
+            let Some((state, attempts, owner)) = row else {
+                return Err(JournalError::NoSuchExecution(execution_id.to_owned()));
+            };
+            if state.is_terminal() {
+                return Ok(CancelAsk::AlreadyEnded(state));
+            }
+            let note = format!("cancel requested by {by} at {}", now_rfc3339());
+            tx.execute(
+                "UPDATE executions SET cancel_request = COALESCE(cancel_request, ?2)
+                 WHERE execution_id = ?1",
+                params![execution_id, note],
+            )
+            .map_err(|e| self.err(e))?;
+            self.log(tx, execution_id, attempts, Some(state), state, Some(&note))?;
+            Ok(CancelAsk::Recorded { owner })
+        })
+    }
+
+    /// The cancel request recorded for `execution_id` while it runs, if any: what its
+    /// runner polls. A read (no write lock).
+    pub fn cancel_request(&self, execution_id: &str) -> Result<Option<String>, JournalError> {
+        let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        conn.query_row(
+            "SELECT cancel_request FROM executions
+             WHERE execution_id = ?1 AND state IN ('running', 'canceling')",
+            [execution_id],
+            |r| r.get::<_, Option<String>>(0),
+        )
+        .optional()
+        .map(Option::flatten)
+        .map_err(|e| self.err(e))
+    }
+
+    /// Keeps the tail of the output the execution streamed (at most
+    /// [`crate::OUTPUT_TAIL_CAP`] bytes of `output`'s end).
+    pub fn record_output_tail(&self, execution_id: &str, output: &str) -> Result<(), JournalError> {
+        let tail = crate::tail_of(output, crate::OUTPUT_TAIL_CAP);
+        self.with_tx(|tx| {
+            tx.execute(
+                "UPDATE executions SET output_tail = ?2 WHERE execution_id = ?1",
+                params![execution_id, tail],
+            )
+            .map_err(|e| self.err(e))?;
+            Ok(())
+        })
+    }
+
+    /// Deletes every execution that ended (a terminal state) before `cutoff`, with
+    /// its attempts and transitions; a running one is never deleted. Returns how many.
+    pub fn prune_ended_before(&self, cutoff: &str) -> Result<u64, JournalError> {
+        self.with_tx(|tx| {
+            let doomed = "SELECT execution_id FROM executions
+                 WHERE state IN ('succeeded', 'failed', 'canceled', 'unknown') AND updated_at < ?1";
+            for table in ["transitions", "attempts"] {
+                tx.execute(
+                    &format!("DELETE FROM {table} WHERE execution_id IN ({doomed})"),
+                    [cutoff],
+                )
+                .map_err(|e| self.err(e))?;
+            }
+            let n = tx
+                .execute(
+                    "DELETE FROM executions
+                     WHERE state IN ('succeeded', 'failed', 'canceled', 'unknown') AND updated_at < ?1",
+                    [cutoff],
+                )
+                .map_err(|e| self.err(e))?;
+            Ok(n as u64)
         })
     }
 
@@ -815,7 +938,8 @@ impl SqliteJournal {
             .query_row(
                 &format!(
                     "SELECT {SUMMARY_COLUMNS}, request_json, error_json, owner_host, owner_boot_id,
-                         owner_pid, owner_start_ticks
+                         owner_pid, owner_start_ticks, result_json, result_note, output_tail,
+                         cancel_request
                      FROM executions WHERE execution_id = ?1"
                 ),
                 [execution_id],
@@ -824,13 +948,21 @@ impl SqliteJournal {
                         summary_from_row(r)?,
                         r.get::<_, Option<String>>(11)?,
                         r.get::<_, Option<String>>(12)?,
-                        owner_from(r, 13)?,
+                        owner_from(r, 13).0,
+                        [17, 18, 19, 20].map(|i| r.get::<_, Option<String>>(i).ok().flatten()),
                     ))
                 },
             )
             .optional()
             .map_err(|e| self.err(e))?;
-        let Some((summary, request, error, owner)) = head else {
+        let Some((
+            summary,
+            request,
+            error,
+            owner,
+            [result, result_note, output_tail, cancel_request],
+        )) = head
+        else {
             return Ok(None);
         };
         let attempts = {
@@ -852,7 +984,7 @@ impl SqliteJournal {
                         finished_at: r.get(4)?,
                         error: json_or_text(r.get(5)?),
                         usage: usage_from(r, 6)?,
-                        owner: owner_from(r, 8)?,
+                        owner: owner_from(r, 8).0,
                         session_handle: r.get(12)?,
                     })
                 })
@@ -885,6 +1017,11 @@ impl SqliteJournal {
             summary,
             request: json_or_text(request),
             error: json_or_text(error),
+            result: json_or_text(result.clone()),
+            result_text: result,
+            result_note,
+            output_tail,
+            cancel_request,
             attempts,
             transitions,
             owner,
@@ -915,35 +1052,91 @@ const SUMMARY_COLUMNS: &str =
     "execution_id, backend, state, attempts, error_code, cancel_requested,
     prompt_tokens, completion_tokens, deadline, created_at, updated_at";
 
+/// A listing row, read leniently: a value of the wrong type or range in one row
+/// shows as 0 or empty rather than failing the whole listing.
 fn summary_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ExecutionSummary> {
     Ok(ExecutionSummary {
-        execution_id: r.get(0)?,
-        backend: r.get(1)?,
-        state: state_col(r.get(2)?),
-        attempts: r.get(3)?,
-        error_code: r.get(4)?,
-        cancel_requested: r.get(5)?,
+        execution_id: text_col(r, 0),
+        backend: text_col(r, 1),
+        state: state_col(text_col(r, 2)),
+        attempts: count_col(r, 3),
+        error_code: r.get(4).ok().flatten(),
+        cancel_requested: matches!(int_col(r, 5), StoredInt::Int(n) if n != 0),
         usage: usage_from(r, 6)?,
-        deadline: r.get(8)?,
-        created_at: r.get(9)?,
-        updated_at: r.get(10)?,
+        deadline: r.get(8).ok().flatten(),
+        created_at: text_col(r, 9),
+        updated_at: text_col(r, 10),
     })
 }
 
 fn usage_from(r: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<Usage> {
+    let tokens = |i| match int_col(r, i) {
+        StoredInt::Int(n) => n.max(0) as u64,
+        StoredInt::Other(_) => 0,
+    };
     Ok(Usage {
-        prompt_tokens: r.get::<_, i64>(first)?.max(0) as u64,
-        completion_tokens: r.get::<_, i64>(first + 1)?.max(0) as u64,
+        prompt_tokens: tokens(first),
+        completion_tokens: tokens(first + 1),
     })
 }
 
-fn owner_from(r: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<ProcessIdentity> {
-    Ok(ProcessIdentity {
-        host: r.get(first)?,
-        boot_id: r.get(first + 1)?,
-        pid: r.get(first + 2)?,
-        start_ticks: r.get::<_, i64>(first + 3)?.max(0) as u64,
-    })
+/// The owner columns from `first` on, and what is wrong with them, if anything (see
+/// [`ProcessIdentity::from_stored`]).
+fn owner_from(r: &rusqlite::Row<'_>, first: usize) -> (ProcessIdentity, Option<String>) {
+    ProcessIdentity::from_stored(
+        text_col(r, first),
+        text_col(r, first + 1),
+        int_col(r, first + 2),
+        int_col(r, first + 3),
+    )
+}
+
+/// An integer column as stored (SQLite keeps any type in any column).
+fn int_col(r: &rusqlite::Row<'_>, i: usize) -> StoredInt {
+    use rusqlite::types::ValueRef;
+    match r.get_ref(i) {
+        Ok(ValueRef::Integer(n)) => StoredInt::Int(n),
+        Ok(ValueRef::Null) => StoredInt::Other("NULL".into()),
+        Ok(ValueRef::Real(f)) => StoredInt::Other(f.to_string()),
+        Ok(ValueRef::Text(t)) => StoredInt::Other(format!("{:?}", String::from_utf8_lossy(t))),
+        Ok(ValueRef::Blob(_)) => StoredInt::Other("a blob".into()),
+        Err(e) => StoredInt::Other(e.to_string()),
+    }
+}
+
+/// A count (attempts), 0 when the row holds no count.
+fn count_col(r: &rusqlite::Row<'_>, i: usize) -> u32 {
+    match int_col(r, i) {
+        StoredInt::Int(n) => u32::try_from(n).unwrap_or(0),
+        StoredInt::Other(_) => 0,
+    }
+}
+
+/// A text column, whatever the row holds there (empty for NULL or a blob).
+fn text_col(r: &rusqlite::Row<'_>, i: usize) -> String {
+    use rusqlite::types::ValueRef;
+    match r.get_ref(i) {
+        Ok(ValueRef::Text(t)) => String::from_utf8_lossy(t).into_owned(),
+        Ok(ValueRef::Integer(n)) => n.to_string(),
+        Ok(ValueRef::Real(f)) => f.to_string(),
+        _ => String::new(),
+    }
+}
+
+/// The owner of a non-terminal execution, when it can be judged; else the refusal
+/// that names the row's problem. A terminal row's owner is never judged.
+pub(crate) fn judgeable(
+    execution_id: &str,
+    state: State,
+    (owner, problem): (ProcessIdentity, Option<String>),
+) -> Result<ProcessIdentity, JournalError> {
+    match problem {
+        Some(problem) if !state.is_terminal() => Err(JournalError::Invalid(format!(
+            "execution {execution_id:?} is journaled {state}, but {problem}, so whether its runner lives cannot be told; hint: if no agent-exec process runs it, repair or delete that row, or {}",
+            crate::NEW_ID_HINT
+        ))),
+        _ => Ok(owner),
+    }
 }
 
 /// A state this build does not know (written by a newer one) reads as `unknown`: the

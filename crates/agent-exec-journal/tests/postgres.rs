@@ -186,7 +186,7 @@ async fn a_version_1_database_is_migrated_in_place_and_a_newer_one_refused() {
         .await
         .unwrap()
         .get(0);
-    assert_eq!(version, 2);
+    assert_eq!(version, 3);
     client
         .execute(
             "UPDATE agent_exec_meta SET value = 99 WHERE key = 'schema_version'",
@@ -202,4 +202,60 @@ async fn a_version_1_database_is_migrated_in_place_and_a_newer_one_refused() {
         ),
         "{err}"
     );
+}
+
+#[tokio::test]
+async fn results_are_kept_pruned_and_cancels_requested() {
+    let (_url, location) = fresh().await;
+    let (journal, _) = Journal::open(&location).await.unwrap();
+    common::results_are_kept_byte_for_byte(&journal).await;
+    common::prune_deletes_only_ended_executions(&journal).await;
+    common::cancel_requests_reach_the_runner(&journal).await;
+}
+
+#[tokio::test]
+async fn a_version_2_database_is_migrated_in_place_and_keeps_results() {
+    let (url, location) = fresh().await;
+    // Version 2 exactly as the previous release left it: version 1 and its
+    // migration (a database created at version 2 has the same columns, in order).
+    let v2 = V1_SCHEMA.to_owned()
+        + "ALTER TABLE agent_exec_attempts ADD COLUMN IF NOT EXISTS session_handle TEXT;
+           UPDATE agent_exec_attempts SET session_handle = 'thread-1';
+           UPDATE agent_exec_meta SET value = 2 WHERE key = 'schema_version';";
+    admin_of(&url).await.batch_execute(&v2).await.unwrap();
+    let (journal, _) = Journal::open(&location).await.unwrap();
+    let old = journal.show("old-1").await.unwrap().unwrap();
+    assert_eq!(old.summary.usage.prompt_tokens, 3, "rows survive");
+    assert_eq!(old.attempts[0].session_handle.as_deref(), Some("thread-1"));
+    assert_eq!(old.result, None, "no result was kept before version 3");
+    common::results_are_kept_byte_for_byte(&journal).await;
+    drop(journal);
+    let version: i32 = admin_of(&url)
+        .await
+        .query_one(
+            "SELECT value FROM agent_exec_meta WHERE key = 'schema_version'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(version, 3);
+}
+
+#[tokio::test]
+async fn a_bad_owner_row_is_a_diagnostic_not_a_dead_journal() {
+    let (url, location) = fresh().await;
+    let (journal, _) = Journal::open(&location).await.unwrap();
+    common::begin_running(&journal, "bad-owner").await;
+    drop(journal);
+    admin_of(&url)
+        .await
+        .batch_execute(
+            "UPDATE agent_exec_executions SET owner_pid = -1 WHERE execution_id = 'bad-owner';
+             UPDATE agent_exec_attempts SET owner_pid = 4294967296
+                 WHERE execution_id = 'bad-owner';",
+        )
+        .await
+        .unwrap();
+    common::a_bad_owner_row_is_that_rows_problem(&location).await;
 }

@@ -164,7 +164,7 @@ async fn a_version_1_file_is_migrated_in_place() {
     let version: i64 = conn
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 2);
+    assert_eq!(version, 3);
     drop(conn);
     // Opening again changes nothing.
     let (journal, _) = Journal::open(&location).await.unwrap();
@@ -179,4 +179,72 @@ async fn a_version_1_file_is_migrated_in_place() {
             .prompt_tokens,
         3
     );
+}
+
+#[tokio::test]
+async fn results_are_kept_pruned_and_cancels_requested() {
+    let (_dir, location) = fresh();
+    let (journal, _) = Journal::open(&location).await.unwrap();
+    common::results_are_kept_byte_for_byte(&journal).await;
+    common::prune_deletes_only_ended_executions(&journal).await;
+    common::cancel_requests_reach_the_runner(&journal).await;
+}
+
+/// A version-2 file exactly as the previous release left it: the version-1 tables
+/// and its migration to 2 (a file created at version 2 has the same columns in the
+/// same order).
+fn v2_schema() -> String {
+    V1_SCHEMA.replace(
+        "PRAGMA user_version = 1;",
+        "ALTER TABLE attempts ADD COLUMN session_handle TEXT;
+         UPDATE attempts SET session_handle = 'thread-1' WHERE execution_id = 'old-1';
+         PRAGMA user_version = 2;",
+    )
+}
+
+#[tokio::test]
+async fn a_version_2_file_is_migrated_in_place_and_keeps_results() {
+    let (_dir, location) = fresh();
+    let JournalLocation::Sqlite(path) = &location else {
+        unreachable!()
+    };
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    rusqlite::Connection::open(path)
+        .unwrap()
+        .execute_batch(&v2_schema())
+        .unwrap();
+    let (journal, _) = Journal::open(&location).await.unwrap();
+    let old = journal.show("old-1").await.unwrap().unwrap();
+    assert_eq!(old.summary.usage.prompt_tokens, 3, "rows survive");
+    assert_eq!(old.attempts[0].session_handle.as_deref(), Some("thread-1"));
+    assert_eq!(old.result, None, "no result was kept before version 3");
+    common::results_are_kept_byte_for_byte(&journal).await;
+    drop(journal);
+    let version: i64 = rusqlite::Connection::open(path)
+        .unwrap()
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, 3);
+}
+
+#[tokio::test]
+async fn a_bad_owner_row_is_a_diagnostic_not_a_dead_journal() {
+    let (_dir, location) = fresh();
+    let JournalLocation::Sqlite(path) = &location else {
+        unreachable!()
+    };
+    let (journal, _) = Journal::open(&location).await.unwrap();
+    common::begin_running(&journal, "bad-owner").await;
+    drop(journal);
+    // SQLite keeps any type in any column: a negative pid, and text where a number
+    // belongs.
+    rusqlite::Connection::open(path)
+        .unwrap()
+        .execute_batch(
+            "UPDATE executions SET owner_pid = -1 WHERE execution_id = 'bad-owner';
+             UPDATE attempts SET owner_pid = 'x', owner_start_ticks = -5
+                 WHERE execution_id = 'bad-owner';",
+        )
+        .unwrap();
+    common::a_bad_owner_row_is_that_rows_problem(&location).await;
 }

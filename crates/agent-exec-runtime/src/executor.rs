@@ -326,8 +326,10 @@ impl Runtime {
         result
     }
 
-    /// Records the execution's end; a failure to record it is noted in `logs`.
+    /// Names the result's execution and records its end; a failure to record it is
+    /// noted in `logs`.
     async fn finish(&self, execution_id: &str, result: &mut ContractResult) {
+        result.execution_id = execution_id.to_owned();
         if let Some(journal) = &self.journal
             && let Err(e) = journal
                 .execution_finished(execution_id, result, now())

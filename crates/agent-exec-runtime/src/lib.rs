@@ -65,7 +65,6 @@
 //! * Workspace tracking compares metadata, not contents.
 
 pub mod cgroup;
-pub mod conformance;
 pub mod deliverables;
 pub mod executor;
 pub(crate) mod orphans;

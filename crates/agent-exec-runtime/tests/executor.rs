@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use agent_exec_conformance::RecordingJournal;
 use agent_exec_contract::*;
-use agent_exec_runtime::conformance::RecordingJournal;
 use agent_exec_runtime::{RunOptions, Runtime};
 use async_trait::async_trait;
 use futures::StreamExt as _;

@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use agent_exec_conformance::RecordingJournal;
 use agent_exec_contract::*;
-use agent_exec_runtime::conformance::RecordingJournal;
 use agent_exec_runtime::{ResumeOptions, RunOptions, Runtime};
 use async_trait::async_trait;
 use time::OffsetDateTime;

@@ -41,15 +41,19 @@ pub enum Command {
     Resume(ResumeArgs),
     /// List the configured backends, their aliases and capabilities.
     Backends(BackendsArgs),
-    /// List journaled executions, or show one.
+    /// List journaled executions, show one, or prune old ones.
     Runs(RunsArgs),
+    /// Print an execution's result from the journal: exactly the JSON `run --json` printed.
+    Result(ResultArgs),
     /// Run queued executions from a PostgreSQL fleet journal (`--journal postgres://…`).
     Worker(WorkerArgs),
     /// Queue one execution for the fleet's workers and print its id.
     Submit(SubmitArgs),
-    /// Wait for an execution to end and print its result (as `run` does).
+    /// Wait for an execution to end and print its result (as `run` does); on an
+    /// SQLite journal, for a run of another process on this machine.
     Wait(WaitArgs),
-    /// Cancel an execution, queued or running, wherever it runs.
+    /// Cancel an execution, queued or running: in the fleet, or (SQLite journal) a run
+    /// of another process on this machine.
     Cancel(CancelArgs),
 }
 
@@ -183,12 +187,19 @@ pub struct WaitArgs {
     /// Print the result as JSON (the contract's Go tags) on stdout, as `run --json`.
     #[arg(long)]
     pub json: bool,
-    /// Print the execution's events as JSON lines on stderr, in order.
+    /// Print the execution's events as JSON lines on stderr, in order (the fleet's
+    /// PostgreSQL journal only: an SQLite journal keeps no events).
     #[arg(long)]
     pub events: bool,
     /// Give up after this long (e.g. 30s, 5m) and say why it has not ended (exit 5).
     #[arg(long, value_name = "DURATION")]
     pub timeout: Option<String>,
+}
+
+#[derive(Debug, ClapArgs)]
+pub struct ResultArgs {
+    /// The execution id.
+    pub id: String,
 }
 
 #[derive(Debug, ClapArgs)]
@@ -221,12 +232,20 @@ pub struct RunsArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum RunsCommand {
-    /// Everything the journal has on one execution.
+    /// Everything the journal has on one execution: its request, attempts,
+    /// transitions and result.
     Show {
         /// The execution id.
         id: String,
         /// JSON on stdout.
         #[arg(long)]
         json: bool,
+    },
+    /// Delete executions that ended longer ago than DURATION (with their attempts,
+    /// transitions and kept results); running ones are never deleted.
+    Prune {
+        /// e.g. 30d, 12h, 90m (as --deadline; `d` for days).
+        #[arg(long, value_name = "DURATION")]
+        older_than: String,
     },
 }

@@ -1,4 +1,4 @@
-//! `--deadline` values: `90s`, `5m`, `1h30m`, `500ms`, `2h`, or plain seconds (`90`).
+//! `--deadline` values: `90s`, `5m`, `1h30m`, `500ms`, `2h`, `7d`, or plain seconds (`90`).
 
 use std::time::Duration;
 
@@ -33,6 +33,7 @@ pub fn parse(text: &str) -> Result<Duration, String> {
             "s" => Duration::from_secs(n),
             "m" => Duration::from_secs(n.checked_mul(60).ok_or_else(bad)?),
             "h" => Duration::from_secs(n.checked_mul(3600).ok_or_else(bad)?),
+            "d" => Duration::from_secs(n.checked_mul(86_400).ok_or_else(bad)?),
             _ => return Err(bad()),
         };
         total = total.checked_add(unit).ok_or_else(bad)?;
@@ -54,6 +55,7 @@ mod tests {
         assert_eq!(parse("90"), Ok(Duration::from_secs(90)));
         assert_eq!(parse("1h30m"), Ok(Duration::from_secs(5400)));
         assert_eq!(parse("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse("30d"), Ok(Duration::from_secs(30 * 86_400)));
         for bad in [
             "",
             "s",

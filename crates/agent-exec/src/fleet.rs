@@ -1,6 +1,7 @@
 //! `agent-exec worker`, `submit`, `wait`, `cancel`: the fleet commands, thin over
 //! `agent-exec-fleet`. The journal location is the same as for `run` and must be a
-//! `postgres://` URL.
+//! `postgres://` URL — except for `wait` and `cancel`, which on an SQLite journal
+//! work for runs on this machine ([`crate::results`]).
 
 use std::sync::Arc;
 
@@ -84,7 +85,8 @@ pub async fn submit(args: &Args, s: &SubmitArgs) -> anyhow::Result<u8> {
             return Ok(crate::EXIT_USAGE);
         }
         Err(e @ (FleetError::AlreadyActive { .. } | FleetError::Journal(_))) => {
-            eprintln!("agent-exec: {e}");
+            let message = crate::run::in_the_ids_words(&e.to_string(), &s.request);
+            eprintln!("agent-exec: {message}");
             return Ok(1);
         }
         Err(e) => return Err(e.into()),
@@ -98,7 +100,20 @@ pub async fn submit(args: &Args, s: &SubmitArgs) -> anyhow::Result<u8> {
     Ok(0)
 }
 
+/// The SQLite journal, opened, when that is where the journal is (`wait` and `cancel`
+/// then need no fleet).
+async fn local_journal(args: &Args) -> anyhow::Result<Option<Journal>> {
+    let config = Config::discover(args.config.as_deref())?;
+    match journal_location(args, &config)? {
+        JournalLocation::Sqlite(_) => Ok(Some(crate::run::open_journal(args, &config).await?)),
+        JournalLocation::Postgres(_) => Ok(None),
+    }
+}
+
 pub async fn wait(args: &Args, w: &WaitArgs) -> anyhow::Result<u8> {
+    if let Some(journal) = local_journal(args).await? {
+        return crate::results::wait_local(&journal, w).await;
+    }
     let timeout = match &w.timeout {
         None => None,
         Some(text) => Some(crate::duration::parse(text).map_err(|e| anyhow!("--timeout: {e}"))?),
@@ -131,6 +146,9 @@ pub async fn wait(args: &Args, w: &WaitArgs) -> anyhow::Result<u8> {
 }
 
 pub async fn cancel(args: &Args, c: &CancelArgs) -> anyhow::Result<u8> {
+    if let Some(journal) = local_journal(args).await? {
+        return crate::results::cancel_local(&journal, c).await;
+    }
     let (_config, db, journal) = connect(args).await?;
     match agent_exec_fleet::cancel(&db, &journal, &c.id).await {
         Ok(CancelOutcome::Dequeued) => {
@@ -158,10 +176,8 @@ pub async fn cancel(args: &Args, c: &CancelArgs) -> anyhow::Result<u8> {
             );
             Ok(0)
         }
-        Err(e @ FleetError::NoSuchExecution(_)) => {
-            eprintln!("agent-exec: {e}");
-            Ok(crate::EXIT_USAGE)
-        }
+        // Not a fleet job: a local `run` journaled in the same database.
+        Err(FleetError::NoSuchExecution(_)) => crate::results::cancel_local(&journal, c).await,
         Err(e) => Err(e.into()),
     }
 }

@@ -231,6 +231,9 @@ pub async fn runs(args: &Args, r: &RunsArgs) -> anyhow::Result<u8> {
     let config = Config::discover(args.config.as_deref())?;
     let journal = open_journal(args, &config).await?;
     match &r.show {
+        Some(RunsCommand::Prune { older_than }) => {
+            crate::results::prune(&journal, older_than).await
+        }
         None => {
             let list = journal.list(r.limit).await?;
             let ids: Vec<String> = list.iter().map(|s| s.execution_id.clone()).collect();
@@ -325,6 +328,100 @@ fn render_runs(
     out
 }
 
+/// Every line of `text`, indented under a heading.
+fn indented(out: &mut String, heading: &str, text: &str) {
+    let _ = writeln!(out, "    {heading}");
+    for line in text.lines() {
+        let _ = writeln!(out, "      {line}");
+    }
+}
+
+/// The journaled request: what was asked, where, of what.
+fn render_request(out: &mut String, request: Option<&serde_json::Value>) {
+    let Some(request) = request else {
+        let _ = writeln!(out, "  request:  (not journaled)");
+        return;
+    };
+    let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_owned();
+    let list = |v: &serde_json::Value| {
+        v.as_array()
+            .map(|items| {
+                items
+                    .iter()
+                    .filter_map(|i| i.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            })
+            .unwrap_or_default()
+    };
+    let _ = writeln!(out, "  request:");
+    indented(out, "prompt:", &text(&request["prompt"]));
+    let _ = writeln!(
+        out,
+        "    workspace: {}",
+        text(&request["workspace"]["root"])
+    );
+    for (name, value) in [
+        ("targets", list(&request["targets"])),
+        ("required", list(&request["required"])),
+        ("tools", text(&request["tool_policy"]["profile"])),
+        ("allowed", list(&request["tool_policy"]["allowlist"])),
+    ] {
+        if !value.is_empty() {
+            let _ = writeln!(out, "    {name}: {value}");
+        }
+    }
+    if request.get("output_schema").is_some_and(|s| !s.is_null()) {
+        let _ = writeln!(out, "    output schema: {}", request["output_schema"]);
+    }
+}
+
+/// The kept result (what the caller got), or why there is none.
+fn render_result(out: &mut String, record: &ExecutionRecord) {
+    let kept = record
+        .result_text
+        .as_deref()
+        .and_then(|t| serde_json::from_str::<agent_exec_contract::ContractResult>(t).ok());
+    match kept {
+        None if record.summary.state.is_terminal() => {
+            let _ = writeln!(
+                out,
+                "  result:   none kept (the process running it ended before returning one)"
+            );
+        }
+        None => {
+            let _ = writeln!(out, "  result:   none yet ({})", record.summary.state);
+        }
+        Some(result) => {
+            let _ = writeln!(out, "  result:   {}", result.outcome);
+            if !result.text.is_empty() {
+                indented(out, "text:", &result.text);
+            }
+            for (path, bytes) in &result.files {
+                let _ = writeln!(out, "    file: {path} ({} bytes)", bytes.len());
+            }
+            if let Some(err) = &result.err {
+                let _ = writeln!(
+                    out,
+                    "    error: {}: {} (side effects: {})",
+                    err.code,
+                    err.reason,
+                    err.side_effects.as_str()
+                );
+            }
+            if !result.logs.trim().is_empty() {
+                indented(out, "logs:", result.logs.trim_end());
+            }
+        }
+    }
+    if let Some(note) = &record.result_note {
+        let _ = writeln!(out, "    note: {note}");
+    }
+    if let Some(tail) = &record.output_tail {
+        indented(out, "output (tail, as streamed):", tail.trim_end());
+    }
+}
+
 fn render_record(record: &ExecutionRecord) -> String {
     let s = &record.summary;
     let mut out = String::new();
@@ -358,6 +455,11 @@ fn render_record(record: &ExecutionRecord) -> String {
         "  owner:    pid {} on {}",
         record.owner.pid, record.owner.host
     );
+    if let Some(request) = &record.cancel_request {
+        let _ = writeln!(out, "  cancel:   {request}");
+    }
+    render_request(&mut out, record.request.as_ref());
+    render_result(&mut out, record);
     for a in &record.attempts {
         let _ = writeln!(
             out,

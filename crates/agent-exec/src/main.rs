@@ -7,13 +7,14 @@
 //! struct tags; events go to stderr, one JSON object per line; diagnostics go to stderr.
 //!
 //! Exit codes: 0 succeeded, 1 failed, 2 bad usage or config, 3 unknown, 4 canceled,
-//! 5 `wait --timeout` passed before the end.
+//! 5 not ended yet (`wait --timeout` passed, or `result` of a running execution).
 
 mod cli;
 mod duration;
 mod fleet;
 mod listing;
 mod request;
+mod results;
 mod resume;
 mod run;
 mod verified;
@@ -69,6 +70,7 @@ fn main() -> ExitCode {
             cli::Command::Resume(r) => resume::resume(&args, r).await,
             cli::Command::Backends(b) => listing::backends(&args, b).await,
             cli::Command::Runs(r) => listing::runs(&args, r).await,
+            cli::Command::Result(r) => results::result(&args, r).await,
             cli::Command::Worker(w) => fleet::worker(&args, w).await,
             cli::Command::Submit(s) => fleet::submit(&args, s).await,
             cli::Command::Wait(w) => fleet::wait(&args, w).await,

@@ -41,10 +41,11 @@ pub fn build(r: &RequestArgs, at: WorkspaceAt) -> anyhow::Result<ContractRequest
     Ok(request)
 }
 
-/// Ids are data: printable, no whitespace or control characters, bounded.
+/// Ids are data: printable, no whitespace or control characters, bounded. The
+/// message names no flag: the caller says where the id came from.
 pub fn check_execution_id(id: &str) -> anyhow::Result<()> {
     if id.is_empty() || id.len() > 128 || id.chars().any(|c| c.is_control() || c.is_whitespace()) {
-        bail!("invalid --execution-id {id:?}: 1 to 128 printable characters without spaces");
+        bail!("{id:?} is not an execution id: 1 to 128 printable characters without spaces");
     }
     Ok(())
 }
@@ -98,7 +99,7 @@ fn from_flags(r: &RequestArgs, at: WorkspaceAt) -> anyhow::Result<ContractReques
     let required = parse_required(&r.require)?;
     let execution_id = match &r.execution_id {
         Some(id) => {
-            check_execution_id(id)?;
+            check_execution_id(id).map_err(|e| anyhow!("invalid --execution-id: {e}"))?;
             id.clone()
         }
         None => uuid::Uuid::now_v7().to_string(),

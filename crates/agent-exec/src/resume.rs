@@ -27,7 +27,7 @@ pub const DEFAULT_CONTINUATION: &str = "This task was interrupted before it fini
 
 pub async fn resume(args: &Args, r: &ResumeArgs) -> anyhow::Result<u8> {
     crate::request::check_execution_id(&r.id)
-        .map_err(|_| anyhow::anyhow!("invalid execution id {:?}", r.id))?;
+        .map_err(|e| anyhow::anyhow!("invalid execution id: {e}"))?;
     let prompt = match (&r.prompt, &r.prompt_file) {
         (Some(text), _) => text.clone(),
         (None, Some(file)) => std::fs::read_to_string(file)
@@ -96,7 +96,10 @@ pub async fn resume(args: &Args, r: &ResumeArgs) -> anyhow::Result<u8> {
         Err(exit) => return Ok(exit),
     };
 
-    let runtime = Runtime::new().with_journal(Arc::new(journal));
+    let journal = Arc::new(journal);
+    let runtime = Runtime::new().with_journal(journal.clone());
+    let watcher =
+        crate::results::watch_cancel_requests(journal.clone(), r.id.clone(), cancellation.clone());
     let (events, printer) = event_printer(r.events);
     let options = ResumeOptions {
         events,
@@ -104,9 +107,8 @@ pub async fn resume(args: &Args, r: &ResumeArgs) -> anyhow::Result<u8> {
         deadline,
     };
     let result = runtime.resume(&r.id, &prompt, &resolved, options).await;
-    if let Some(printer) = printer {
-        let _ = printer.await;
-    }
+    watcher.abort();
+    crate::run::keep_output_tail(&journal, &r.id, printer, &result).await;
     print_result(r.json, &r.id, &result)?;
     Ok(exit_code(&result.outcome))
 }
@@ -127,7 +129,11 @@ async fn terminate_what_dead_runners_left(
     owners.dedup();
     for owner in owners {
         // Same boot only: after a reboot nothing of it is left, and start times restart.
-        if owner.boot_id != here.boot_id || !matches!(owner.liveness(&here), Liveness::Dead(_)) {
+        // Pid 0 is an owner the journal could not read: nothing to judge or terminate.
+        if owner.pid == 0
+            || owner.boot_id != here.boot_id
+            || !matches!(owner.liveness(&here), Liveness::Dead(_))
+        {
             continue;
         }
         let (pid, ticks) = (owner.pid, owner.start_ticks);

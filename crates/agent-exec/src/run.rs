@@ -101,8 +101,13 @@ pub async fn run(args: &Args, run: &RunArgs) -> anyhow::Result<u8> {
         Err(exit) => return Ok(exit),
     };
 
-    let journal = open_journal(args, &config).await?;
-    let runtime = Runtime::new().with_journal(Arc::new(journal));
+    let journal = Arc::new(open_journal(args, &config).await?);
+    let runtime = Runtime::new().with_journal(journal.clone());
+    let watcher = crate::results::watch_cancel_requests(
+        journal.clone(),
+        execution_id.clone(),
+        cancellation.clone(),
+    );
 
     let (events, printer) = event_printer(run.events);
     let options = RunOptions {
@@ -110,12 +115,50 @@ pub async fn run(args: &Args, run: &RunArgs) -> anyhow::Result<u8> {
         cancellation,
         ..Default::default()
     };
-    let result = runtime.run(request, &resolved, options).await;
-    if let Some(printer) = printer {
-        let _ = printer.await;
-    }
+    let mut result = runtime.run(request, &resolved, options).await;
+    watcher.abort();
+    keep_output_tail(&journal, &execution_id, printer, &result).await;
+    name_the_id(&mut result, &run.request);
     print_result(run.json, &execution_id, &result)?;
     Ok(exit_code(&result.outcome))
+}
+
+/// Keeps in the journal what the run streamed (see [`crate::results::OutputTail`]),
+/// once the printer has seen every event — unless the kept result's text already
+/// ends with it (the common success: one write less per run). Nothing is written when
+/// nothing streamed (a refused run must not touch the execution it was refused for).
+pub async fn keep_output_tail(
+    journal: &agent_exec_journal::Journal,
+    execution_id: &str,
+    printer: tokio::task::JoinHandle<crate::results::OutputTail>,
+    result: &ContractResult,
+) {
+    let output = printer.await.unwrap_or_default().into_string();
+    if output.is_empty() || result.text.ends_with(&output) {
+        return;
+    }
+    if let Err(e) = journal.record_output_tail(execution_id, &output).await {
+        eprintln!("agent-exec: journal: output tail not kept: {e}");
+    }
+}
+
+/// A refusal's hint in the words of the way the caller gave the id: the journal says
+/// [`agent_exec_journal::NEW_ID_HINT`], which is right for neither a flag nor a
+/// `--request` (whose callers cannot add `--execution-id`: it conflicts).
+fn name_the_id(result: &mut ContractResult, request: &crate::cli::RequestArgs) {
+    if let Some(err) = result.err.as_mut() {
+        err.reason = in_the_ids_words(&err.reason, request);
+    }
+}
+
+/// `message` with the journal's plain new-id hint said the way `request` gave the id.
+pub fn in_the_ids_words(message: &str, request: &crate::cli::RequestArgs) -> String {
+    let way = if request.request.is_some() {
+        "put a new `execution_id` in the --request JSON"
+    } else {
+        "use a new --execution-id (or leave it out for a fresh one)"
+    };
+    message.replace(agent_exec_journal::NEW_ID_HINT, way)
 }
 
 /// Arms cancellation on Ctrl-C/SIGTERM and at `deadline`, before the backend is
@@ -195,22 +238,30 @@ pub async fn resolve(
     }
 }
 
-/// With `--events`: a sink whose events a task prints as JSON lines on stderr (await
-/// the task after the run, so every line is out before the result).
-pub fn event_printer(events: bool) -> (EventSink, Option<tokio::task::JoinHandle<()>>) {
-    if !events {
-        return (EventSink::discard(), None);
-    }
+/// A sink whose events a task keeps the output tail of and, with `--events`, prints
+/// as JSON lines on stderr. Await the task after the run: every line is then out
+/// before the result, and it returns the tail.
+pub fn event_printer(
+    events: bool,
+) -> (
+    EventSink,
+    tokio::task::JoinHandle<crate::results::OutputTail>,
+) {
     let (sink, mut receiver) = EventSink::channel();
     let printer = tokio::spawn(async move {
+        let mut tail = crate::results::OutputTail::default();
         while let Some(event) = receiver.next().await {
-            if let Ok(line) = serde_json::to_string(&event) {
+            if event.kind == agent_exec_contract::EventKind::TextDelta {
+                tail.push(&event.text);
+            }
+            if events && let Ok(line) = serde_json::to_string(&event) {
                 // One write per line, so lines never interleave with diagnostics.
                 let _ = std::io::stderr().write_all(format!("{line}\n").as_bytes());
             }
         }
+        tail
     });
-    (sink, Some(printer))
+    (sink, printer)
 }
 
 /// Cancels on the first Ctrl-C or SIGTERM.
@@ -259,9 +310,19 @@ impl Drop for Disarm {
 
 /// Prints a result as `run` does: `--json` the result JSON on stdout (one line); else
 /// the text on stdout and a summary on stderr. `wait` prints through this too.
+///
+/// A result that does not name its execution yet (a refusal before anything was
+/// journaled) is printed naming `execution_id`.
 pub fn print_result(json: bool, execution_id: &str, result: &ContractResult) -> anyhow::Result<()> {
     if json {
-        let json = serde_json::to_string(result).context("cannot encode the result")?;
+        let json = if result.execution_id.is_empty() {
+            let mut named = result.clone();
+            named.execution_id = execution_id.to_owned();
+            serde_json::to_string(&named)
+        } else {
+            serde_json::to_string(result)
+        }
+        .context("cannot encode the result")?;
         crate::write_stdout(&format!("{json}\n"))?;
     } else {
         let mut text = result.text.clone();

@@ -134,11 +134,24 @@ fn a_run_through_the_command_backend_end_to_end() {
     let keys: Vec<_> = result.as_object().unwrap().keys().cloned().collect();
     for key in &keys {
         assert!(
-            ["outcome", "text", "files", "logs", "err", "usage"].contains(&key.as_str()),
+            [
+                "execution_id",
+                "outcome",
+                "text",
+                "files",
+                "logs",
+                "err",
+                "usage"
+            ]
+            .contains(&key.as_str()),
             "{key}"
         );
     }
     assert!(result.get("err").is_none(), "no err on success (omitempty)");
+    assert_eq!(
+        result["execution_id"], "e2e-1",
+        "the result names its execution"
+    );
 
     // --events: JSON lines on stderr, in order, text deltas adding up to the text.
     let events = json_lines(&out.stderr);
@@ -683,6 +696,7 @@ fn masked(text: &str) -> String {
     let rules = [
         (r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z", "[time]"),
         (r"pid \d+ on \S+", "pid [pid] on [host]"),
+        (r"workspace: \S+", "workspace: [dir]"),
     ];
     let mut out = text.to_owned();
     for (pattern, replacement) in rules {

@@ -618,6 +618,11 @@ fn bad_input_is_refused_clearly_and_nothing_is_enqueued() {
     let out = fleet.submit("tree", "twice", &[]);
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("is already"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("or use a new --execution-id"),
+        "the hint in the words of the flag the id came by: {}",
+        stderr(&out)
+    );
     assert_eq!(
         fleet.count("SELECT count(*) FROM agent_exec_queue._private_jobs"),
         1
@@ -647,11 +652,20 @@ fn bad_input_is_refused_clearly_and_nothing_is_enqueued() {
         "{}",
         stderr(&out)
     );
-    // And an SQLite journal is not a fleet.
+    // And an SQLite journal is not a fleet (`wait` and `cancel` work on one for
+    // local runs: tests/results.rs).
     let out = Command::new(assert_cmd::cargo::cargo_bin!("agent-exec"))
         .args(["--config", fleet.path("config.toml").to_str().unwrap()])
         .args(["--journal", fleet.path("j.sqlite3").to_str().unwrap()])
-        .args(["wait", "x"])
+        .args([
+            "submit",
+            "--backend",
+            "echo",
+            "--prompt",
+            "p",
+            "--workspace",
+            "/tmp",
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));

@@ -118,6 +118,7 @@ fn masked(text: &str) -> String {
     for (pattern, replacement) in [
         (r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z", "[time]"),
         (r"pid \d+ on [^\s;]+", "pid [pid] on [host]"),
+        (r"workspace: \S+", "workspace: [dir]"),
     ] {
         out = regex::Regex::new(pattern)
             .unwrap()

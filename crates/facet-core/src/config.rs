@@ -8,9 +8,14 @@
 //! facet_tool_names = ["facet", "mcp__facet__facet"] # replaces the default list
 //! project_markers = [".facet-top"]                  # besides .git
 //!
+//! prune_after_days = 30                             # forget sessions not seen for this long
+//!
 //! [tools]                                           # MCP tools, by host-qualified name
 //! "mcp__fs__read_file" = ["path"]
 //! "mcp__fs__move_file" = ["source", "destination"]
+//!
+//! [projects."/abs/monorepo"]                        # standing grants for every session
+//! grants = ["libs/common"]                          # under this root, relative to it
 //! ```
 //!
 //! A missing file is the default configuration; a file that cannot be read or parsed is
@@ -42,6 +47,42 @@ pub struct Config {
     pub project_markers: Vec<String>,
     /// The mode a session starts in.
     pub default_mode: Mode,
+    /// Standing grants, per project root (an absolute path): every session whose
+    /// folder lies under the root sees these paths (relative to the root) as granted.
+    /// The person's decision: only this file, which no tool call may touch, sets them.
+    pub projects: BTreeMap<String, ProjectConfig>,
+    /// Sessions not seen for this many days are forgotten (their state files
+    /// removed); `0` keeps them for ever.
+    pub prune_after_days: u64,
+}
+
+/// One `[projects."/abs/root"]` table.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ProjectConfig {
+    /// Paths relative to the project root, granted to every session under it.
+    pub grants: Vec<String>,
+}
+
+/// The default of [`Config::prune_after_days`].
+pub const DEFAULT_PRUNE_AFTER_DAYS: u64 = 30;
+
+/// Check a list of standing grants: each a non-empty path relative to its root (an
+/// absolute or `~` path would not be the project's), without NUL.
+pub fn check_standing_grants(grants: &[String], origin: &str) -> Result<(), String> {
+    for grant in grants {
+        if grant.trim().is_empty() || grant.contains('\0') {
+            return Err(format!(
+                "{origin}: grant {grant:?} must be a non-empty path"
+            ));
+        }
+        if grant.starts_with('/') || grant.starts_with('~') {
+            return Err(format!(
+                "{origin}: grant {grant:?} must be relative to the project root, e.g. \"libs/common\""
+            ));
+        }
+    }
+    Ok(())
 }
 
 impl Default for Config {
@@ -51,6 +92,8 @@ impl Default for Config {
             tools: BTreeMap::new(),
             project_markers: Vec::new(),
             default_mode: Mode::Ask,
+            projects: BTreeMap::new(),
+            prune_after_days: DEFAULT_PRUNE_AFTER_DAYS,
         }
     }
 }
@@ -161,6 +204,14 @@ impl Config {
                     "`[tools]` entry {tool:?} needs a list of argument names, e.g. [\"path\"]"
                 ));
             }
+        }
+        for (root, project) in &self.projects {
+            if !root.starts_with('/') || root.contains('\0') {
+                return Err(format!(
+                    "`[projects]` key {root:?} must be an absolute path to a project root"
+                ));
+            }
+            check_standing_grants(&project.grants, &format!("`[projects.{root:?}]`"))?;
         }
         for marker in &self.project_markers {
             if marker.is_empty() || marker == "." || marker == ".." || marker.contains(['/', '\0'])

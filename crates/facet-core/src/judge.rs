@@ -8,9 +8,12 @@ use serde_json::Value;
 
 use crate::config::Config;
 use crate::seed::{
-    Mode, NO_CHANNEL_REACH, implicit_search_reason, is_widening_call, outside_reason, widen_reason,
+    Mode, implicit_search_reason, implicit_search_reason_no_channel, is_widening_call,
+    outside_reason, outside_reason_no_channel, panel_grant_command, widen_reason,
+    widen_refused_no_channel,
 };
 use crate::session::{Session, requested_paths};
+use crate::standing::{PROJECT_FILE, is_project_file};
 use crate::tools::{Location, ToolTable, locations};
 
 /// What the guard says about one call.
@@ -118,18 +121,20 @@ impl Policy {
         {
             return Decision::Deny(reason);
         }
+        if let Some(reason) = located.as_deref().and_then(|l| project_file_reason(l, cwd)) {
+            return Decision::Deny(reason);
+        }
         if session.facet_root().is_none() {
             return Decision::NoOpinion;
         }
         if is_widening_call(tool_name, args, &self.facet_tool_names) {
+            let requested = requested_paths(args);
             return if can_ask {
-                Decision::Ask(widen_reason(&named_paths(
-                    &requested_paths(args),
-                    cwd,
-                    session,
-                )))
+                Decision::Ask(widen_reason(&named_paths(&requested, cwd, session)))
             } else {
-                Decision::Deny(NO_CHANNEL_REACH.to_string())
+                Decision::Deny(widen_refused_no_channel(
+                    grant_command(session, &requested, cwd).as_deref(),
+                ))
             };
         }
         let Some(located) = located else {
@@ -202,6 +207,9 @@ impl Policy {
         if let Some(reason) = self.guarded_reason(located, cwd, false) {
             return Decision::Deny(reason);
         }
+        if let Some(reason) = project_file_reason(located, cwd) {
+            return Decision::Deny(reason);
+        }
         if session.facet_root().is_none() {
             return Decision::NoOpinion;
         }
@@ -272,7 +280,9 @@ impl Policy {
                     let shown = named_path(raw, target.as_deref(), session);
                     (
                         target.is_some_and(|target| session.allows(&target)),
-                        outside_reason(&cwd_text, &shown, &root, reason_mode),
+                        outside_sentence(&cwd_text, &shown, &root, reason_mode, can_ask, || {
+                            grant_command(session, std::slice::from_ref(raw), cwd)
+                        }),
                     )
                 }
                 Location::Placed { written, absolute } => {
@@ -280,9 +290,15 @@ impl Policy {
                     let shown = named_path(written, target.as_deref(), session);
                     (
                         target.is_some_and(|target| session.allows(&target)),
-                        outside_reason(&cwd_text, &shown, &root, reason_mode),
+                        outside_sentence(&cwd_text, &shown, &root, reason_mode, can_ask, || {
+                            grant_command(session, std::slice::from_ref(absolute), cwd)
+                        }),
                     )
                 }
+                Location::SessionDefault if !can_ask => (
+                    target_of(".", cwd).is_some_and(|target| session.allows(&target)),
+                    implicit_search_reason_no_channel(&cwd_text, &root, &session.id),
+                ),
                 Location::SessionDefault => (
                     target_of(".", cwd).is_some_and(|target| session.allows(&target)),
                     implicit_search_reason(&cwd_text, &root),
@@ -300,6 +316,49 @@ impl Policy {
     }
 }
 
+/// The sentence for a location outside the facet: the seed's where someone can be
+/// asked (its `facet action=add` works there), else the one naming the panel
+/// command that grants it (`grant`), since `facet action=add` is refused too.
+fn outside_sentence(
+    cwd_text: &str,
+    shown: &str,
+    root: &str,
+    reason_mode: Mode,
+    can_ask: bool,
+    grant: impl FnOnce() -> Option<String>,
+) -> String {
+    if can_ask {
+        outside_reason(cwd_text, shown, root, reason_mode)
+    } else {
+        outside_reason_no_channel(cwd_text, shown, root, grant().as_deref())
+    }
+}
+
+/// The refusal for the first location that is a project's `.facet.toml` (as written
+/// or as its canonical target), if any. The file is facet's configuration kept in the
+/// project: its standing grants are the person's decision, so no judged tool call may
+/// touch it, in a scoped session or not, whatever the grants — the person edits it
+/// and trusts it with `facet trust`.
+fn project_file_reason(located: &[Location], cwd: &Path) -> Option<String> {
+    located.iter().find_map(|location| {
+        let (raw, placed) = match location {
+            Location::Named(raw) => (raw, raw),
+            Location::Placed { written, absolute } => (written, absolute),
+            Location::SessionDefault => return None,
+        };
+        let expanded = expand_home(placed)?;
+        let named = is_project_file(Path::new(raw)) || is_project_file(Path::new(expanded.as_ref()));
+        let target = containment::resolve(expanded.as_ref(), cwd)
+            .ok()
+            .is_some_and(|resolved| is_project_file(resolved.path()));
+        (named || target).then(|| {
+            format!(
+                "{raw} is a project's facet file ({PROJECT_FILE}), which no tool call may touch: its standing grants are the user's decision — the user edits it and approves it with `facet trust`."
+            )
+        })
+    })
+}
+
 /// Why a call touching facet's own state or configuration is refused. Not one of the
 /// seed's sentences (the seed keeps its state where no file tool reaches); it names the
 /// path as written, the guarded folder, and the channel that may change the facet.
@@ -308,6 +367,35 @@ fn guarded_sentence(raw: &str, dir: &Path) -> String {
         "{raw} lies in facet's own state or configuration ({}), which no tool call may touch: only the user changes this session's facet, from the facet panel (`facet status`, `facet grant`, `facet mode`).",
         dir.display()
     )
+}
+
+/// The panel command that grants `raws` (relative to `cwd`) to `session`, where only
+/// the person can widen: each path as its canonical target (the panel takes relative
+/// paths against the session's folder, not `cwd`), `--allow-missing` when one does not
+/// exist yet. `None` for a session that is recorded nowhere (no id): nothing can widen
+/// it, so no command is offered.
+fn grant_command(session: &Session, raws: &[String], cwd: &Path) -> Option<String> {
+    if session.id.is_empty() || raws.is_empty() {
+        return None;
+    }
+    let mut missing = false;
+    let paths: Vec<String> = raws
+        .iter()
+        .map(|raw| {
+            let expanded = expand_home(raw).unwrap_or(Cow::Borrowed(raw.as_str()));
+            match containment::resolve(expanded.as_ref(), cwd) {
+                Ok(resolved) => {
+                    missing |= !resolved.exists();
+                    resolved.path().to_string_lossy().into_owned()
+                }
+                Err(_) => {
+                    missing = true;
+                    cwd.join(expanded.as_ref()).to_string_lossy().into_owned()
+                }
+            }
+        })
+        .collect();
+    Some(panel_grant_command(&paths, &session.id, missing))
 }
 
 /// Why a search whose root holds facet's own state or configuration is refused.

@@ -33,6 +33,8 @@
 //! - [`judge`]: [`Policy::judge`] → [`Decision`] per mode and approval channel.
 //! - [`session`]: the [`Session`] state and its changes (grant, revoke, reset, focus).
 //! - [`project`]: project top-level detection (`.git` or configured markers).
+//! - [`standing`]: standing grants per project — facet's configuration
+//!   (`[projects."/root"]`) and a trusted `.facet.toml` (pinned by hash).
 //! - [`store`]: [`StateStore`], one JSON file per session id, atomic writes, file lock.
 //!
 //! # Invariants
@@ -58,6 +60,7 @@ pub mod judge;
 pub mod project;
 pub mod seed;
 pub mod session;
+pub mod standing;
 pub mod store;
 pub mod tools;
 

@@ -12,16 +12,19 @@ pub const GIT_MARKER: &str = ".git";
 /// The nearest one wins, so a nested repository's top is its own top. A directory in
 /// no project at all is not a top level: it stays scoped, the conservative answer.
 pub fn is_project_top(directory: &Path, markers: &[String]) -> bool {
+    project_top(directory, markers).is_some_and(|top| top == directory)
+}
+
+/// The project's top level for `directory` (canonical): the nearest ancestor, itself
+/// included, holding `.git` or one of `markers`; `None` outside any project.
+pub fn project_top<'a>(directory: &'a Path, markers: &[String]) -> Option<&'a Path> {
     let has_marker = |dir: &Path| {
         std::iter::once(GIT_MARKER)
             .chain(markers.iter().map(String::as_str))
             .filter(|marker| is_plain_name(marker))
             .any(|marker| std::fs::symlink_metadata(dir.join(marker)).is_ok())
     };
-    directory
-        .ancestors()
-        .find(|dir| has_marker(dir))
-        .is_some_and(|top| top == directory)
+    directory.ancestors().find(|dir| has_marker(dir))
 }
 
 /// A marker is a file name, never a path: `../x` or `/etc/passwd` would let a

@@ -281,3 +281,93 @@ pub fn widen_reason(paths: &[String]) -> String {
     };
     format!("Grant {list} to this session — outside its facet — for the rest of the conversation?")
 }
+
+// ---------------------------------------------------------------------------------
+// Not the seed's: the ways forward where the seed's own sentence would send the model
+// toward a step that is refused. The seed's `outsideReason` always names
+// `facet action=add`; where no approval channel exists that call is refused too (the
+// seed's `facetContextText` knows this through `canAsk`, its per-call sentence does
+// not). There only the person can widen, from the panel, so these sentences name the
+// exact panel command, session included, that does it.
+// ---------------------------------------------------------------------------------
+
+/// `facet grant PATH… [--allow-missing] --session ID`, as a person types it in a
+/// terminal: the one way to widen a session that has no approval channel. Every word
+/// is shell-quoted where it needs it; `allow_missing` for a path that does not exist
+/// yet (a file about to be written), which `facet grant` refuses without it.
+pub fn panel_grant_command(paths: &[String], session: &str, allow_missing: bool) -> String {
+    let mut words = vec!["facet".to_string(), "grant".to_string()];
+    words.extend(paths.iter().map(|path| shell_word(path)));
+    if allow_missing {
+        words.push("--allow-missing".to_string());
+    }
+    words.push("--session".to_string());
+    words.push(shell_word(session));
+    words.join(" ")
+}
+
+/// `word` as one POSIX shell word: as is when it holds only characters no shell
+/// treats specially, else single-quoted (a `'` inside written `'\''`).
+pub fn shell_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._,:@%+=-".contains(c));
+    if plain {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+/// What the binding adds when the way past the facet is the panel (no approval
+/// channel, or mode `deny`): the seed says "the facet's context panel"; this names it.
+pub fn panel_line(session: &str) -> String {
+    format!(
+        "the panel: the user widens the facet with `facet grant PATH --session {}` in a terminal",
+        shell_word(session)
+    )
+}
+
+/// Why a call outside the facet is refused where nobody can be asked. `grant` is the
+/// panel command that would let it through ([`panel_grant_command`]), or `None` when
+/// the call belongs to no recorded session (then nothing can widen it).
+pub fn outside_reason_no_channel(cwd: &str, path: &str, root: &str, grant: Option<&str>) -> String {
+    let what = display_path(cwd, path);
+    match grant {
+        Some(command) => format!(
+            "{what} is refused — this session's facet is {root}, and this session has no approval channel, so nobody can be asked to grant it here. Ask the user to run `{command}` in a terminal, or work within the facet."
+        ),
+        None => format!(
+            "{what} is refused — this session's facet is {root}, and this call belongs to no recorded session, so nothing can grant it. Work within the facet."
+        ),
+    }
+}
+
+/// Why a search naming no directory is refused where nobody can be asked: the fix is
+/// still a folder inside the facet; a grant can only come from the panel (none at all
+/// for a call that belongs to no recorded session: `session` empty).
+pub fn implicit_search_reason_no_channel(cwd: &str, root: &str, session: &str) -> String {
+    let lead = format!(
+        "This search names no `path`, so it would cover this session's directory {cwd} — and this session's facet is {root}. Name a folder inside the facet"
+    );
+    if session.is_empty() {
+        return format!("{lead}.");
+    }
+    format!(
+        "{lead}; this session has no approval channel, so only the user can grant another one, with `facet grant PATH --session {}` in a terminal.",
+        shell_word(session)
+    )
+}
+
+/// Why `facet action=add` is refused where nobody can be asked, naming the panel
+/// command that grants the same paths (`None`: the call belongs to no recorded
+/// session, so nothing can).
+pub fn widen_refused_no_channel(grant: Option<&str>) -> String {
+    match grant {
+        Some(command) => format!(
+            "`facet action=add` cannot be granted here — this session has no approval channel, so nobody can approve it. Ask the user to run `{command}` in a terminal, or work within the facet."
+        ),
+        None => "`facet action=add` cannot be granted here — this call belongs to no recorded session and nobody can approve it. Work within the facet.".to_string(),
+    }
+}

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::seed::{ContextInput, Mode, facet_context_text, js_trim};
+use crate::seed::{ContextInput, Mode, facet_context_text, js_trim, panel_line};
 
 /// The persisted state of one session.
 ///
@@ -39,6 +39,12 @@ pub struct Session {
     /// first binding it is told must carry the rule with it.
     #[serde(default)]
     pub rule_sent: bool,
+    /// The standing grants that count for this session now (canonical): the
+    /// project's, from facet's configuration or a trusted `.facet.toml`. Never stored:
+    /// filled in each time the session is loaded, so a change to either file counts
+    /// from the next event (see [`crate::standing`]).
+    #[serde(skip)]
+    pub standing: Vec<PathBuf>,
 }
 
 impl Session {
@@ -53,6 +59,7 @@ impl Session {
             mode,
             context_sent: None,
             rule_sent: false,
+            standing: Vec::new(),
         }
     }
 
@@ -76,6 +83,7 @@ impl Session {
             || self
                 .extras
                 .iter()
+                .chain(&self.standing)
                 .any(|extra| containment::is_within(target, extra))
     }
 
@@ -83,18 +91,29 @@ impl Session {
     pub fn context_text(&self, can_ask: bool) -> String {
         let cwd = self.directory.to_string_lossy();
         let root = self.facet_root().map(|root| root.to_string_lossy());
-        let extras: Vec<String> = self
-            .extras
-            .iter()
-            .map(|path| path.to_string_lossy().into_owned())
-            .collect();
-        facet_context_text(&ContextInput {
+        // Standing grants are stated with the session's own: to the model both are
+        // simply granted.
+        let mut extras: Vec<String> = Vec::new();
+        for path in self.extras.iter().chain(&self.standing) {
+            let shown = path.to_string_lossy().into_owned();
+            if !extras.contains(&shown) {
+                extras.push(shown);
+            }
+        }
+        let text = facet_context_text(&ContextInput {
             cwd: &cwd,
             root: root.as_deref(),
             extras: &extras,
             mode: self.mode,
             can_ask,
-        })
+        });
+        // Where the seed sends the model to "the facet's context panel" (no channel,
+        // or mode `deny`), name the command that is that panel, for this session.
+        let panel_is_the_way = !can_ask || self.mode == Mode::Deny;
+        if text.is_empty() || !panel_is_the_way || self.id.is_empty() {
+            return text;
+        }
+        format!("{text}\n{}", panel_line(&self.id))
     }
 
     /// Grant `raw_paths` (relative to `cwd`): each is stored canonical, unless the facet

@@ -10,7 +10,7 @@
 //! for the whole read-modify-write, so two hook processes granting at once both land.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
@@ -19,6 +19,8 @@ use sha2::{Digest, Sha256};
 use crate::config::Config;
 use crate::project::is_project_top;
 use crate::session::Session;
+use crate::standing::{Standing, standing_for};
+use std::time::{Duration, SystemTime};
 
 /// The longest session id stored under a readable file name, in bytes. Encoded (at
 /// most three bytes per id byte: 240), plus `.json` and the atomic writer's temporary
@@ -168,6 +170,24 @@ pub struct Listing {
 #[derive(Debug, Clone)]
 pub struct StateStore {
     dir: PathBuf,
+    /// The configuration whose standing grants [`StateStore::load`] and
+    /// [`StateStore::update`] fill in (see [`StateStore::with_config`]).
+    config: Option<Config>,
+}
+
+/// The folder, inside the state folder, holding the pinned hashes of trusted project
+/// files: state, so out of every judged tool's reach.
+const TRUST_DIR: &str = "trust";
+
+/// The largest trust record read, in bytes.
+const MAX_TRUST_RECORD_BYTES: u64 = 16 * 1024;
+
+/// One trusted project file: its path and the SHA-256 of the content trusted.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TrustRecord {
+    file: PathBuf,
+    sha256: String,
 }
 
 impl StateStore {
@@ -187,7 +207,119 @@ impl StateStore {
             .mode(0o700)
             .create(&dir)
             .map_err(io_error("cannot create the state folder", &dir))?;
-        Ok(StateStore { dir })
+        Ok(StateStore { dir, config: None })
+    }
+
+    /// The same store, filling in each loaded session's standing grants from `config`
+    /// (the panel's reads; the hook's and the bridge's loads pass their configuration
+    /// to [`StateStore::load_or_init`] and [`StateStore::update_or_init`]).
+    pub fn with_config(mut self, config: Config) -> StateStore {
+        self.config = Some(config);
+        self
+    }
+
+    /// The standing grants of a session folder under `config` (see
+    /// [`crate::standing::standing_for`]), with the trust pinned in this folder.
+    pub fn standing_for(&self, directory: &Path, config: &Config) -> Standing {
+        standing_for(directory, config, |file| self.trusted_hash(file))
+    }
+
+    fn fill_standing(&self, session: &mut Session, config: Option<&Config>) {
+        if let Some(config) = config.or(self.config.as_ref()) {
+            session.standing = self.standing_for(&session.directory, config).paths();
+        }
+    }
+
+    fn trust_path(&self, file: &Path) -> PathBuf {
+        let digest = Sha256::digest(file.as_os_str().as_encoded_bytes());
+        let name: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
+        self.dir.join(TRUST_DIR).join(format!("{name}.json"))
+    }
+
+    /// The SHA-256 the person trusted `file` (a project file's canonical path) with,
+    /// if they did. Anything unreadable is "not trusted": fail closed.
+    pub fn trusted_hash(&self, file: &Path) -> Option<String> {
+        let mut bytes = Vec::new();
+        File::open(self.trust_path(file))
+            .ok()?
+            .take(MAX_TRUST_RECORD_BYTES)
+            .read_to_end(&mut bytes)
+            .ok()?;
+        let record: TrustRecord = serde_json::from_slice(&bytes).ok()?;
+        (record.file == file).then_some(record.sha256)
+    }
+
+    /// Pin `file`'s content as trusted by its SHA-256 (written atomically; replaces an
+    /// earlier pin of the same file).
+    pub fn trust(&self, file: &Path, sha256: &str) -> Result<(), StoreError> {
+        let path = self.trust_path(file);
+        let dir = self.dir.join(TRUST_DIR);
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&dir)
+            .map_err(io_error("cannot create the trust folder", &dir))?;
+        let record = TrustRecord {
+            file: file.to_path_buf(),
+            sha256: sha256.to_string(),
+        };
+        let mut json = serde_json::to_vec_pretty(&record).map_err(|error| StoreError::Encode {
+            id: file.display().to_string(),
+            reason: error.to_string(),
+        })?;
+        json.push(b'\n');
+        let mut out = atomic_write_file::AtomicWriteFile::open(&path)
+            .map_err(io_error("cannot write", &path))?;
+        out.write_all(&json)
+            .map_err(io_error("cannot write", &path))?;
+        out.commit().map_err(io_error("cannot write", &path))
+    }
+
+    /// A new session is the moment to forget old ones, so the folder does not grow
+    /// for ever even if nobody runs `facet sessions`. Best effort: a failure here must
+    /// not stop the new session.
+    fn prune_on_first_sight(&self, config: &Config) {
+        if config.prune_after_days > 0 {
+            let age = Duration::from_secs(config.prune_after_days.saturating_mul(86_400));
+            let _ = self.prune(age);
+        }
+    }
+
+    /// Forget every session not seen for `max_age` (its state and lock files are
+    /// removed, under its lock, after checking again). Returns the forgotten ids.
+    /// Unreadable files are left alone, as [`StateStore::list`] leaves them.
+    pub fn prune(&self, max_age: Duration) -> Result<Vec<String>, StoreError> {
+        let now = SystemTime::now();
+        let stale = |path: &Path| {
+            fs::metadata(path)
+                .and_then(|meta| meta.modified())
+                .is_ok_and(|at| now.duration_since(at).unwrap_or_default() > max_age)
+        };
+        let mut pruned = Vec::new();
+        for session in self.list()?.sessions {
+            let Ok(id) = SessionId::new(&session.id) else {
+                continue;
+            };
+            let path = self.state_path(&id);
+            if !stale(&path) {
+                continue;
+            }
+            let _lock = self.lock(&id)?;
+            if !stale(&path) {
+                continue; // seen again meanwhile
+            }
+            match fs::remove_file(&path) {
+                Ok(()) => {}
+                // Another process forgot it first.
+                Err(error) if error.kind() == io::ErrorKind::NotFound => continue,
+                Err(error) => return Err(io_error("cannot remove", &path)(error)),
+            }
+            let lock = self.dir.join(format!("{}.lock", id.file_stem()));
+            let _ = fs::remove_file(&lock);
+            pruned.push(session.id);
+        }
+        pruned.sort();
+        Ok(pruned)
     }
 
     /// The folder.
@@ -227,6 +359,16 @@ impl StateStore {
         }
     }
 
+    /// Record that `id` was seen now: its state file's modification time is the last
+    /// time a host event or call named the session, which is what the panel's "recently
+    /// active" and the pruning of old sessions go by. Best effort: a file that cannot be
+    /// touched only makes the session look older (the state itself is not changed).
+    pub fn mark_seen(&self, id: &SessionId) {
+        if let Ok(file) = File::open(self.state_path(id)) {
+            let _ = file.set_modified(std::time::SystemTime::now());
+        }
+    }
+
     /// The recorded state of `id`, if any.
     pub fn load(&self, id: &SessionId) -> Result<Option<Session>, StoreError> {
         let path = self.state_path(id);
@@ -246,6 +388,8 @@ impl StateStore {
                 reason: "it records a different session id".to_string(),
             });
         }
+        let mut session = session;
+        self.fill_standing(&mut session, None);
         Ok(Some(session))
     }
 
@@ -272,16 +416,23 @@ impl StateStore {
         cwd: &Path,
         config: &Config,
     ) -> Result<Session, StoreError> {
-        if let Some(session) = self.load(id)? {
+        if let Some(mut session) = self.load(id)? {
+            self.mark_seen(id);
+            self.fill_standing(&mut session, Some(config));
             return Ok(session);
         }
         let _lock = self.lock(id)?;
         // Another process may have recorded it between the read and the lock.
-        if let Some(session) = self.load(id)? {
-            return Ok(session);
-        }
-        let session = first_sight(id, cwd, config)?;
-        self.save(&session, id)?;
+        let mut session = match self.load(id)? {
+            Some(session) => session,
+            None => {
+                let session = first_sight(id, cwd, config)?;
+                self.save(&session, id)?;
+                self.prune_on_first_sight(config);
+                session
+            }
+        };
+        self.fill_standing(&mut session, Some(config));
         Ok(session)
     }
 
@@ -320,14 +471,20 @@ impl StateStore {
         let _lock = self.lock(id)?;
         let mut session = match self.load(id)? {
             Some(session) => session,
-            None => first_sight(id, cwd, config)?,
+            None => {
+                self.prune_on_first_sight(config);
+                first_sight(id, cwd, config)?
+            }
         };
+        self.fill_standing(&mut session, Some(config));
         let before = session.clone();
         let out = change(&mut session);
         session.id = before.id.clone();
         session.directory = before.directory.clone();
         if session != before || !self.state_path(id).exists() {
             self.save(&session, id)?;
+        } else {
+            self.mark_seen(id);
         }
         Ok(out)
     }

@@ -93,8 +93,10 @@ proptest! {
         prop::collection::vec(prop::sample::select(vec![
             "default_mode = ", "\"ask\"", "[tools]\n", "\"mcp__x\" = ", "[\"path\"]", "\n",
             "project_markers = ", "[\"..\"]", "facet_tool_names", " = [", "]", "\"\"", "=",
+            "grants = ", "[projects.\"/w\"]\n", "prune_after_days = ", "30",
         ]), 0..10).prop_map(|parts| parts.concat()),
     ]) {
         let _ = facet_core::Config::from_toml(&text, std::path::Path::new("p.toml"));
+        let _ = facet_core::standing::ProjectFile::parse(&text);
     }
 }

@@ -8,7 +8,10 @@ use std::fs;
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 
-use facet_core::seed::{NO_CHANNEL_REACH, implicit_search_reason, outside_reason, widen_reason};
+use facet_core::seed::{
+    implicit_search_reason, implicit_search_reason_no_channel, outside_reason,
+    outside_reason_no_channel, panel_grant_command, widen_reason, widen_refused_no_channel,
+};
 use facet_core::{Config, Decision, FacetAction, Mode, Policy, Session};
 use serde_json::{Value, json};
 
@@ -149,14 +152,16 @@ fn every_path_tool_inside_outside_per_mode_and_channel() {
             )),
             "{tool}"
         );
-        // No approval channel: refused whatever the mode.
+        // No approval channel: refused whatever the mode, and the way forward is the
+        // panel command, not `facet action=add` (refused there too).
+        let grant = panel_grant_command(&[s(&t.p("w/proj/shared/types.rs"))], &ask.id, false);
         assert_eq!(
             policy.judge(&tool, &outside, &cwd, &ask, false),
-            Decision::Deny(outside_reason(
+            Decision::Deny(outside_reason_no_channel(
                 &cwd_text,
                 "../shared/types.rs",
                 &root,
-                Mode::Deny
+                Some(&grant)
             )),
             "{tool}"
         );
@@ -279,7 +284,11 @@ fn implicit_searches_are_judged_against_the_session_directory() {
         );
         assert_eq!(
             policy.judge(tool, &json!(null), &t.room(), &focused, false),
-            Decision::Deny(reason.clone()),
+            Decision::Deny(implicit_search_reason_no_channel(
+                &s(&t.room()),
+                &s(&t.room().join("src")),
+                &focused.id
+            )),
             "{tool}"
         );
         assert_eq!(
@@ -377,9 +386,10 @@ fn widening_needs_the_user() {
             policy.judge(tool, &add, &t.room(), &t.session(Mode::Deny), true),
             Decision::Ask(widen_reason(&["../shared".to_string()]))
         );
+        let grant = panel_grant_command(&[s(&t.p("w/proj/shared"))], &session.id, false);
         assert_eq!(
             policy.judge(tool, &add, &t.room(), &session, false),
-            Decision::Deny(NO_CHANNEL_REACH.to_string())
+            Decision::Deny(widen_refused_no_channel(Some(&grant)))
         );
         for action in ["status", "remove", "reset"] {
             let args = json!({"action": action, "paths": ["../shared"]});

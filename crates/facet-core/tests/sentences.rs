@@ -93,3 +93,36 @@ fn widen_reason_texts() {
         widen_reason(&["../shared".to_string(), "/w/proj/lib".to_string()])
     );
 }
+
+#[test]
+fn ways_forward_without_a_channel() {
+    use facet_core::seed::{
+        implicit_search_reason_no_channel, outside_reason_no_channel, panel_grant_command,
+        panel_line, widen_refused_no_channel,
+    };
+    let grant = panel_grant_command(&["/w/proj/shared/types.rs".to_string()], "s-1", false);
+    insta::assert_snapshot!(
+        "outside_no_channel",
+        outside_reason_no_channel(CWD, "../../shared/types.rs", ROOT, Some(&grant))
+    );
+    insta::assert_snapshot!(
+        "outside_no_session",
+        outside_reason_no_channel(CWD, "/etc/passwd", ROOT, None)
+    );
+    insta::assert_snapshot!(
+        "implicit_no_channel",
+        implicit_search_reason_no_channel(CWD, ROOT, "s-1")
+    );
+    let missing = panel_grant_command(&["/w/a b/it's".to_string()], "odd id", true);
+    assert_eq!(
+        missing,
+        r"facet grant '/w/a b/it'\''s' --allow-missing --session 'odd id'"
+    );
+    // No recorded session: nothing can grant, so no command is named.
+    assert!(
+        implicit_search_reason_no_channel(CWD, ROOT, "")
+            .ends_with("Name a folder inside the facet.")
+    );
+    insta::assert_snapshot!("widen_no_channel", widen_refused_no_channel(Some(&grant)));
+    insta::assert_snapshot!("panel_line", panel_line("s-1"));
+}

@@ -112,12 +112,16 @@ pub fn ephemeral(config: &HookConfig, envelope: &Envelope) -> Result<Session, St
     })?;
     let directory = root.path().to_path_buf();
     let scoped = !facet_core::project::is_project_top(&directory, &config.core.project_markers);
-    Ok(Session::new(
-        "",
-        directory,
-        scoped,
-        config.core.default_mode,
-    ))
+    let mut session = Session::new("", directory, scoped, config.core.default_mode);
+    // Standing grants hold with or without an id; without a state folder there is no
+    // trust record, so only the configuration's count.
+    session.standing = match open_store(config.state_dir.as_deref()) {
+        Ok(store) => store.standing_for(&session.directory, &config.core).paths(),
+        Err(_) => {
+            facet_core::standing::standing_for(&session.directory, &config.core, |_| None).paths()
+        }
+    };
+    Ok(session)
 }
 
 /// Read-modify-write the event's session under its lock (recording it first if new).
@@ -146,6 +150,9 @@ pub struct BindingView {
     pub focused: bool,
     /// Paths granted outside the facet (canonical).
     pub granted: Vec<String>,
+    /// The project's standing grants that count for this session (canonical): from
+    /// `[projects]` in facet's configuration or a trusted `.facet.toml`.
+    pub standing: Vec<String>,
     /// `ask`, `deny` or `off`.
     pub mode: String,
 }
@@ -163,6 +170,11 @@ impl BindingView {
                 .iter()
                 .map(|path| path.display().to_string())
                 .collect(),
+            standing: session
+                .standing
+                .iter()
+                .map(|path| path.display().to_string())
+                .collect(),
             mode: session.mode.as_str().to_owned(),
         }
     }
@@ -170,7 +182,10 @@ impl BindingView {
 
 /// The binding of `session` in the folder `dir`, or `None` if it was never recorded.
 pub fn binding_of(dir: &Path, session: &str) -> Result<Option<BindingView>, StateError> {
-    let store = StateStore::open(dir)?;
+    let mut store = StateStore::open(dir)?;
+    if let Ok(config) = facet_core::Config::load_chosen() {
+        store = store.with_config(config);
+    }
     let id = SessionId::new(session)?;
     Ok(store.load(&id)?.as_ref().map(BindingView::of))
 }

@@ -210,8 +210,11 @@ fn claude_code_under_bypass_permissions_gets_a_refusal_it_shows_the_model() {
         "{}",
         run.output
     );
+    // The way forward is the panel, which works without a channel, not
+    // `facet action=add`, which is refused there too.
     let refusal = format!(
-        "{} is refused — this session's facet is {}.",
+        "{} is refused — this session's facet is {}, and this session has no approval channel, \
+         so nobody can be asked to grant it here. Ask the user to run `facet grant ",
         outside.display(),
         tree.room().display()
     );

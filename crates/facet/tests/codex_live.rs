@@ -188,7 +188,9 @@ fn codex_runs_the_hook_and_a_patch_outside_the_facet_is_refused() {
     let output = tool_output(&run);
     assert!(
         output.contains(&format!(
-            "../../../outside/escaped_by_codex.txt is refused — this session's facet is {}.",
+            "../../../outside/escaped_by_codex.txt is refused — this session's facet is {}, and \
+             this session has no approval channel, so nobody can be asked to grant it here. Ask \
+             the user to run `facet grant ",
             tree.room().display()
         )),
         "{output}"
@@ -241,7 +243,7 @@ fn codex_cd_then_apply_patch_is_judged_where_codex_applies_it() {
     let output = tool_output(&run);
     assert!(
         output.contains(&format!(
-            "other/escaped_by_cd.txt → {} is refused — this session's facet is {}.",
+            "other/escaped_by_cd.txt → {} is refused — this session's facet is {}, and this session has no approval channel",
             escape.display(),
             tree.room().display()
         )),

@@ -54,7 +54,10 @@ fn refused(tree: &Tree, command: &str) -> String {
 fn cd_dir_and_apply_patch_is_judged_in_dir() {
     let tree = Tree::new();
     let room = tree.room();
-    let facet = format!("this session's facet is {}.", room.display());
+    let facet = format!(
+        "this session's facet is {}, and this session has no approval channel",
+        room.display()
+    );
 
     // `cd ..` then a path that reads as inside the facet: Codex writes one folder up.
     let reason = refused(&tree, &heredoc("cd .. && ", "Add File: other/evil.txt"));

@@ -12,7 +12,10 @@ use std::process::{Command, Stdio};
 
 use facet::dsh_bridge::{Bridge, serve};
 use facet_core::Mode;
-use facet_core::seed::{NO_CHANNEL_REACH, outside_reason, widen_reason};
+use facet_core::seed::{
+    NO_CHANNEL_REACH, outside_reason, outside_reason_no_channel, panel_grant_command, panel_line,
+    widen_reason, widen_refused_no_channel,
+};
 use serde_json::{Value, json};
 
 /// `<top>/proj` (git) with the session folder `sub`, plus `shared/`, and a state folder.
@@ -50,6 +53,15 @@ impl Tree {
         assert!(specs[0].get("result").is_some(), "{specs:?}");
         bridge
     }
+}
+
+/// The refusal of a `read` of `../x` (missing) from `sub` where nobody can be asked:
+/// the way forward is the panel command for that session.
+fn refused_without_channel(tree: &Tree, session: &str) -> String {
+    let sub = tree.sub();
+    let target = tree.top.join("proj/x").display().to_string();
+    let grant = panel_grant_command(&[target], session, true);
+    outside_reason_no_channel(&sub, "../x", &sub, Some(&grant))
 }
 
 fn call(bridge: &mut Bridge, request: Value) -> Vec<Value> {
@@ -189,12 +201,12 @@ fn every_approval_outcome_settles_the_question() {
         (
             13,
             "unavailable",
-            json!({"verdict": "deny", "reason": outside_reason(&sub, "../x", &sub, Mode::Deny)}),
+            json!({"verdict": "deny", "reason": refused_without_channel(&tree, "s13")}),
         ),
         (
             14,
             "something new",
-            json!({"verdict": "deny", "reason": outside_reason(&sub, "../x", &sub, Mode::Deny)}),
+            json!({"verdict": "deny", "reason": refused_without_channel(&tree, "s14")}),
         ),
     ] {
         // A session of its own each: an unanswered one is not asked again.
@@ -226,7 +238,7 @@ fn every_approval_outcome_settles_the_question() {
     );
     assert_eq!(
         again[0]["result"],
-        json!({"verdict": "deny", "reason": outside_reason(&sub, "../x", &sub, Mode::Deny)})
+        json!({"verdict": "deny", "reason": refused_without_channel(&tree, "s13")})
     );
     let context = call(
         &mut bridge,
@@ -234,7 +246,10 @@ fn every_approval_outcome_settles_the_question() {
     );
     let text = context[0]["result"]["text"].as_str().unwrap();
     assert!(
-        text.ends_with(&format!("outside the facet: {NO_CHANNEL_REACH}")),
+        text.contains(&format!(
+            "outside the facet: {NO_CHANNEL_REACH}\n{}",
+            panel_line("s13")
+        )),
         "{text}"
     );
     let answered = judge(
@@ -296,7 +311,7 @@ fn without_a_channel_or_a_session_nothing_is_asked() {
     );
     assert_eq!(
         read[0]["result"]["reason"],
-        json!(outside_reason(&sub, "../x", &sub, Mode::Deny))
+        json!(refused_without_channel(&tree, "s1"))
     );
     let add = judge(
         &mut bridge,
@@ -306,7 +321,14 @@ fn without_a_channel_or_a_session_nothing_is_asked() {
         "c",
         json!({"action": "add", "paths": [".."]}),
     );
-    assert_eq!(add[0]["result"]["reason"], json!(NO_CHANNEL_REACH));
+    assert_eq!(
+        add[0]["result"]["reason"],
+        json!(widen_refused_no_channel(Some(&panel_grant_command(
+            &[tree.top.join("proj").display().to_string()],
+            "s1",
+            false
+        ))))
+    );
     // No approval service composed at all: the same.
     let none = json!({"session": "s1", "cwd": sub, "approval": {"service": false, "policy": null}});
     let read = judge(

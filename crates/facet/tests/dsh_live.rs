@@ -15,9 +15,7 @@ use std::process::Command;
 
 use dsh_live::{Dsh, DshHome, system_text, tool_def, tool_results, turn_requests, user_text};
 use facet_core::Mode;
-use facet_core::seed::{
-    NO_CHANNEL_REACH, facet_rule_text, implicit_search_reason, outside_reason, widen_reason,
-};
+use facet_core::seed::{NO_CHANNEL_REACH, facet_rule_text, outside_reason, widen_reason};
 use model_script::{Script, ScriptedServer, Turn};
 use serde_json::{Value, json};
 
@@ -145,8 +143,14 @@ fn dsh_file_tools_are_judged_in_a_subfolder_session() {
         user_text(&turns[0])
     );
 
-    let refused = outside_reason(&sub, "../secret.txt", &sub, Mode::Deny);
-    assert_eq!(result_of(&turns, "c1"), format!("Error: {refused}"));
+    // Nobody can answer, so the way forward named is the panel command.
+    let refused = format!(
+        "Error: ../secret.txt is refused — this session's facet is {sub}, and this session has \
+         no approval channel, so nobody can be asked to grant it here. Ask the user to run \
+         `facet grant "
+    );
+    let c1 = result_of(&turns, "c1");
+    assert!(c1.starts_with(&refused), "{c1}");
     // Nobody answered, so from the next request the binding says there is no channel.
     let no_channel = format!("facet: {sub}\noutside the facet: {NO_CHANNEL_REACH}");
     assert!(
@@ -162,11 +166,21 @@ fn dsh_file_tools_are_judged_in_a_subfolder_session() {
     );
     // The focus set from the panel shows on the next request's binding.
     assert!(user_text(&turns[3]).contains(&format!("facet: {room}\n")));
-    let implicit = implicit_search_reason(&sub, &room);
-    assert_eq!(result_of(&turns, "c4"), format!("Error: {implicit}"));
-    assert_eq!(
-        result_of(&turns, "c5"),
-        format!("Error: {NO_CHANNEL_REACH}")
+    let implicit = format!(
+        "Error: This search names no `path`, so it would cover this session's directory {sub} \
+         — and this session's facet is {room}. Name a folder inside the facet; this session has \
+         no approval channel, so only the user can grant another one, with `facet grant PATH \
+         --session "
+    );
+    let c4 = result_of(&turns, "c4");
+    assert!(c4.starts_with(&implicit), "{c4}");
+    let c5 = result_of(&turns, "c5");
+    assert!(
+        c5.starts_with(
+            "Error: `facet action=add` cannot be granted here — this session has no \
+             approval channel, so nobody can approve it. Ask the user to run `facet grant "
+        ),
+        "{c5}"
     );
 
     let status = project.status(&home, None);
@@ -302,8 +316,14 @@ fn facet_hook_through_the_dsh_hooks_bridge_refuses_a_read_outside() {
         .run("read the secret");
     run.assert_ok();
     let turns = turn_requests(&server);
-    let refused = outside_reason(&sub, "../secret.txt", &sub, Mode::Deny);
-    assert_eq!(result_of(&turns, "c1"), format!("Error: {refused}"));
+    // `facet hook --no-approval`: the way forward named is the panel command.
+    let refused = format!(
+        "Error: ../secret.txt is refused — this session's facet is {sub}, and this session has \
+         no approval channel, so nobody can be asked to grant it here. Ask the user to run \
+         `facet grant "
+    );
+    let c1 = result_of(&turns, "c1");
+    assert!(c1.starts_with(&refused), "{c1}");
 }
 
 /// A row dsh cannot use fails when dsh applies the plugin, naming what to fix; the

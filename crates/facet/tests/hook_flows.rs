@@ -264,7 +264,7 @@ fn bypass_permissions_has_no_approval_channel() {
     assert_eq!(
         reason,
         format!(
-            "/etc/hosts is refused — this session's facet is {}. Ask the user to grant it (`facet action=add`), or work within the facet.",
+            "/etc/hosts is refused — this session's facet is {}, and this session has no approval channel, so nobody can be asked to grant it here. Ask the user to run `facet grant /etc/hosts --session bypass` in a terminal, or work within the facet.",
             room.display()
         )
     );

@@ -198,13 +198,7 @@ impl Backend for AcpBackend {
         };
         let policy = match policy::Policy::new(&request.tool_policy) {
             Ok(policy) => policy,
-            Err(problem) => {
-                return ContractResult::failed(Error::new(
-                    ErrorCode::ToolRejected,
-                    problem,
-                    SideEffects::None,
-                ));
-            }
+            Err(refused) => return ContractResult::failed(refused.into()),
         };
         // A handle is data: checked again here, whatever the journal holds.
         let resume = match crate::agent_program::resume_session(&ctx, &self.config.name) {

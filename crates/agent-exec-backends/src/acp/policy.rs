@@ -22,6 +22,7 @@
 //! sandbox) is not stopped here; its tool calls still appear as events, and the
 //! runtime's workspace checks still apply to deliverables.
 
+use crate::agent_cli::ToolPolicyRefused;
 use agent_client_protocol::v1::schema::{
     PermissionOptionKind, RequestPermissionOutcome, RequestPermissionRequest,
     RequestPermissionResponse, SelectedPermissionOutcome, ToolKind,
@@ -52,15 +53,15 @@ pub struct Policy {
 impl Policy {
     /// The allowed set of `policy` (see the module doc); an unknown profile is an
     /// error naming the known ones.
-    pub fn new(policy: &ToolPolicy) -> Result<Self, String> {
+    pub fn new(policy: &ToolPolicy) -> Result<Self, ToolPolicyRefused> {
         let kinds = match policy.profile.as_str() {
             "workspace" => WORKSPACE_KINDS,
             "" | "reasoning" => REASONING_KINDS,
             other => {
-                return Err(format!(
+                return Err(ToolPolicyRefused(format!(
                     "tool profile `{other}` is not known to the acp backend \
                      (known: `workspace`, `reasoning`, or empty)"
-                ));
+                )));
             }
         };
         let allowed = if policy.allowlist.is_empty() {
@@ -197,7 +198,7 @@ mod tests {
             allowlist: vec!["execute".into()],
         })
         .unwrap_err();
-        assert!(err.contains("`root`"), "{err}");
+        assert!(err.to_string().contains("`root`"), "{err}");
     }
 
     #[test]

@@ -258,14 +258,7 @@ pub fn kind_name(kind: ToolKind) -> &'static str {
 }
 
 fn bounded(text: &str) -> String {
-    if text.len() <= DETAIL_MAX {
-        return text.to_owned();
-    }
-    let mut end = DETAIL_MAX;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", text.get(..end).unwrap_or_default())
+    crate::agent_program::bounded(text, DETAIL_MAX)
 }
 
 #[cfg(test)]

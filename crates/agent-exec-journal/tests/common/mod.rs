@@ -9,7 +9,8 @@ use agent_exec_contract::{
     SideEffects,
 };
 use agent_exec_journal::{
-    End, ExecutionStart, Journal, JournalError, JournalLocation, State, Usage,
+    CancelAsk, End, ExecutionStart, Journal, JournalError, JournalLocation, KEPT_FILES_CAP,
+    OUTPUT_TAIL_CAP, State, Usage,
 };
 
 /// The env var that turns the test binary into a child "runner" (see [`spawn_runner`]).
@@ -792,4 +793,220 @@ pub async fn a_killed_runner_can_be_resumed(
     );
     assert_eq!(record.attempts[0].state, State::Unknown);
     assert_eq!(record.summary.state, State::Running);
+}
+
+/// Runs `id` through the hook to its end with `result`, as the runtime does.
+async fn run_to_end(journal: &Journal, id: &str, result: &ContractResult) {
+    let hook: &dyn JournalHook = journal;
+    let now = time::OffsetDateTime::now_utc();
+    let request = ContractRequest {
+        execution_id: id.into(),
+        prompt: "p".into(),
+        ..Default::default()
+    };
+    hook.execution_started("command", &request, now)
+        .await
+        .unwrap();
+    hook.attempt_started(id, 1, "command", now).await.unwrap();
+    hook.attempt_finished(id, 1, result, now).await.unwrap();
+    hook.execution_finished(id, result, now).await.unwrap();
+}
+
+/// Starts `id` and its first attempt (for a store test that then edits the row).
+pub async fn begin_running(journal: &Journal, id: &str) {
+    begin(journal, id, "command").await;
+}
+
+pub async fn results_are_kept_byte_for_byte(journal: &Journal) {
+    let mut result = ContractResult::with_error(
+        Outcome::Failed,
+        Error::new(ErrorCode::ProviderRejected, "exit 3", SideEffects::None),
+    );
+    result.execution_id = "kept-1".into();
+    result.text = "partial answer\n".into();
+    result.files.insert("out/a.txt".into(), b"hello".to_vec());
+    result.logs = "the program's stderr tail\n".into();
+    result.usage.prompt_tokens = 7;
+    run_to_end(journal, "kept-1", &result).await;
+    let record = journal.show("kept-1").await.unwrap().unwrap();
+    assert_eq!(
+        record.result_text.as_deref(),
+        Some(serde_json::to_string(&result).unwrap().as_str()),
+        "the result JSON exactly as the caller got it"
+    );
+    let json = record.result.as_ref().unwrap();
+    assert_eq!(json["files"]["out/a.txt"], "aGVsbG8=");
+    assert_eq!(json["logs"], "the program's stderr tail\n");
+    assert_eq!(record.result_note, None);
+
+    // Deliverables over the cap: those that fit are kept, the rest named.
+    let mut big = ContractResult::succeeded("done");
+    big.files.insert("a.small".into(), vec![1; 10]);
+    big.files.insert("b.huge".into(), vec![2; KEPT_FILES_CAP]);
+    run_to_end(journal, "kept-2", &big).await;
+    let record = journal.show("kept-2").await.unwrap().unwrap();
+    let kept: ContractResult =
+        serde_json::from_str(record.result_text.as_deref().unwrap()).unwrap();
+    assert_eq!(kept.files.keys().collect::<Vec<_>>(), ["a.small"]);
+    assert_eq!(kept.text, "done");
+    let note = record.result_note.unwrap();
+    assert!(
+        note.contains(&format!("b.huge ({KEPT_FILES_CAP} bytes)")),
+        "{note}"
+    );
+
+    // The streamed output's tail, bounded.
+    let output = "x".repeat(OUTPUT_TAIL_CAP) + "the end";
+    journal.record_output_tail("kept-2", &output).await.unwrap();
+    let tail = journal
+        .show("kept-2")
+        .await
+        .unwrap()
+        .unwrap()
+        .output_tail
+        .unwrap();
+    assert_eq!(tail.len(), OUTPUT_TAIL_CAP);
+    assert!(tail.ends_with("the end"));
+
+    // A step retry runs without the old result until it ends with its own.
+    journal
+        .start_execution(&start("kept-1", "command"))
+        .await
+        .unwrap();
+    let record = journal.show("kept-1").await.unwrap().unwrap();
+    assert_eq!(record.result_text, None);
+    assert_eq!(record.result, None);
+}
+
+pub async fn prune_deletes_only_ended_executions(journal: &Journal) {
+    run_to_end(journal, "old-done", &ContractResult::succeeded("x")).await;
+    begin(journal, "still-running", "command").await;
+    let now = time::OffsetDateTime::now_utc();
+    assert_eq!(
+        journal
+            .prune_ended_before(now - time::Duration::hours(1))
+            .await
+            .unwrap(),
+        0,
+        "nothing ended that long ago"
+    );
+    let ended = journal
+        .list(1000)
+        .await
+        .unwrap()
+        .iter()
+        .filter(|s| s.state.is_terminal())
+        .count() as u64;
+    assert!(ended >= 1);
+    assert_eq!(
+        journal
+            .prune_ended_before(now + time::Duration::hours(1))
+            .await
+            .unwrap(),
+        ended
+    );
+    assert!(journal.show("old-done").await.unwrap().is_none());
+    assert_eq!(
+        journal
+            .show("still-running")
+            .await
+            .unwrap()
+            .unwrap()
+            .summary
+            .state,
+        State::Running,
+        "a running execution is never pruned"
+    );
+    // Its attempts and transitions went with it: the id starts afresh.
+    assert_eq!(begin(journal, "old-done", "command").await, 1);
+    let record = journal.show("old-done").await.unwrap().unwrap();
+    assert_eq!(record.transitions.len(), 2);
+}
+
+pub async fn cancel_requests_reach_the_runner(journal: &Journal) {
+    begin(journal, "cancel-me", "command").await;
+    assert_eq!(journal.cancel_request("cancel-me").await.unwrap(), None);
+    let asked = journal.request_cancel("cancel-me", "a test").await.unwrap();
+    assert!(
+        matches!(&asked, CancelAsk::Recorded { owner } if owner.pid == std::process::id()),
+        "{asked:?}"
+    );
+    let seen = journal.cancel_request("cancel-me").await.unwrap().unwrap();
+    assert!(seen.starts_with("cancel requested by a test at "), "{seen}");
+    // A second request keeps the first one's words.
+    journal
+        .request_cancel("cancel-me", "someone else")
+        .await
+        .unwrap();
+    assert_eq!(
+        journal
+            .cancel_request("cancel-me")
+            .await
+            .unwrap()
+            .as_deref(),
+        Some(seen.as_str())
+    );
+    let record = journal.show("cancel-me").await.unwrap().unwrap();
+    assert_eq!(record.cancel_request.as_deref(), Some(seen.as_str()));
+    assert!(
+        record
+            .transitions
+            .iter()
+            .any(|t| t.note.as_deref() == Some(seen.as_str()))
+    );
+    // Once it ended there is nothing to cancel, and no request is seen.
+    journal
+        .finish_attempt("cancel-me", 1, &end(State::Canceled, None, (0, 0)))
+        .await
+        .unwrap();
+    journal
+        .finish_execution("cancel-me", &end(State::Canceled, None, (0, 0)))
+        .await
+        .unwrap();
+    assert_eq!(
+        journal.request_cancel("cancel-me", "late").await.unwrap(),
+        CancelAsk::AlreadyEnded(State::Canceled)
+    );
+    assert_eq!(journal.cancel_request("cancel-me").await.unwrap(), None);
+    assert!(matches!(
+        journal.request_cancel("nobody", "t").await,
+        Err(JournalError::NoSuchExecution(_))
+    ));
+}
+
+/// After the store test set execution `bad-owner`'s owner pid to -1: the journal
+/// opens, everything else works, and only that row's own operations are refused.
+pub async fn a_bad_owner_row_is_that_rows_problem(location: &JournalLocation) {
+    let (journal, recovered) = Journal::open(location).await.unwrap();
+    assert!(recovered.is_empty(), "nothing guessed: {recovered:?}");
+    assert!(journal.recover().await.unwrap().is_empty());
+    let attempt = begin(&journal, "good-1", "command").await;
+    journal
+        .finish_attempt("good-1", attempt, &end(State::Succeeded, None, (1, 1)))
+        .await
+        .unwrap();
+    journal
+        .finish_execution("good-1", &end(State::Succeeded, None, (0, 0)))
+        .await
+        .unwrap();
+    let listed: Vec<_> = journal
+        .list(10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|s| (s.execution_id, s.state))
+        .collect();
+    assert!(listed.contains(&("bad-owner".into(), State::Running)));
+    assert!(listed.contains(&("good-1".into(), State::Succeeded)));
+    let bad = journal.show("bad-owner").await.unwrap().unwrap();
+    assert_eq!(bad.summary.state, State::Running, "left as it is");
+    assert_eq!(bad.owner.pid, 0, "shown as no pid");
+    let err = journal
+        .start_execution(&start("bad-owner", "command"))
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("owner_pid -1 is not a process id"),
+        "{err}"
+    );
 }

@@ -32,9 +32,21 @@ fn deny(reason: &str) -> Value {
 /// The session's state, recorded at first sight with the directory dsh recorded.
 fn session_of(started: &Started, caller: &Caller) -> Result<Session, String> {
     let (id, cwd) = caller.identity()?;
+    // Standing grants are live: the user's file is read again (fail closed: a file
+    // that cannot be used refuses every judged call, as the hook does).
+    let live;
+    let config = if started.live_config {
+        let fresh = facet_core::Config::load_chosen().map_err(|error| error.to_string())?;
+        let mut config = started.core.clone();
+        config.projects = fresh.projects;
+        live = config;
+        &live
+    } else {
+        &started.core
+    };
     started
         .store
-        .load_or_init(&id, cwd, &started.core)
+        .load_or_init(&id, cwd, config)
         .map_err(|error| error.to_string())
 }
 

@@ -49,7 +49,9 @@
 //!
 //! ## Not done
 //! - The configuration file is read once, at `configure`; a change takes effect
-//!   when dsh re-applies the plugin.
+//!   when dsh re-applies the plugin — except its standing grants (`[projects]`),
+//!   read again for every judged call and binding, and a project's trusted
+//!   `.facet.toml`, so a grant the person makes there counts at once.
 
 mod guard;
 pub mod specs;
@@ -98,6 +100,10 @@ struct Started {
     policy: Policy,
     core: facet_core::Config,
     store: StateStore,
+    /// The configuration came from the user's file, which is read again for each
+    /// session's standing grants, so a change to `[projects]` counts without a
+    /// restart.
+    live_config: bool,
 }
 
 /// Who is calling: dsh's agent and what dsh says about its approval channel.
@@ -261,7 +267,8 @@ impl Bridge {
             core.facet_tool_names.push(name.to_owned());
         }
         let store = state::open_store(self.state_dir.as_deref())
-            .map_err(|error| format!("dsh-facet: facet's state folder cannot be used: {error}"))?;
+            .map_err(|error| format!("dsh-facet: facet's state folder cannot be used: {error}"))?
+            .with_config(core.clone());
         let policy =
             Policy::new(&core).with_guarded(state::guarded_locations(self.state_dir.as_deref()));
         let mode = core.default_mode;
@@ -270,6 +277,7 @@ impl Bridge {
                 policy,
                 core,
                 store,
+                live_config: self.config.is_none(),
             },
             mode,
         ))

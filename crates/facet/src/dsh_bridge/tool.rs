@@ -94,10 +94,22 @@ impl Bridge {
                     self.approved.remove(index);
                 }
                 None => {
+                    // The way forward that works whatever the channel: the panel.
+                    let grant = facet_core::seed::panel_grant_command(
+                        &paths
+                            .iter()
+                            .map(|path| cwd.join(path).display().to_string())
+                            .collect::<Vec<_>>(),
+                        id.as_str(),
+                        false,
+                    );
                     return Err(Failure::new(
                         "NOT_APPROVED",
-                        "nobody approved this grant, so it was not recorded: a grant is recorded \
-                         only for the `facet action=add` call the user allowed.",
+                        format!(
+                            "nobody approved this grant, so it was not recorded: a grant is \
+                             recorded only for the `facet action=add` call the user allowed. \
+                             The user can grant it with `{grant}` in a terminal."
+                        ),
                     ));
                 }
             }

@@ -1,5 +1,9 @@
+//! # agent-exec-conformance
+//!
 //! The conformance suite: the contract's seven invariants — and the two extensions,
-//! structured output and resume — as tests that any backend runs through this runtime.
+//! structured output and resume — as tests that any backend runs through the runtime.
+//! A test-only crate (a dev-dependency, never a dependency of production code): it
+//! asserts and panics, and brings `tempfile` with it.
 //!
 //! A backend's test crate implements [`Harness`] — "give me a backend that behaves
 //! like this [`Scenario`]" (a script for `command`, a scripted server for `openai`)
@@ -7,7 +11,7 @@
 //! `#[tokio::test]` per invariant:
 //!
 //! ```ignore
-//! agent_exec_runtime::conformance_tests!(MyHarness::new());
+//! agent_exec_conformance::conformance_tests!(MyHarness::new());
 //! ```
 //!
 //! Each check runs real executions through [`Runtime::run`] with an in-memory
@@ -28,7 +32,7 @@ use agent_exec_contract::{
 use async_trait::async_trait;
 use time::OffsetDateTime;
 
-use crate::executor::{ResumeOptions, RunOptions, Runtime};
+use agent_exec_runtime::executor::{ResumeOptions, RunOptions, Runtime};
 
 /// How a backend under test must behave.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -846,15 +850,18 @@ pub async fn resume_keeps_the_execution(h: &dyn Harness) {
         return;
     }
 
-    // The first attempt: a backend that verified resume reports its session handle.
+    // The first attempt is interrupted (what a resume is for: a succeeded execution is
+    // never resumed, and a backend may drop its session after a success), and a
+    // backend that verified resume reported its session handle before it died.
+    let interrupted = resolve(h, &echo.name, Scenario::Crash).await;
     let mut request = ws.request(&id, "conformance-first-2b7e");
     let deadline = OffsetDateTime::now_utc() + time::Duration::minutes(5);
     request.budget.deadline = Some(deadline);
     request.budget.max_prompt_tokens = 1_000_000;
     let first = runtime
-        .run(request.clone(), &echo, RunOptions::default())
+        .run(request.clone(), &interrupted, RunOptions::default())
         .await;
-    assert_eq!(first.outcome, Outcome::Succeeded, "resume: {first:?}");
+    assert_eq!(first.outcome, Outcome::Unknown, "resume: {first:?}");
     let Some((_, session_attempt, session)) = journal
         .sessions()
         .into_iter()
@@ -974,7 +981,7 @@ macro_rules! conformance_tests {
         mod conformance {
             #[allow(unused_imports)]
             use super::*;
-            use $crate::conformance as c;
+            use $crate as c;
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn invariant_1_execution_id_budget_deadline_shared() {
