@@ -41,6 +41,7 @@
 //! | `prove` | `env_validate`'s proof that every deployment's Service Context and picked binding resolve |
 //! | [`read`], [`session`], [`write`](mod@write) | `env_list/get/find`, session defaults, `env_save/delete` |
 //! | [`approval`], [`host_gate`] | contract §1.3's table, and the verdict a host's PreToolUse hook gives |
+//! | [`served`] | which registry the server a host started serves, for that host's hook |
 //! | [`schema`] | JSON Schema of each kind, derived from [`model`] |
 //! | [`synth`] | deterministic synthetic registries for benches and load tests |
 //! | [`template`], [`resolve`], [`operation`], [`skills`] | resolution (core-resolve) |
@@ -87,6 +88,7 @@ pub mod read;
 mod record_checks;
 pub mod registry;
 pub mod schema;
+pub mod served;
 pub mod session;
 pub mod snapshot;
 pub mod synth;

@@ -60,8 +60,15 @@ struct State {
 impl Registry {
     /// Open the registry folder `root` and load it. Loading never fails on bad records
     /// (they become diagnostics); only a root that is not a folder is an error.
+    ///
+    /// A relative `root` is made absolute against the current directory, now: every path
+    /// derived from [`Registry::root`] (skill folders, the project folder) must not move
+    /// if the directory changes later. Binaries do this themselves at start; this keeps a
+    /// library caller that passes `./registry` just as correct.
     pub fn open(root: impl Into<PathBuf>) -> Result<Registry, EnvError> {
-        Registry::open_with(root.into(), true)
+        let root = root.into();
+        let root = std::path::absolute(&root).unwrap_or(root);
+        Registry::open_with(root, true)
     }
 
     /// `watch: false` forces the rescan fallback (what non-Linux systems get); tests

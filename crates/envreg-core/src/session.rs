@@ -39,6 +39,56 @@ struct SessionFile {
 /// Largest session file we read; anything bigger is not ours.
 const MAX_SESSION_FILE_BYTES: u64 = 4096;
 
+/// The id prefix of a session made up for one stdio connection (`envreg serve` without
+/// `--session`): `stdio-<uuid v7>`. Nobody returns to such a session after the
+/// connection ends, so its file expires (see [`CONNECTION_SESSION_MAX_AGE`]).
+pub const CONNECTION_SESSION_PREFIX: &str = "stdio-";
+
+/// A connection's session file not written for this long is removed (7 days).
+pub const CONNECTION_SESSION_MAX_AGE: std::time::Duration =
+    std::time::Duration::from_secs(7 * 24 * 60 * 60);
+
+/// At most this many connection session files are kept; the least recently written
+/// go first.
+pub const CONNECTION_SESSION_MAX_COUNT: usize = 100;
+
+/// How many entries of `sessions/` a sweep looks at (outside input: bounded).
+const SWEEP_SCAN_LIMIT: usize = 10_000;
+
+/// Removes expired connection session files from `dir` (`sessions/`, canonical, inside
+/// the registry): older than [`CONNECTION_SESSION_MAX_AGE`], or beyond the newest
+/// [`CONNECTION_SESSION_MAX_COUNT`]. Named sessions (`cli`, `--session ID`) are people's
+/// and are never removed. Best effort: a file that cannot be examined is left.
+fn sweep_connection_sessions(dir: &std::path::Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let now = std::time::SystemTime::now();
+    let mut kept: Vec<(std::time::SystemTime, std::path::PathBuf)> = Vec::new();
+    for entry in entries.flatten().take(SWEEP_SCAN_LIMIT) {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if !(name.starts_with(CONNECTION_SESSION_PREFIX) && name.ends_with(".json")) {
+            continue;
+        }
+        // Not followed: a link is judged (and removed) as itself.
+        let Ok(modified) = entry.metadata().and_then(|m| m.modified()) else {
+            continue;
+        };
+        if now.duration_since(modified).unwrap_or_default() > CONNECTION_SESSION_MAX_AGE {
+            let _ = std::fs::remove_file(entry.path());
+        } else {
+            kept.push((modified, entry.path()));
+        }
+    }
+    if kept.len() > CONNECTION_SESSION_MAX_COUNT {
+        kept.sort_by_key(|(modified, _)| std::cmp::Reverse(*modified));
+        for (_, path) in kept.drain(CONNECTION_SESSION_MAX_COUNT..) {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
 impl crate::Registry {
     /// The session's default environment (contract §2.6). Read-only: consults the
     /// process-local cache, then `sessions/<id>.json`; never writes.
@@ -143,7 +193,11 @@ impl crate::Registry {
         let body = serde_json::to_vec_pretty(file)
             .map_err(|_| std::io::ErrorKind::InvalidData.to_string())?;
         crate::write::write_atomically(&dir, &format!("{}.json", session.as_str()), &body)
-            .map_err(|e| e.kind().to_string())
+            .map_err(|e| e.kind().to_string())?;
+        // Each connection that sets a default leaves a file; writing one is when the
+        // old ones are cleared (reads never write).
+        sweep_connection_sessions(&dir);
+        Ok(())
     }
 
     /// The environment a session-scoped call works on (contract §1.4): the explicit
@@ -170,5 +224,65 @@ impl crate::Registry {
         Err(EnvError::invalid_argument(
             "no environment given: pass environmentId, or set a session default with env_set_context (or defaults.environmentId in envreg.yaml)",
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 19, finding 8: `sessions/stdio-*.json` piled up, one per connection.
+    #[test]
+    fn connection_session_files_expire_by_age_and_count() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        std::fs::create_dir_all(root.join("environments")).unwrap();
+        std::fs::write(
+            root.join("environments/staging.yaml"),
+            "id: staging\nschemaVersion: 1\nname: Staging\ntier: staging\nplatform: vm\n",
+        )
+        .unwrap();
+        let sessions = root.join(SESSIONS_DIR);
+        std::fs::create_dir_all(&sessions).unwrap();
+        let day = std::time::Duration::from_secs(24 * 60 * 60);
+        let now = std::time::SystemTime::now();
+        let write = |name: &str, age: std::time::Duration| {
+            let path = sessions.join(name);
+            std::fs::write(&path, "{}").unwrap();
+            let file = std::fs::File::options().write(true).open(&path).unwrap();
+            file.set_modified(now - age).unwrap();
+        };
+        write("stdio-old.json", 8 * day);
+        write("cli.json", 30 * day);
+        write("ops-team.json", 30 * day);
+        for n in 0..CONNECTION_SESSION_MAX_COUNT + 20 {
+            write(
+                &format!("stdio-{n:03}.json"),
+                day + std::time::Duration::from_secs(n as u64),
+            );
+        }
+        let registry = crate::Registry::open(root).unwrap();
+        let me = SessionId::new("stdio-new").unwrap();
+        registry.set_context(&me, Some("staging")).unwrap();
+        let names: Vec<String> = std::fs::read_dir(&sessions)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        let connections = names.iter().filter(|n| n.starts_with("stdio-")).count();
+        assert_eq!(connections, CONNECTION_SESSION_MAX_COUNT, "{names:?}");
+        assert!(
+            names.contains(&"stdio-new.json".to_owned()),
+            "the file just written stays"
+        );
+        assert!(
+            !names.contains(&"stdio-old.json".to_owned()),
+            "older than the age limit"
+        );
+        // The oldest of the 120 recent ones went; the newest stayed.
+        assert!(!names.contains(&"stdio-119.json".to_owned()));
+        assert!(names.contains(&"stdio-000.json".to_owned()));
+        assert!(
+            names.contains(&"cli.json".to_owned()) && names.contains(&"ops-team.json".to_owned())
+        );
     }
 }

@@ -8,9 +8,10 @@
 //! - On loopback, rmcp's `Host` allow-list (localhost / 127.0.0.1 / ::1) stays on, so a
 //!   browser tricked by DNS rebinding cannot reach the server. With `--allow-remote`
 //!   the allow-list is dropped (the bearer token is the gate).
-//! - [`guard`] applies the same two rules to any other router served from this binary
-//!   (`envreg ui`): the bearer check, and on loopback a `Host` check against rmcp's own
-//!   default allow-list, so both servers refuse exactly the same requests.
+//! - [`guard`] applies the same two rules to every router served from this binary (the
+//!   MCP endpoint and `envreg ui`): the bearer check, and on loopback the `Host` rule of
+//!   [`refusal`] (one `Host`, a name from rmcp's own default allow-list, no userinfo, no
+//!   absolute-form target), so both servers refuse exactly the same requests.
 //!
 //! Oversized bodies: a request whose `Content-Length` is over [`MAX_BODY_BYTES`] is
 //! read to its end (discarded, up to [`DRAIN_LIMIT_BYTES`]) and then answered `413`.
@@ -137,29 +138,67 @@ pub fn is_loopback_host(value: &str) -> bool {
     loopback_host_names().contains(&host)
 }
 
-/// Refuse a request whose `Host` is not a loopback name: a page on another site that
-/// rebinds its DNS name to 127.0.0.1 reaches the port, but with its own name as `Host`.
-async fn require_loopback_host(request: Request, next: Next) -> Response {
-    let host = request
-        .headers()
-        .get(header::HOST)
-        .and_then(|value| value.to_str().ok())
-        .or_else(|| request.uri().authority().map(|a| a.as_str()));
-    if host.is_some_and(is_loopback_host) {
-        return next.run(request).await;
+/// Why a request to a loopback-only server is refused, or `None` when it may pass.
+///
+/// A page on another site that rebinds its DNS name to 127.0.0.1 reaches the port, but
+/// with its own name as `Host`; so the request must name a loopback host, and name it
+/// once, unambiguously (issue 19: `Host: evil.com:80@localhost`, two `Host` headers with
+/// localhost first, and `POST http://evil.com/mcp` all reached the MCP endpoint):
+/// - exactly one `Host` header, a loopback name (any port), no userinfo;
+/// - HTTP/1 requests in origin form (`POST /mcp`): an absolute-form target carries its
+///   own authority, which proxies prefer over `Host`, so it is refused outright;
+/// - HTTP/2 names the host in `:authority` (the URI's authority): that must be loopback,
+///   and a `Host` header, if any, too.
+pub fn refusal<B>(request: &axum::http::Request<B>) -> Option<&'static str> {
+    let mut hosts = request.headers().get_all(header::HOST).iter();
+    let host = hosts.next();
+    if hosts.next().is_some() {
+        return Some("more than one Host header");
     }
-    tracing::warn!("refused a request whose Host header is not a loopback name");
+    let host = match host.map(|value| value.to_str()) {
+        Some(Ok(value)) => Some(value),
+        Some(Err(_)) => return Some("the Host header is not text"),
+        None => None,
+    };
+    let authority = request.uri().authority().map(|a| a.as_str());
+    if request.version() < axum::http::Version::HTTP_2 {
+        if authority.is_some() || request.uri().scheme().is_some() {
+            return Some("an absolute-form request target (send `POST /mcp` with a Host header)");
+        }
+        return match host {
+            Some(host) if is_loopback_host(host) => None,
+            Some(_) => Some("the Host header is not a loopback name"),
+            None => Some("no Host header"),
+        };
+    }
+    match (authority, host) {
+        (None, None) => Some("no :authority or Host"),
+        (Some(a), _) if !is_loopback_host(a) => Some("the :authority is not a loopback name"),
+        (_, Some(h)) if !is_loopback_host(h) => Some("the Host header is not a loopback name"),
+        _ => None,
+    }
+}
+
+/// [`refusal`] as middleware: 403 with the reason.
+async fn require_loopback_host(request: Request, next: Next) -> Response {
+    let Some(why) = refusal(&request) else {
+        return next.run(request).await;
+    };
+    tracing::warn!(why, "refused a request to a loopback-only server");
     (
         StatusCode::FORBIDDEN,
-        "Forbidden: the Host header is not a loopback name (this server is loopback only; see --allow-remote)\n",
+        format!(
+            "Forbidden: {why}; this server is loopback only and answers only to localhost, 127.0.0.1 or [::1] (see --allow-remote)\n"
+        ),
     )
         .into_response()
 }
 
 /// Wrap `router` (served under `options`) in the exposure rules of this module: the
-/// bearer check when a token is configured, and the loopback `Host` check unless
-/// `--allow-remote` was given (then the token is the gate). For routers other than the
-/// MCP endpoint, whose `Host` check rmcp makes itself.
+/// bearer check when a token is configured, and the loopback `Host` check ([`refusal`])
+/// unless `--allow-remote` was given (then the token is the gate). The MCP endpoint
+/// ([`router`]) and `envreg ui` both go through it; rmcp's own `Host` allow-list stays on
+/// behind it for the MCP endpoint.
 pub fn guard(router: axum::Router, options: &HttpOptions) -> axum::Router {
     let router = if options.allow_remote {
         router
@@ -232,7 +271,7 @@ pub fn router(
     let router = axum::Router::new()
         .nest_service(MCP_PATH, service)
         .layer(middleware::from_fn(refuse_oversized));
-    with_bearer(router, options.token.as_deref())
+    guard(router, options)
 }
 
 /// Serve until `shutdown` is cancelled (or Ctrl-C).
@@ -331,6 +370,35 @@ mod tests {
                 proptest::prop_assert!(["localhost", "127.0.0.1", "::1"].contains(&name.as_str()), "{host:?}");
             }
         }
+    }
+
+    fn request(version: axum::http::Version, target: &str, hosts: &[&str]) -> Option<&'static str> {
+        let mut builder = axum::http::Request::builder()
+            .method("POST")
+            .uri(target)
+            .version(version);
+        for host in hosts {
+            builder = builder.header(header::HOST, *host);
+        }
+        refusal(&builder.body(()).expect("request"))
+    }
+
+    #[test]
+    fn only_one_loopback_host_in_origin_form_passes() {
+        use axum::http::Version;
+        let h1 = Version::HTTP_11;
+        assert_eq!(request(h1, "/mcp", &["localhost:8765"]), None);
+        assert_eq!(request(h1, "/mcp", &["127.0.0.1"]), None);
+        assert!(request(h1, "/mcp", &["evil.com:80@localhost"]).is_some());
+        assert!(request(h1, "/mcp", &["localhost", "evil.com"]).is_some());
+        assert!(request(h1, "/mcp", &["localhost", "localhost"]).is_some());
+        assert!(request(h1, "http://evil.com/mcp", &["localhost"]).is_some());
+        assert!(request(h1, "http://localhost/mcp", &["localhost"]).is_some());
+        assert!(request(h1, "/mcp", &[]).is_some());
+        let h2 = Version::HTTP_2;
+        assert_eq!(request(h2, "http://localhost:1/mcp", &[]), None);
+        assert!(request(h2, "http://evil.com/mcp", &[]).is_some());
+        assert!(request(h2, "http://localhost/mcp", &["evil.com"]).is_some());
     }
 
     #[test]

@@ -98,7 +98,12 @@ pub fn init_logging(level: &str) {
 
 /// A fresh per-connection session id (stdio without `--session`).
 fn connection_session_id() -> anyhow::Result<SessionId> {
-    SessionId::new(format!("stdio-{}", uuid::Uuid::now_v7())).map_err(|e| anyhow::anyhow!("{e}"))
+    SessionId::new(format!(
+        "{}{}",
+        envreg_core::session::CONNECTION_SESSION_PREFIX,
+        uuid::Uuid::now_v7()
+    ))
+    .map_err(|e| anyhow::anyhow!("{e}"))
 }
 
 /// Open the registry at `root` and serve it as `args` says, until the client hangs up
@@ -129,6 +134,11 @@ pub async fn serve(root: PathBuf, args: ServeArgs) -> anyhow::Result<()> {
                 None => connection_session_id()?,
             };
             tracing::info!(session = session.as_str(), root = %root.display(), "serving MCP over stdio");
+            // For the host's `envreg hook`: which registry this server writes to
+            // (removed when the server ends). Without it the hook asks.
+            let _served = envreg_core::served::record(shared.registry.root())
+                .inspect_err(|why| tracing::warn!(%why, "the registry served was not recorded for the host's hook"))
+                .ok();
             let server = EnvregServer::new(shared, SessionSource::Fixed(session));
             let running = server
                 .serve(stdio::GuardedStdio::new())

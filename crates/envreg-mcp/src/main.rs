@@ -23,7 +23,10 @@ struct Cli {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match envreg_mcp::run(cli.registry, cli.serve) {
+    // A relative folder names one below the directory this process started in, once
+    // (derived paths — skills, sessions — then never depend on a later directory).
+    let registry = std::path::absolute(&cli.registry).unwrap_or(cli.registry);
+    match envreg_mcp::run(registry, cli.serve) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("envreg-mcp: {error:#}");

@@ -4,44 +4,128 @@
 //! an answer, and a request whose shape is wrong is answered without its id, so the
 //! client waits forever for that id. JSON-RPC 2.0 asks for an answer to both. This
 //! transport reads newline-delimited JSON itself and answers what the SDK cannot
-//! decode:
-//! - not JSON → `-32700 Parse error` (id `null`);
-//! - JSON but not a valid MCP message → `-32600 Invalid Request`, with the request's id
-//!   when it has one;
-//! - a line over [`MAX_LINE_BYTES`] → `-32600`, the line is skipped (the limit matches
-//!   the HTTP transport's body limit).
+//! decode, then goes on reading (issue 19: one bad line used to end the server):
+//! - not UTF-8 → `-32700 Parse error`, naming the offset of the first bad byte;
+//! - not JSON (nesting deeper than serde_json's 128 levels included) → `-32700`
+//!   (id `null`);
+//! - JSON but not a valid MCP message (a batch array included: MCP has no batches) →
+//!   `-32600 Invalid Request`, with the request's id when it has one;
+//! - a line over [`MAX_LINE_BYTES`] → `-32600`; the line is skipped without being kept
+//!   (the limit matches the HTTP transport's body limit).
 //!
 //! Every other line goes to rmcp unchanged, and every outgoing message is one line on
-//! stdout. The error messages name what was wrong, never echo the input.
+//! stdout. The error messages name what was wrong, never echo the input. The line
+//! reader, [`LineReader`], is also `envreg dsh-bridge`'s.
 
 use std::sync::Arc;
 
-use futures::StreamExt as _;
 use rmcp::RoleServer;
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use serde_json::{Value, json};
-use tokio::io::{AsyncWriteExt as _, Stdin, Stdout};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt as _, AsyncWriteExt as _, BufReader, Stdin, Stdout};
 use tokio::sync::Mutex;
-use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
 
 /// The longest line accepted (4 MiB, as rmcp's HTTP body limit).
 pub const MAX_LINE_BYTES: usize = 4 * 1024 * 1024;
 
 /// Newline-delimited JSON-RPC over the process's stdin and stdout.
 pub struct GuardedStdio {
-    lines: FramedRead<Stdin, LinesCodec>,
+    input: BufReader<Stdin>,
+    lines: LineReader,
     out: Arc<Mutex<Stdout>>,
 }
 
 impl GuardedStdio {
     pub fn new() -> GuardedStdio {
         GuardedStdio {
-            lines: FramedRead::new(
-                tokio::io::stdin(),
-                LinesCodec::new_with_max_length(MAX_LINE_BYTES),
-            ),
+            input: BufReader::new(tokio::io::stdin()),
+            lines: LineReader::new(MAX_LINE_BYTES),
             out: Arc::new(Mutex::new(tokio::io::stdout())),
+        }
+    }
+}
+
+/// What [`read_bounded_line`] read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LineRead {
+    /// A line is in the buffer (its `\n` included when there was one).
+    Line,
+    /// A line over the limit was skipped up to and including its `\n`; nothing kept.
+    TooLong,
+    /// End of input.
+    Eof,
+}
+
+/// Reads `\n`-terminated lines, refusing — and skipping to the next newline — a line
+/// over `max` bytes without keeping it. Memory is bounded by `max` plus the reader's
+/// buffer, whatever the input.
+///
+/// Cancel-safe: rmcp drops a pending `receive` future when it has something else to do
+/// first, so everything read so far (the partial line, whether it is being skipped)
+/// lives here, not in the future; the only await is `fill_buf`, which consumes nothing.
+#[derive(Debug)]
+pub struct LineReader {
+    max: usize,
+    /// The line read so far; after [`LineRead::Line`], the whole line.
+    pub line: Vec<u8>,
+    /// The current line went over `max`: skipping to its end.
+    skipping: bool,
+    /// `line` holds a line already returned: clear it before reading on.
+    returned: bool,
+}
+
+impl LineReader {
+    pub fn new(max: usize) -> LineReader {
+        LineReader {
+            max,
+            line: Vec::new(),
+            skipping: false,
+            returned: false,
+        }
+    }
+
+    /// The next line (into [`LineReader::line`], its `\n` included when there was one).
+    pub async fn next<R: AsyncBufRead + Unpin>(
+        &mut self,
+        reader: &mut R,
+    ) -> std::io::Result<LineRead> {
+        if self.returned {
+            self.line.clear();
+            self.returned = false;
+        }
+        loop {
+            let chunk = reader.fill_buf().await?;
+            if chunk.is_empty() {
+                let end = if std::mem::take(&mut self.skipping) {
+                    LineRead::TooLong
+                } else if self.line.is_empty() {
+                    LineRead::Eof
+                } else {
+                    self.returned = true;
+                    LineRead::Line
+                };
+                return Ok(end);
+            }
+            let (take, done) = match chunk.iter().position(|b| *b == b'\n') {
+                Some(i) => (i + 1, true),
+                None => (chunk.len(), false),
+            };
+            if !self.skipping {
+                self.line.extend_from_slice(&chunk[..take]);
+                if self.line.len() > self.max {
+                    self.skipping = true;
+                    self.line = Vec::new();
+                }
+            }
+            reader.consume(take);
+            if done {
+                if std::mem::take(&mut self.skipping) {
+                    return Ok(LineRead::TooLong);
+                }
+                self.returned = true;
+                return Ok(LineRead::Line);
+            }
         }
     }
 }
@@ -114,23 +198,35 @@ impl Transport<RoleServer> for GuardedStdio {
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
         loop {
-            let reply = match self.lines.next().await? {
-                Ok(line) if line.trim().is_empty() => continue,
-                Ok(line) => match decode_line(&line) {
-                    Ok(message) => return Some(message),
-                    Err(reply) => reply,
-                },
-                Err(LinesCodecError::MaxLineLengthExceeded) => error_reply(
+            let read = self.lines.next(&mut self.input).await;
+            let reply = match read {
+                Ok(LineRead::Eof) => return None,
+                Err(error) => {
+                    tracing::info!(%error, "stdin closed");
+                    return None;
+                }
+                Ok(LineRead::TooLong) => error_reply(
                     Value::Null,
                     -32600,
                     &format!(
                         "Invalid Request: message over {MAX_LINE_BYTES} bytes; it was skipped"
                     ),
                 ),
-                Err(LinesCodecError::Io(error)) => {
-                    tracing::info!(%error, "stdin closed");
-                    return None;
-                }
+                Ok(LineRead::Line) => match std::str::from_utf8(&self.lines.line) {
+                    Err(error) => error_reply(
+                        Value::Null,
+                        -32700,
+                        &format!(
+                            "Parse error: the line is not UTF-8 (invalid byte at offset {})",
+                            error.valid_up_to()
+                        ),
+                    ),
+                    Ok(line) if line.trim().is_empty() => continue,
+                    Ok(line) => match decode_line(line.trim()) {
+                        Ok(message) => return Some(message),
+                        Err(reply) => reply,
+                    },
+                },
             };
             tracing::info!("answered an undecodable message");
             if write_line(&self.out, reply).await.is_err() {

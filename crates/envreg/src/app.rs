@@ -1,10 +1,9 @@
 //! One invocation: find the registry, turn the subcommand into a tool call, run it
 //! through [`envreg_core::tools::call_tool`] (the same path MCP takes), print the result.
 //!
-//! REQUEST (cli → tools+mcp): the `POLICY_DENIED` message for an `Unavailable`
-//! approval speaks of MCP clients and elicitation; from the CLI that reads oddly. A
-//! transport-neutral message (or a way for the `Approver` to supply the next step)
-//! would help; until then the CLI adds its own `hint:` line on stderr.
+//! Wording: a `POLICY_DENIED` after an approval that did not grant is reworded for the
+//! person at the terminal ([`for_a_person`]); the core's sentence addresses a model and
+//! stays unchanged for MCP and dsh. The CLI adds its own `hint:` line on stderr.
 //!
 //! Exit codes: 0 success, 1 an expected failure (the tool's error, printed — as
 //! `{"error": {code, message, details}}` on stdout under `--json`), 2 a usage error:
@@ -146,7 +145,9 @@ fn pretty(value: &Value) -> String {
     serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
 }
 
-fn cwd() -> Result<PathBuf, EnvError> {
+/// The directory the process started in, read once: every relative path a person gave
+/// is joined to it (see [`locate`]).
+fn start_dir() -> Result<PathBuf, EnvError> {
     std::env::current_dir().map_err(|e| {
         EnvError::new(
             ErrorCode::InvalidArgument,
@@ -155,8 +156,8 @@ fn cwd() -> Result<PathBuf, EnvError> {
     })
 }
 
-fn open(cli_registry: Option<&Path>) -> Result<Registry, EnvError> {
-    let root = locate::registry_root(cli_registry, &cwd()?)?;
+fn open(cli_registry: Option<&Path>, start: &Path) -> Result<Registry, EnvError> {
+    let root = locate::registry_root(cli_registry, start)?;
     Registry::open(root)
 }
 
@@ -172,6 +173,8 @@ fn session(arg: &SessionArg) -> Result<SessionId, Failure> {
 }
 
 fn execute(cli: Cli) -> Result<Done, Failure> {
+    let start = start_dir();
+    let start = || start.clone().map_err(Failure::from);
     let registry_flag = cli.registry.as_deref();
     let json_mode = cli.json;
     let (tool, args, session, yes) = match cli.command {
@@ -185,7 +188,7 @@ fn execute(cli: Cli) -> Result<Done, Failure> {
         }
         Command::Serve(args) => {
             crate::serve::check(&args).map_err(Failure::usage)?;
-            let root = locate::registry_root(registry_flag, &cwd()?)?;
+            let root = locate::registry_root(registry_flag, &start()?)?;
             crate::serve::run(root, args)
                 .map_err(|e| Failure::from(EnvError::internal(format!("serve: {e:#}"))))?;
             return Ok(Done::Success);
@@ -194,7 +197,7 @@ fn execute(cli: Cli) -> Result<Done, Failure> {
             // The registry must be named: the plugin always passes its `registry` key, and
             // a bridge that wandered up to some other envreg.yaml would answer for it.
             let root = match registry_flag {
-                Some(dir) => locate::registry_root(Some(dir), &cwd()?),
+                Some(dir) => locate::registry_root(Some(dir), &start()?),
                 None => Err(EnvError::invalid_argument(
                     "dsh-bridge needs --registry DIR (the plugin's `registry` config key)",
                 )),
@@ -204,14 +207,20 @@ fn execute(cli: Cli) -> Result<Done, Failure> {
             return Ok(Done::Success);
         }
         Command::Hook(args) => {
-            crate::hook::run(registry_flag, &args);
+            // Relative to where the hook started; an unreadable start directory leaves
+            // the name as given (the hook never fails: it asks).
+            let named = registry_flag.map(|dir| match start() {
+                Ok(start) => locate::absolute(&start, dir),
+                Err(_) => dir.to_path_buf(),
+            });
+            crate::hook::run(named.as_deref(), &args);
             return Ok(Done::Success);
         }
         Command::Ui(args) => {
             // The exposure rule is checked first so a bad address is a usage error.
             envreg_mcp::http::check_exposure(&args.http_options())
                 .map_err(|e| Failure::usage(EnvError::invalid_argument(format!("ui: {e}"))))?;
-            let root = locate::registry_root(registry_flag, &cwd()?)?;
+            let root = locate::registry_root(registry_flag, &start()?)?;
             envreg_ui::run(root, args)
                 .map_err(|e| Failure::from(EnvError::internal(format!("ui: {e:#}"))))?;
             return Ok(Done::Success);
@@ -287,7 +296,7 @@ fn execute(cli: Cli) -> Result<Done, Failure> {
             dry_run,
             approval,
         } => {
-            let registry = open(registry_flag)?;
+            let registry = open(registry_flag, &start()?)?;
             let record = read_record(&registry, kind, &file)?;
             let args = json!({ "kind": kind.as_str(), "record": record, "dryRun": dry_run });
             call_and_print(&registry, "env_save", args, None, approval.yes, json_mode)?;
@@ -306,7 +315,7 @@ fn execute(cli: Cli) -> Result<Done, Failure> {
         ),
         Command::Validate => ("env_validate", json!({}), None, false),
     };
-    let registry = open(registry_flag)?;
+    let registry = open(registry_flag, &start()?)?;
     let value = call_and_print(&registry, tool, args, session, yes, json_mode)?;
     if tool == "env_validate" && value["ok"] == Value::Bool(false) {
         return Ok(Done::RegistryInvalid);
@@ -357,12 +366,38 @@ fn call_and_print(
         Err(error) => {
             let hint = hint_for(&error, &approver, &args);
             Err(Failure {
-                error: Box::new(error),
+                error: Box::new(for_a_person(error)),
                 hint,
                 usage: false,
             })
         }
     }
+}
+
+/// A `POLICY_DENIED` from an approval that did not grant, in words for the person at
+/// the terminal. The core's sentence is written for a model behind an MCP client ("this
+/// client cannot ask the user (no MCP elicitation support)", "do not retry unless the
+/// user asks"), and MCP and dsh keep it byte for byte; here the reader is the user, and
+/// the asking was done by this CLI. Code and details stay as they are.
+fn for_a_person(error: EnvError) -> EnvError {
+    let details = error.details.as_ref();
+    let field = |key: &str| details.and_then(|d| d.get(key)).and_then(Value::as_str);
+    let (ErrorCode::PolicyDenied, Some(word), Some(reason)) =
+        (error.code, field("approval"), field("reason"))
+    else {
+        return error;
+    };
+    let message = match word {
+        "rejected" => format!("you did not approve this change ({reason}); nothing was written"),
+        "cancelled" => format!(
+            "the approval question was left unanswered ({reason}); nothing was written — run the command again to be asked again"
+        ),
+        "unavailable" => format!(
+            "this change needs your approval ({reason}), and there is no terminal to ask you on; nothing was written"
+        ),
+        _ => return error,
+    };
+    EnvError { message, ..error }
 }
 
 /// What to do next, for the errors where the CLI knows better than the message.

@@ -57,8 +57,9 @@ use envreg_core::tools::{self, CallContext, MAX_ARGUMENT_BYTES};
 use envreg_core::{
     ApprovalDecision, ApprovalRequest, Approver, EnvError, ErrorCode, Registry, SessionId,
 };
+use envreg_mcp::stdio::{LineRead, LineReader};
 use serde_json::{Map, Value, json};
-use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
+use tokio::io::AsyncWriteExt as _;
 use tokio::sync::{mpsc, oneshot};
 
 /// The protocol this binary speaks.
@@ -297,6 +298,13 @@ async fn serve(registry: Result<PathBuf, EnvError>) -> anyhow::Result<()> {
         let root = std::fs::canonicalize(&root).unwrap_or(root);
         Registry::open(&root).map(|r| (root, Arc::new(r)))
     });
+    // For the host's `envreg hook` (dsh's Claude Code hooks bridge): which registry this
+    // bridge writes to, removed when it ends.
+    let _served = opened.as_ref().ok().and_then(|(root, _)| {
+        envreg_core::served::record(root)
+            .inspect_err(|why| eprintln!("envreg dsh-bridge: the registry served was not recorded for the host's hook: {why}"))
+            .ok()
+    });
     let (out, mut lines_out) = mpsc::unbounded_channel::<String>();
     let writer = tokio::spawn(async move {
         let mut stdout = tokio::io::stdout();
@@ -310,10 +318,9 @@ async fn serve(registry: Result<PathBuf, EnvError>) -> anyhow::Result<()> {
     let pending: Pending = Arc::default();
     let mut calls = tokio::task::JoinSet::new();
     let mut stdin = tokio::io::BufReader::new(tokio::io::stdin());
-    let mut buffer = Vec::new();
+    let mut lines = LineReader::new(MAX_LINE_BYTES);
     loop {
-        buffer.clear();
-        match read_bounded_line(&mut stdin, &mut buffer).await? {
+        match lines.next(&mut stdin).await? {
             LineRead::Eof => break,
             LineRead::TooLong => {
                 let error = EnvError::invalid_argument(format!(
@@ -324,7 +331,17 @@ async fn serve(registry: Result<PathBuf, EnvError>) -> anyhow::Result<()> {
             }
             LineRead::Line => {}
         }
-        let text = String::from_utf8_lossy(&buffer);
+        let text = match std::str::from_utf8(&lines.line) {
+            Ok(text) => text,
+            Err(e) => {
+                let error = EnvError::invalid_argument(format!(
+                    "dsh-bridge: a request line is not UTF-8 (invalid byte at offset {})",
+                    e.valid_up_to()
+                ));
+                let _ = out.send(json!({"id": null, "error": error_object(&error)}).to_string());
+                continue;
+            }
+        };
         if text.trim().is_empty() {
             continue;
         }
@@ -407,52 +424,6 @@ async fn serve(registry: Result<PathBuf, EnvError>) -> anyhow::Result<()> {
     drop(out);
     let _ = writer.await;
     Ok(())
-}
-
-enum LineRead {
-    Line,
-    TooLong,
-    Eof,
-}
-
-/// Reads one `\n`-terminated line into `buffer`, refusing (and skipping to the next
-/// newline) a line over [`MAX_LINE_BYTES`] without keeping it.
-async fn read_bounded_line<R: tokio::io::AsyncBufRead + Unpin>(
-    reader: &mut R,
-    buffer: &mut Vec<u8>,
-) -> std::io::Result<LineRead> {
-    let mut too_long = false;
-    loop {
-        let chunk = reader.fill_buf().await?;
-        if chunk.is_empty() {
-            return Ok(if too_long {
-                LineRead::TooLong
-            } else if buffer.is_empty() {
-                LineRead::Eof
-            } else {
-                LineRead::Line
-            });
-        }
-        let (take, done) = match chunk.iter().position(|b| *b == b'\n') {
-            Some(i) => (i + 1, true),
-            None => (chunk.len(), false),
-        };
-        if !too_long {
-            buffer.extend_from_slice(&chunk[..take]);
-            if buffer.len() > MAX_LINE_BYTES {
-                too_long = true;
-                buffer.clear();
-            }
-        }
-        reader.consume(take);
-        if done {
-            return Ok(if too_long {
-                LineRead::TooLong
-            } else {
-                LineRead::Line
-            });
-        }
-    }
 }
 
 #[cfg(test)]

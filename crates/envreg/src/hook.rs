@@ -22,15 +22,20 @@
 //! crate for ~20 lines of JSON would tie two products' releases together; the shapes
 //! are instead pinned by live tests of both against the same pinned hosts.
 //!
-//! Which registry: `--registry` / `$ENVREG_REGISTRY`, else the nearest `envreg.yaml`
-//! above the event's `cwd` (the session's folder, which is where `envreg serve`
-//! started by the same host looks), else above the hook's own directory.
+//! Which registry: the one the envreg server started by the same host serves, as that
+//! server recorded it ([`envreg_core::served`]) — never one looked up from the event's
+//! `cwd`, which the agent controls (issue 19: a decoy `envreg.yaml` there turned the
+//! hook silent). `--registry` / `$ENVREG_REGISTRY` names it when no server recorded one
+//! (a server on another machine, a system without `/proc`); when both are known they
+//! must agree. A hook that cannot tell which registry its server writes to answers like
+//! any call it cannot judge: it asks (Claude Code) or refuses (Codex).
 
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use clap::{Args, ValueEnum};
 use envreg_core::host_gate::{self, GateVerdict};
+use envreg_core::served::{self, HostRegistry};
 use envreg_core::{EnvError, Registry};
 use serde_json::{Value, json};
 
@@ -57,7 +62,7 @@ pub struct HookArgs {
 const LIMIT: usize = 16 * 1024 * 1024;
 
 /// Reads the event from stdin, prints the answer. Never fails: every way it can go
-/// wrong is an answer.
+/// wrong is an answer. `registry_flag` is already absolute (made so at start).
 pub fn run(registry_flag: Option<&Path>, args: &HookArgs) {
     let mut input = Vec::new();
     let read = std::io::stdin()
@@ -95,22 +100,50 @@ pub fn verdict(input: &[u8], registry_flag: Option<&Path>) -> GateVerdict {
         return host_gate::unreadable("the hook event has no tool_name");
     };
     let tool_input = event.get("tool_input").cloned().unwrap_or(Value::Null);
-    let cwd = event
-        .get("cwd")
-        .and_then(Value::as_str)
-        .map(PathBuf::from)
-        .filter(|cwd| cwd.is_absolute());
-    host_gate::judge(tool, &tool_input, || open(registry_flag, cwd.as_deref()))
+    host_gate::judge(tool, &tool_input, || open(registry_flag))
 }
 
-fn open(registry_flag: Option<&Path>, event_cwd: Option<&Path>) -> Result<Registry, EnvError> {
-    let base = match event_cwd {
-        Some(cwd) => cwd.to_path_buf(),
-        None => std::env::current_dir().map_err(|e| {
-            EnvError::invalid_argument(format!("cannot read the current directory: {e}"))
-        })?,
+/// The registry the host's server writes to (see the module docs for the order).
+fn open(registry_flag: Option<&Path>) -> Result<Registry, EnvError> {
+    let unknown = |why: String| EnvError::invalid_argument(why);
+    let named = registry_flag.map(|dir| std::fs::canonicalize(dir).unwrap_or(dir.to_path_buf()));
+    let root = match (served::host_registry(), named) {
+        (HostRegistry::Known(served), None) => served,
+        (HostRegistry::Known(served), Some(named)) if served == named => served,
+        (HostRegistry::Known(served), Some(named)) => {
+            return Err(unknown(format!(
+                "this hook was given the registry {} but the envreg server of this host serves {}; \
+                 name the same registry for both (or neither)",
+                named.display(),
+                served.display()
+            )));
+        }
+        (HostRegistry::Ambiguous(all), _) => {
+            return Err(unknown(format!(
+                "the envreg servers of this host serve different registries ({}), so this hook \
+                 cannot tell which one the call writes to; start one envreg server per host",
+                all.iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+        (HostRegistry::NotRecorded | HostRegistry::Unavailable(_), Some(named)) => named,
+        (HostRegistry::NotRecorded, None) => {
+            return Err(unknown(
+                "no envreg server started by this host recorded which registry it serves; \
+                 name it for the hook with --registry DIR or ENVREG_REGISTRY"
+                    .to_owned(),
+            ));
+        }
+        (HostRegistry::Unavailable(why), None) => {
+            return Err(unknown(format!(
+                "which registry this host's envreg server serves cannot be read ({why}); \
+                 name it for the hook with --registry DIR or ENVREG_REGISTRY"
+            )));
+        }
     };
-    Registry::open(crate::locate::registry_root(registry_flag, &base)?)
+    Registry::open(crate::locate::registry_root(Some(&root), Path::new("/"))?)
 }
 
 /// The JSON the host reads, or `None` for no opinion.

@@ -3,6 +3,12 @@
 //! `envreg.yaml`, walking up from the current directory the way cargo finds
 //! `Cargo.toml`.
 //!
+//! The answer is always absolute: a relative folder a person gives is joined to the
+//! directory the process started in, here, once. Everything derived from the root
+//! (skill folders, `sessions/`, backups, what `hello` reports) is then absolute too, and
+//! no later read depends on the current directory (issue 19: a relative `--registry`
+//! found its records but not its skills).
+//!
 //! Decision: the walk looks only for `envreg.yaml`, not for `environments/` folders. The
 //! config file is optional inside a registry named explicitly, but it is the marker
 //! that makes a folder discoverable; a stray `services/` folder in some project must
@@ -17,6 +23,7 @@ pub const CONFIG_FILE: &str = "envreg.yaml";
 /// The registry folder for this invocation, or an error that says how to make one.
 pub fn registry_root(explicit: Option<&Path>, cwd: &Path) -> Result<PathBuf, EnvError> {
     if let Some(dir) = explicit {
+        let dir = &absolute(cwd, dir);
         if !dir.is_dir() {
             return Err(EnvError {
                 code: ErrorCode::InvalidArgument,
@@ -40,6 +47,19 @@ pub fn registry_root(explicit: Option<&Path>, cwd: &Path) -> Result<PathBuf, Env
         ),
         details: None,
     })
+}
+
+/// `path` as an absolute path: joined to `start` (the directory the process started in)
+/// when relative, with `.` components dropped. `..` is kept: it may cross a link.
+pub fn absolute(start: &Path, path: &Path) -> PathBuf {
+    let joined = start.join(path);
+    let mut out = PathBuf::new();
+    for part in joined.components() {
+        if part != std::path::Component::CurDir {
+            out.push(part);
+        }
+    }
+    out
 }
 
 /// The nearest ancestor of `start` (itself included) holding `envreg.yaml`.
@@ -85,6 +105,25 @@ mod tests {
         assert_eq!(err.code, ErrorCode::InvalidArgument);
         assert!(err.message.contains("envreg init DIR"), "{}", err.message);
         assert!(err.message.contains("ENVREG_REGISTRY"), "{}", err.message);
+    }
+
+    #[test]
+    fn a_relative_folder_is_made_absolute_against_the_start_directory() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(tmp.path().join("examples/registry")).unwrap();
+        for given in [
+            "examples/registry",
+            "./examples/registry",
+            "examples/./registry/",
+        ] {
+            let root = registry_root(Some(Path::new(given)), tmp.path()).unwrap();
+            assert_eq!(root, tmp.path().join("examples/registry"), "{given}");
+        }
+        let abs = tmp.path().join("examples/registry");
+        assert_eq!(
+            registry_root(Some(&abs), Path::new("/elsewhere")).unwrap(),
+            abs
+        );
     }
 
     #[test]

@@ -479,6 +479,9 @@ fn production_save_needs_approval() {
     assert_eq!(output.status.code(), Some(1), "{text}");
     assert!(text.contains("POLICY_DENIED"), "{text}");
     assert!(text.contains("--yes"), "{text}");
+    // Issue 19, finding 8: the person reads words for a person, not the model's.
+    assert!(!text.contains("elicitation"), "{text}");
+    assert!(!text.contains("the user"), "{text}");
     insta::assert_snapshot!("save_production_denied", text);
     let unchanged =
         std::fs::read_to_string(sandbox.registry().join("environments/prod.yaml")).unwrap();

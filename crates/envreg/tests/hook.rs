@@ -67,7 +67,7 @@ impl Answer {
 }
 
 /// `envreg hook [--dialect D] EXTRA…` with `stdin`, run from a folder that holds no
-/// registry (so only the event's `cwd`, or a flag, can find one).
+/// registry, with no server of the test process recorded (so only a flag names one).
 fn hook(sandbox: &Sandbox, dialect: &str, extra: &[&str], stdin: &[u8]) -> Answer {
     let output = sandbox
         .bare()
@@ -84,9 +84,16 @@ fn hook(sandbox: &Sandbox, dialect: &str, extra: &[&str], stdin: &[u8]) -> Answe
     }
 }
 
+/// The hook on one call, with the sandbox's registry named (as a host whose server
+/// recorded nothing would configure it).
 fn call(sandbox: &Sandbox, dialect: &str, tool: &str, input: Value) -> Answer {
     let event = envelope(sandbox, dialect, tool, input);
-    hook(sandbox, dialect, &[], event.to_string().as_bytes())
+    named(sandbox, dialect, event.to_string().as_bytes())
+}
+
+fn named(sandbox: &Sandbox, dialect: &str, stdin: &[u8]) -> Answer {
+    let registry = sandbox.registry().display().to_string();
+    hook(sandbox, dialect, &["--registry", &registry], stdin)
 }
 
 #[test]
@@ -187,8 +194,7 @@ fn calls_the_table_does_not_gate_get_no_opinion() {
         json!({"kind": "environment", "record": production_env()}),
     );
     event["hook_event_name"] = json!("PostToolUse");
-    hook(&sandbox, "claude-code", &[], event.to_string().as_bytes())
-        .assert_no_opinion("PostToolUse");
+    named(&sandbox, "claude-code", event.to_string().as_bytes()).assert_no_opinion("PostToolUse");
 }
 
 #[test]
@@ -240,14 +246,15 @@ fn what_cannot_be_judged_is_asked_or_refused_never_allowed() {
         ("no_registry", no_registry.to_string().into_bytes()),
     ];
     for (name, stdin) in cases {
-        let asked = hook(&sandbox, "claude-code", &[], &stdin);
+        // Every case but `no_registry` has the registry named.
+        let run = |dialect| match name {
+            "no_registry" => hook(&sandbox, dialect, &[], &stdin),
+            _ => named(&sandbox, dialect, &stdin),
+        };
+        let asked = run("claude-code");
         assert_eq!(asked.decision().0, "ask", "{name}");
         insta::assert_json_snapshot!(format!("unjudged_{name}"), asked.json());
-        assert_eq!(
-            hook(&sandbox, "codex", &[], &stdin).decision().0,
-            "deny",
-            "{name}"
-        );
+        assert_eq!(run("codex").decision().0, "deny", "{name}");
     }
     // A registry named on the command line that is not there.
     let asked = hook(
@@ -266,7 +273,7 @@ fn what_cannot_be_judged_is_asked_or_refused_never_allowed() {
     let env_dir = sandbox.registry().join("environments");
     std::fs::remove_file(env_dir.join("prod.yaml")).unwrap();
     std::fs::create_dir(env_dir.join("prod.yaml")).unwrap();
-    let (decision, _) = hook(&sandbox, "codex", &[], save_prod.to_string().as_bytes()).decision();
+    let (decision, _) = named(&sandbox, "codex", save_prod.to_string().as_bytes()).decision();
     assert_eq!(
         decision, "deny",
         "a record that would become production is still gated"
@@ -274,38 +281,24 @@ fn what_cannot_be_judged_is_asked_or_refused_never_allowed() {
 }
 
 #[test]
-fn the_registry_is_found_from_the_flag_the_variable_or_the_event_cwd() {
+fn the_registry_is_named_never_found_from_the_event_cwd() {
     let sandbox = Sandbox::with_example();
     let mut event = envelope(
         &sandbox,
         "claude-code",
         "env_save",
-        json!({"kind": "environment", "record": production_env()}),
+        json!({"kind": "environment", "record": staging_env()}),
     );
-    // The event's cwd is a folder inside the registry: found by walking up.
-    let inner = sandbox.registry().join("services");
-    event["cwd"] = json!(inner);
-    assert_eq!(
-        hook(&sandbox, "claude-code", &[], event.to_string().as_bytes())
-            .decision()
-            .0,
-        "ask"
-    );
-    // A cwd with no registry above it, but the flag names one: the flag wins.
+    // The event's cwd is the registry, but nothing names it: the hook cannot tell which
+    // registry its server writes to, so even a staging save is asked.
+    let (decision, reason) =
+        hook(&sandbox, "claude-code", &[], event.to_string().as_bytes()).decision();
+    assert_eq!(decision, "ask");
+    assert!(reason.contains("ENVREG_REGISTRY"), "{reason}");
+    // Named by the flag or by ENVREG_REGISTRY: judged there (a staging save: no opinion).
     event["cwd"] = json!("/");
-    let registry = sandbox.registry().display().to_string();
-    assert_eq!(
-        hook(
-            &sandbox,
-            "claude-code",
-            &["--registry", &registry],
-            event.to_string().as_bytes()
-        )
-        .decision()
-        .0,
-        "ask"
-    );
-    // ENVREG_REGISTRY, as the plugin's MCP server and hook would both read it.
+    named(&sandbox, "claude-code", event.to_string().as_bytes())
+        .assert_no_opinion("staging save, flag");
     let output = sandbox
         .bare()
         .current_dir(sandbox.home())
@@ -314,7 +307,101 @@ fn the_registry_is_found_from_the_flag_the_variable_or_the_event_cwd() {
         .write_stdin(event.to_string())
         .output()
         .unwrap();
-    assert!(String::from_utf8_lossy(&output.stdout).contains("\"ask\""));
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        "",
+        "staging save, variable"
+    );
+}
+
+/// `envreg serve` over stdio as a host starts it (from the registry folder, no
+/// `--registry`), initialized: by then it has recorded the registry it serves.
+struct Server(std::process::Child);
+
+impl Server {
+    fn start(sandbox: &Sandbox) -> Server {
+        use std::io::{BufRead as _, Write as _};
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_envreg"))
+            .arg("serve")
+            .current_dir(sandbox.registry())
+            .env_remove("ENVREG_REGISTRY")
+            .env("HOME", sandbox.home())
+            .env("TMPDIR", sandbox.home())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.as_mut().unwrap();
+        writeln!(
+            stdin,
+            "{}",
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "hook-test", "version": "0"}}})
+        )
+        .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.as_mut().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert!(line.contains("serverInfo"), "{line}");
+        Server(child)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        drop(self.0.stdin.take());
+        let _ = self.0.wait();
+    }
+}
+
+/// Issue 19, finding 5: with the plugin's setup (no `--registry` anywhere) an agent
+/// writes a decoy `envreg.yaml` with approvals off into its own folder. The hook judges
+/// against the registry the server serves, so a production save is still asked.
+#[test]
+fn a_decoy_registry_in_the_agents_folder_does_not_switch_approvals_off() {
+    let sandbox = Sandbox::with_example();
+    sandbox.write(
+        "envreg.yaml",
+        "defaults: { environmentId: staging }\nwritePolicy: { approvalChannel: host }\nskills: { dirs: [skills] }\n",
+    );
+    let _server = Server::start(&sandbox);
+    let decoy = sandbox.tmp.path().join("agent-work");
+    std::fs::create_dir_all(&decoy).unwrap();
+    std::fs::write(
+        decoy.join("envreg.yaml"),
+        "writePolicy: { requireApprovalForDelete: false, requireApprovalForProductionSave: false, approvalChannel: host }\n",
+    )
+    .unwrap();
+    let mut event = envelope(
+        &sandbox,
+        "claude-code",
+        "mcp__plugin_envreg-facet_envreg__env_save",
+        json!({"kind": "environment", "record": production_env()}),
+    );
+    event["cwd"] = json!(decoy);
+    for dialect in ["claude-code", "codex"] {
+        let (decision, reason) =
+            hook(&sandbox, dialect, &[], event.to_string().as_bytes()).decision();
+        assert_eq!(decision, if dialect == "codex" { "deny" } else { "ask" });
+        assert!(reason.contains("production"), "{reason}");
+    }
+    // The server's record is what the hook reads: a staging save there needs nobody.
+    event["tool_input"]["record"] = staging_env();
+    hook(&sandbox, "claude-code", &[], event.to_string().as_bytes())
+        .assert_no_opinion("staging save, registry from the server's record");
+    // Naming the decoy to the hook does not help either: it disagrees with the server.
+    let decoy_flag = decoy.display().to_string();
+    let (decision, reason) = hook(
+        &sandbox,
+        "claude-code",
+        &["--registry", &decoy_flag],
+        event.to_string().as_bytes(),
+    )
+    .decision();
+    assert_eq!(decision, "ask");
+    assert!(reason.contains("serves"), "{reason}");
 }
 
 #[test]

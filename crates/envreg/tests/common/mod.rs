@@ -57,6 +57,9 @@ impl Sandbox {
             .env_remove("KUBECONFIG_STAGING")
             .env_remove("KUBECONFIG_PROD")
             .env("HOME", self.home())
+            // Where servers record the registry they serve for their host's hook
+            // (`envreg_core::served`): private to this sandbox.
+            .env("TMPDIR", self.home())
             .env("NO_COLOR", "1");
         cmd
     }
