@@ -35,3 +35,11 @@ fn envreg_ui_md() {
     let tmp = tempfile::tempdir().unwrap();
     doc("docs/envreg-ui.md", &tmp).run();
 }
+
+/// The README's first commands are envreg's (the rest install software or run the
+/// suite: `no-run`); `cargo run -q -p envreg --` is this test's envreg binary.
+#[test]
+fn readme_md() {
+    let tmp = tempfile::tempdir().unwrap();
+    doc("README.md", &tmp).run();
+}
