@@ -383,7 +383,17 @@ async fn a_double_fork_with_setsid_and_a_cleared_environment_is_terminated() {
 async fn a_leftover_that_ignores_sigterm_is_killed() {
     for confinement in confinements() {
         let needle = unique_sleep();
-        let script = format!("(env -i setsid sh -c 'trap \"\" TERM; sleep {needle}' &) ; exit 0");
+        // The run ends only once the leftover ignores SIGTERM: without the marker, a
+        // loaded machine could deliver the SIGTERM before `trap` ran (the test once
+        // failed that way, the leftover dead without the SIGKILL it asserts).
+        let ready = tempfile::NamedTempFile::new().expect("marker");
+        let ready = ready.into_temp_path();
+        std::fs::remove_file(&ready).expect("marker path free");
+        let mark = ready.display();
+        let script = format!(
+            "(env -i setsid sh -c 'trap \"\" TERM; : > {mark}; sleep {needle}' &) ; \
+             while [ ! -e {mark} ]; do sleep 0.01; done; exit 0"
+        );
         let done = leftovers_are_terminated(&script, &needle, confinement).await;
         assert!(done.killed, "{confinement}: SIGKILL was needed: {done:?}");
     }
