@@ -19,6 +19,9 @@ use anyhow::anyhow;
 use crate::cli::{Args, CancelArgs, ResultArgs, WaitArgs};
 use crate::run::{exit_code, open_journal, print_recovered, print_result};
 
+/// Exit code of `wait --timeout` when the execution has not ended.
+pub const EXIT_TIMEOUT: u8 = 5;
+
 /// How often a runner looks for a cancel request, and `wait` at the execution: a
 /// cancel acts within this, a wait returns within this of the end.
 pub const POLL: Duration = Duration::from_millis(200);
@@ -39,7 +42,7 @@ pub async fn result(args: &Args, r: &ResultArgs) -> anyhow::Result<u8> {
             "agent-exec: execution {:?} is still {}: it has no result yet; hint: `agent-exec wait {}` waits for it",
             r.id, record.summary.state, r.id
         );
-        return Ok(crate::fleet::EXIT_TIMEOUT);
+        return Ok(EXIT_TIMEOUT);
     }
     let outcome = print_kept(true, &record)?;
     Ok(exit_code(&outcome))
@@ -114,7 +117,7 @@ pub async fn wait_local(journal: &Journal, w: &WaitArgs) -> anyhow::Result<u8> {
                         "agent-exec: wait: timed out: execution {} is still {} in pid {} on {}",
                         w.id, record.summary.state, record.owner.pid, record.owner.host
                     );
-                    return Ok(crate::fleet::EXIT_TIMEOUT);
+                    return Ok(EXIT_TIMEOUT);
                 }
                 left.min(POLL)
             }
