@@ -332,14 +332,11 @@ fn no_module_imports_itself_through_others() {
     );
 }
 
-/// Modules on a circle this test found and that is not untangled yet (issue 22); any
-/// other circle fails. `run` ↔ `results` share the output tail and the journal
-/// helpers; `command` ↔ `agent_program` the execution-id variable and the cancel
-/// check (the agent driver's rework owns both files); `dsh_bridge` and its children
-/// share the bridge's state types.
+/// Modules on a circle this test found that is not untangled yet (issue 22); any other
+/// circle fails. `command` ↔ `agent_program` share the execution-id variable and the
+/// cancel check (the agent driver's rework owns both files); `dsh_bridge` and its
+/// children share the bridge's state types.
 const KNOWN_CIRCLES: &[&str] = &[
-    "agent-exec(bin)::run",
-    "agent-exec(bin)::results",
     "agent-exec-backends::agent_program",
     "agent-exec-backends::command",
     "facet::dsh_bridge",
