@@ -218,9 +218,9 @@ impl FleetDb {
         self.conn
             .prepare_all(&[
                 &check,
-                &crate::store::workers_sql(),
-                crate::submit::EXISTING_SQL,
-                crate::submit::INSERT_SQL,
+                &crate::sql::workers_sql(),
+                crate::sql::EXISTING_SQL,
+                crate::sql::INSERT_SQL,
             ])
             .await;
         let found = {

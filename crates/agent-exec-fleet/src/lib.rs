@@ -38,6 +38,7 @@
 mod db;
 mod error;
 pub mod flags;
+mod sql;
 mod store;
 pub mod submit;
 pub mod sweep;

@@ -7,6 +7,7 @@ use serde::Serialize;
 use crate::FleetError;
 use crate::db::FleetDb;
 use crate::flags::Advertised;
+use crate::sql::workers_sql;
 
 /// Where a submitted execution is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -74,10 +75,6 @@ pub struct JobRow {
     pub result_json: Option<String>,
 }
 
-const WORKER_COLUMNS: &str = "worker_id, queue_worker_id, host, boot_id, pid, start_ticks,
-    concurrency, backends_json, state, note,
-    EXTRACT(EPOCH FROM (now() - heartbeat_at))::float8";
-
 fn worker_from(row: &tokio_postgres::Row) -> WorkerRow {
     let backends: String = row.get(7);
     WorkerRow {
@@ -97,14 +94,6 @@ fn worker_from(row: &tokio_postgres::Row) -> WorkerRow {
         note: row.get(9),
         heartbeat_age_s: row.get(10),
     }
-}
-
-/// Every worker, live first, newest first.
-pub(crate) fn workers_sql() -> String {
-    format!(
-        "SELECT {WORKER_COLUMNS} FROM agent_exec_fleet_workers
-         ORDER BY (state = 'live') DESC, started_at DESC"
-    )
 }
 
 const JOB_COLUMNS: &str = "execution_id, backend, required_json, state, worker_id,

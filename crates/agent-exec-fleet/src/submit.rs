@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::FleetError;
 use crate::db::{CANCEL_CHANNEL, FleetDb, TASK};
 use crate::flags::{Advertised, job_flags};
+use crate::sql::{EXISTING_SQL, INSERT_SQL};
 
 /// What a queued job carries: the backend's canonical name and the request.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -108,19 +109,6 @@ async fn check_journal(journal: &Journal, id: &str) -> Result<(), FleetError> {
         },
     ))
 }
-
-/// The fleet row of an execution being submitted, locked.
-pub(crate) const EXISTING_SQL: &str =
-    "SELECT state FROM agent_exec_fleet_jobs WHERE execution_id = $1 FOR UPDATE";
-
-/// The fleet row of a submitted execution (new, or one that had ended).
-pub(crate) const INSERT_SQL: &str = "INSERT INTO agent_exec_fleet_jobs
-         (execution_id, backend, required_json, request_json, state, queue_job_id)
-     VALUES ($1, $2, $3, $4, 'queued', $5)
-     ON CONFLICT (execution_id) DO UPDATE SET backend = $2, required_json = $3,
-         request_json = $4, state = 'queued', queue_job_id = $5, worker_id = NULL,
-         cancel_requested = FALSE, result_json = NULL, submitted_at = now(),
-         started_at = NULL, finished_at = NULL";
 
 /// Enqueues `request` for `backend` (a name or alias some worker advertised). Returns
 /// the canonical backend name. Refuses an id that is queued or running, and one the

@@ -71,8 +71,9 @@ mod sqlite;
 use std::path::{Path, PathBuf};
 
 pub use owner::ProcessIdentity;
+pub use pg_connection::redact_url;
 pub use pg_connection::{Notice, PgConnection};
-pub use postgres::{PgJournal, redact_url};
+pub use postgres::PgJournal;
 pub use record::{
     AttemptRecord, CancelAsk, End, ExecutionRecord, ExecutionStart, ExecutionSummary,
     KEPT_FILES_CAP, KEPT_TEXT_CAP, KeptResult, OUTPUT_TAIL_CAP, Prior, Recovered, Resumable, State,

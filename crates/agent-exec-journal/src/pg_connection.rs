@@ -48,7 +48,7 @@ impl Drop for PgConnection {
 
 impl PgConnection {
     /// Connects to `url` (no TLS, as the journal). Errors are the driver's; callers
-    /// name the location with [`crate::redact_url`], never the URL.
+    /// name the location with [`redact_url`], never the URL.
     pub async fn connect(url: &str) -> Result<PgConnection, tokio_postgres::Error> {
         let (client, mut connection) = tokio_postgres::connect(url, NoTls).await?;
         let (send, receive) = mpsc::unbounded_channel();
@@ -73,7 +73,7 @@ impl PgConnection {
             client: RwLock::new(client),
             statements: SyncMutex::new(HashMap::new()),
             notices: SyncMutex::new(Some(receive)),
-            location: crate::redact_url(url),
+            location: redact_url(url),
             task,
         })
     }
@@ -184,4 +184,48 @@ impl PgConnection {
         let statement = self.statement(client, sql).await?;
         client.query_opt(&statement, params).await
     }
+}
+
+/// The URL without its password, so it can appear in an error or a log: the
+/// password of `user:password@` is dropped, and the value of every query parameter
+/// whose name is a credential's (`password`, `sslpassword`, … — see
+/// [`agent_exec_contract::redact::is_credential_name`]) becomes `[redacted]`.
+/// Anything that is not a URL (a libpq `key=value` string) is not shown at all.
+pub fn redact_url(url: &str) -> String {
+    let Some(scheme_end) = url.find("://") else {
+        return "<postgres url>".to_owned();
+    };
+    let rest = &url[scheme_end + 3..];
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let authority = &rest[..authority_end];
+    let mut out = url[..scheme_end + 3].to_owned();
+    let after_authority = match authority.rfind('@') {
+        Some(at) => {
+            let userinfo = &authority[..at];
+            out.push_str(userinfo.split(':').next().unwrap_or(""));
+            out.push('@');
+            &rest[at + 1..]
+        }
+        None => rest,
+    };
+    // The fragment, if any, is dropped: it is never part of a connection string, so
+    // nothing in it is worth the risk of showing.
+    let before_fragment = after_authority.split('#').next().unwrap_or(after_authority);
+    let Some((path, query)) = before_fragment.split_once('?') else {
+        out.push_str(before_fragment);
+        return out;
+    };
+    out.push_str(path);
+    out.push('?');
+    let params: Vec<String> = query
+        .split('&')
+        .map(|param| match param.split_once('=') {
+            Some((name, _)) if agent_exec_contract::redact::is_credential_name(name) => {
+                format!("{name}={}", agent_exec_contract::redact::REDACTED)
+            }
+            _ => param.to_owned(),
+        })
+        .collect();
+    out.push_str(&params.join("&"));
+    out
 }

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::{Row, Transaction};
 
-use crate::pg_connection::PgConnection;
+use crate::pg_connection::{PgConnection, redact_url};
 
 use crate::owner::{Liveness, ProcessIdentity, StoredInt};
 use crate::record::{
@@ -118,50 +118,6 @@ impl std::fmt::Debug for PgJournal {
             .field("location", &self.location)
             .finish_non_exhaustive()
     }
-}
-
-/// The URL without its password, so it can appear in an error or a log: the
-/// password of `user:password@` is dropped, and the value of every query parameter
-/// whose name is a credential's (`password`, `sslpassword`, … — see
-/// [`agent_exec_contract::redact::is_credential_name`]) becomes `[redacted]`.
-/// Anything that is not a URL (a libpq `key=value` string) is not shown at all.
-pub fn redact_url(url: &str) -> String {
-    let Some(scheme_end) = url.find("://") else {
-        return "<postgres url>".to_owned();
-    };
-    let rest = &url[scheme_end + 3..];
-    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let authority = &rest[..authority_end];
-    let mut out = url[..scheme_end + 3].to_owned();
-    let after_authority = match authority.rfind('@') {
-        Some(at) => {
-            let userinfo = &authority[..at];
-            out.push_str(userinfo.split(':').next().unwrap_or(""));
-            out.push('@');
-            &rest[at + 1..]
-        }
-        None => rest,
-    };
-    // The fragment, if any, is dropped: it is never part of a connection string, so
-    // nothing in it is worth the risk of showing.
-    let before_fragment = after_authority.split('#').next().unwrap_or(after_authority);
-    let Some((path, query)) = before_fragment.split_once('?') else {
-        out.push_str(before_fragment);
-        return out;
-    };
-    out.push_str(path);
-    out.push('?');
-    let params: Vec<String> = query
-        .split('&')
-        .map(|param| match param.split_once('=') {
-            Some((name, _)) if agent_exec_contract::redact::is_credential_name(name) => {
-                format!("{name}={}", agent_exec_contract::redact::REDACTED)
-            }
-            _ => param.to_owned(),
-        })
-        .collect();
-    out.push_str(&params.join("&"));
-    out
 }
 
 impl PgJournal {
@@ -1323,7 +1279,7 @@ fn state_col(text: String) -> State {
 
 #[cfg(test)]
 mod tests {
-    use super::redact_url;
+    use crate::pg_connection::redact_url;
 
     #[test]
     fn passwords_never_reach_messages() {

@@ -325,7 +325,7 @@ pub(crate) fn own_prefix() -> String {
     format!(
         "{NAME_PREFIX}{}-{}-",
         std::process::id(),
-        crate::process::own_start_ticks()
+        crate::procfs::own_start_ticks()
     )
 }
 

@@ -98,7 +98,7 @@ use nix::unistd::Pid;
 
 use crate::cgroup::RunCgroup;
 use crate::orphans;
-use crate::procfs::{self, ProcStat};
+use crate::procfs::{self, ProcStat, own_start_ticks};
 
 /// Name of the environment variable that marks every member of a tree.
 pub const TREE_MARKER_VAR: &str = "AGENT_EXEC_TREE";
@@ -987,18 +987,6 @@ fn enter_at_exec(command: &mut tokio::process::Command, procs: Option<RawFd>, su
     unsafe {
         command.pre_exec(hook);
     }
-}
-
-/// This process's start time in clock ticks since boot (`/proc/self/stat` field 22,
-/// as the journal's owner identity has it); 0 when unreadable.
-pub(crate) fn own_start_ticks() -> u64 {
-    static TICKS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-    *TICKS.get_or_init(|| {
-        i32::try_from(std::process::id())
-            .ok()
-            .and_then(procfs::stat)
-            .map_or(0, |s| s.start_time)
-    })
 }
 
 /// The start of the tree marker (`AGENT_EXEC_TREE=<pid>-<start ticks>-`) of every

@@ -163,6 +163,18 @@ pub fn environ_starts_with(pid: i32, prefix: &[u8]) -> bool {
         .any(|entry| entry.starts_with(prefix))
 }
 
+/// This process's start time in clock ticks since boot (`/proc/self/stat` field 22,
+/// as the journal's owner identity has it); 0 when unreadable.
+pub(crate) fn own_start_ticks() -> u64 {
+    static TICKS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *TICKS.get_or_init(|| {
+        i32::try_from(std::process::id())
+            .ok()
+            .and_then(stat)
+            .map_or(0, |s| s.start_time)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,10 +12,8 @@ use anyhow::{anyhow, bail};
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::{Args, CancelArgs, SubmitArgs, WaitArgs, WorkerArgs};
+use crate::results::EXIT_TIMEOUT;
 use crate::run::{exit_code, journal_location, print_recovered, print_result};
-
-/// Exit code of `wait --timeout` when the execution has not ended.
-pub const EXIT_TIMEOUT: u8 = 5;
 
 /// The fleet's URL: the journal location, which must be PostgreSQL.
 fn fleet_url(args: &Args, config: &Config) -> anyhow::Result<String> {

@@ -2,26 +2,24 @@
 //! machine without PostgreSQL: on an SQLite journal, for a run another process owns.
 //!
 //! Cancel across processes is a request recorded in the journal that the runner polls
-//! ([`watch_cancel_requests`]; the decision is argued at
+//! ([`crate::run::watch_cancel_requests`]; the decision is argued at
 //! `agent_exec_journal::Journal::request_cancel`). `wait` polls the execution's row,
 //! and judges its owner itself, so a runner that died is settled `unknown` (as every
 //! journal open does) and the wait ends instead of hanging.
 
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use agent_exec_backends::config::Config;
-use agent_exec_contract::{CancelCause, Cancellation, ContractResult, Outcome};
+use agent_exec_contract::{ContractResult, Outcome};
 use agent_exec_journal::owner::Liveness;
 use agent_exec_journal::{CancelAsk, ExecutionRecord, Journal, JournalError, ProcessIdentity};
 use anyhow::anyhow;
 
 use crate::cli::{Args, CancelArgs, ResultArgs, WaitArgs};
-use crate::run::{exit_code, open_journal, print_recovered, print_result};
+use crate::run::{POLL, exit_code, open_journal, print_recovered, print_result};
 
-/// How often a runner looks for a cancel request, and `wait` at the execution: a
-/// cancel acts within this, a wait returns within this of the end.
-pub const POLL: Duration = Duration::from_millis(200);
+/// Exit code of `wait --timeout` when the execution has not ended.
+pub const EXIT_TIMEOUT: u8 = 5;
 
 /// `agent-exec result ID`: the kept result, byte for byte what `run --json` printed
 /// (or, when none was kept, the one rebuilt from the journal, said on stderr). Exit
@@ -39,7 +37,7 @@ pub async fn result(args: &Args, r: &ResultArgs) -> anyhow::Result<u8> {
             "agent-exec: execution {:?} is still {}: it has no result yet; hint: `agent-exec wait {}` waits for it",
             r.id, record.summary.state, r.id
         );
-        return Ok(crate::fleet::EXIT_TIMEOUT);
+        return Ok(EXIT_TIMEOUT);
     }
     let outcome = print_kept(true, &record)?;
     Ok(exit_code(&outcome))
@@ -114,7 +112,7 @@ pub async fn wait_local(journal: &Journal, w: &WaitArgs) -> anyhow::Result<u8> {
                         "agent-exec: wait: timed out: execution {} is still {} in pid {} on {}",
                         w.id, record.summary.state, record.owner.pid, record.owner.host
                     );
-                    return Ok(crate::fleet::EXIT_TIMEOUT);
+                    return Ok(EXIT_TIMEOUT);
                 }
                 left.min(POLL)
             }
@@ -153,26 +151,6 @@ pub async fn cancel_local(journal: &Journal, c: &CancelArgs) -> anyhow::Result<u
     }
 }
 
-/// Cancels `cancellation` when another process asks the journal to cancel
-/// `execution_id` (`agent-exec cancel`). Abort the task when the run is over.
-pub fn watch_cancel_requests(
-    journal: Arc<Journal>,
-    execution_id: String,
-    cancellation: Cancellation,
-) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        loop {
-            tokio::time::sleep(POLL).await;
-            // A journal that cannot be read now is tried again at the next look.
-            if let Ok(Some(request)) = journal.cancel_request(&execution_id).await {
-                eprintln!("agent-exec: canceling… ({request})");
-                cancellation.cancel(CancelCause::Caller);
-                return;
-            }
-        }
-    })
-}
-
 /// `runs prune --older-than DURATION`.
 pub async fn prune(journal: &Journal, older_than: &str) -> anyhow::Result<u8> {
     let age = crate::duration::parse(older_than).map_err(|e| anyhow!("--older-than: {e}"))?;
@@ -188,25 +166,4 @@ pub async fn prune(journal: &Journal, older_than: &str) -> anyhow::Result<u8> {
         "pruned {pruned} execution(s) that ended before {cutoff}\n"
     ))?;
     Ok(0)
-}
-
-/// What a run streamed: the last [`agent_exec_journal::OUTPUT_TAIL_CAP`] bytes of its
-/// text deltas, kept in the journal for a run whose result has no text (canceled,
-/// failed, or killed by its deadline).
-#[derive(Debug, Default)]
-pub struct OutputTail(String);
-
-impl OutputTail {
-    pub fn push(&mut self, delta: &str) {
-        let cap = agent_exec_journal::OUTPUT_TAIL_CAP;
-        self.0.push_str(delta);
-        if self.0.len() > 2 * cap {
-            let keep = agent_exec_journal::tail_of(&self.0, cap).len();
-            self.0.drain(..self.0.len() - keep);
-        }
-    }
-
-    pub fn into_string(self) -> String {
-        self.0
-    }
 }

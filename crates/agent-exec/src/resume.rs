@@ -98,7 +98,7 @@ pub async fn resume(args: &Args, r: &ResumeArgs) -> anyhow::Result<u8> {
     let journal = Arc::new(journal);
     let runtime = Runtime::new().with_journal(journal.clone());
     let watcher =
-        crate::results::watch_cancel_requests(journal.clone(), r.id.clone(), cancellation.clone());
+        crate::run::watch_cancel_requests(journal.clone(), r.id.clone(), cancellation.clone());
     let (events, printer) = event_printer(r.events);
     let options = ResumeOptions {
         events,

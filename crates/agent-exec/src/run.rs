@@ -2,6 +2,7 @@
 
 use std::io::Write as _;
 use std::sync::Arc;
+use std::time::Duration;
 
 use agent_exec_backends::config::Config;
 use agent_exec_contract::{
@@ -111,11 +112,8 @@ pub async fn run(args: &Args, run: &RunArgs) -> anyhow::Result<u8> {
 
     let journal = Arc::new(open_journal(args, &config).await?);
     let runtime = Runtime::new().with_journal(journal.clone());
-    let watcher = crate::results::watch_cancel_requests(
-        journal.clone(),
-        execution_id.clone(),
-        cancellation.clone(),
-    );
+    let watcher =
+        watch_cancel_requests(journal.clone(), execution_id.clone(), cancellation.clone());
 
     // Human mode on a `command` backend: the program's stdout and stderr as they come
     // (a Ctrl-C'd run has shown what it had), not all at the end.
@@ -158,14 +156,14 @@ pub async fn run(args: &Args, run: &RunArgs) -> anyhow::Result<u8> {
     Ok(exit_code(&result.outcome))
 }
 
-/// Keeps in the journal what the run streamed (see [`crate::results::OutputTail`]),
+/// Keeps in the journal what the run streamed (see [`OutputTail`]),
 /// once the printer has seen every event — unless the kept result's text already
 /// ends with it (the common success: one write less per run). Nothing is written when
 /// nothing streamed (a refused run must not touch the execution it was refused for).
 pub async fn keep_output_tail(
     journal: &agent_exec_journal::Journal,
     execution_id: &str,
-    tail: crate::results::OutputTail,
+    tail: OutputTail,
     result: &ContractResult,
 ) {
     let output = tail.into_string();
@@ -276,15 +274,10 @@ pub async fn resolve(
 /// A sink whose events a task keeps the output tail of and, with `--events`, prints
 /// as JSON lines on stderr. Await the task after the run: every line is then out
 /// before the result, and it returns the tail.
-pub fn event_printer(
-    events: bool,
-) -> (
-    EventSink,
-    tokio::task::JoinHandle<crate::results::OutputTail>,
-) {
+pub fn event_printer(events: bool) -> (EventSink, tokio::task::JoinHandle<OutputTail>) {
     let (sink, mut receiver) = EventSink::channel();
     let printer = tokio::spawn(async move {
-        let mut tail = crate::results::OutputTail::default();
+        let mut tail = OutputTail::default();
         while let Some(event) = receiver.next().await {
             if event.kind == agent_exec_contract::EventKind::TextDelta {
                 tail.push(&event.text);
@@ -303,16 +296,11 @@ pub fn event_printer(
 /// with `--events`, every event as a JSON line on stderr). The task ends with the
 /// run's events and gives whether the text left a line open (no final newline) and
 /// the tail of what it streamed (kept in the journal as `run` does).
-fn text_streamer(
-    events: bool,
-) -> (
-    EventSink,
-    tokio::task::JoinHandle<(bool, crate::results::OutputTail)>,
-) {
+fn text_streamer(events: bool) -> (EventSink, tokio::task::JoinHandle<(bool, OutputTail)>) {
     let (sink, mut receiver) = EventSink::channel();
     let streamer = tokio::spawn(async move {
         let mut open_line = false;
-        let mut tail = crate::results::OutputTail::default();
+        let mut tail = OutputTail::default();
         while let Some(event) = receiver.next().await {
             if events && let Ok(line) = serde_json::to_string(&event) {
                 let _ = std::io::stderr().write_all(format!("{line}\n").as_bytes());
@@ -415,4 +403,49 @@ pub fn print_result(json: bool, execution_id: &str, result: &ContractResult) -> 
         eprintln!("{line}");
     }
     Ok(())
+}
+
+/// How often a runner looks for a cancel request, and `wait` at the execution: a
+/// cancel acts within this, a wait returns within this of the end.
+pub const POLL: Duration = Duration::from_millis(200);
+
+/// Cancels `cancellation` when another process asks the journal to cancel
+/// `execution_id` (`agent-exec cancel`). Abort the task when the run is over.
+pub fn watch_cancel_requests(
+    journal: Arc<Journal>,
+    execution_id: String,
+    cancellation: Cancellation,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(POLL).await;
+            // A journal that cannot be read now is tried again at the next look.
+            if let Ok(Some(request)) = journal.cancel_request(&execution_id).await {
+                eprintln!("agent-exec: canceling… ({request})");
+                cancellation.cancel(CancelCause::Caller);
+                return;
+            }
+        }
+    })
+}
+
+/// What a run streamed: the last [`agent_exec_journal::OUTPUT_TAIL_CAP`] bytes of its
+/// text deltas, kept in the journal for a run whose result has no text (canceled,
+/// failed, or killed by its deadline).
+#[derive(Debug, Default)]
+pub struct OutputTail(String);
+
+impl OutputTail {
+    pub fn push(&mut self, delta: &str) {
+        let cap = agent_exec_journal::OUTPUT_TAIL_CAP;
+        self.0.push_str(delta);
+        if self.0.len() > 2 * cap {
+            let keep = agent_exec_journal::tail_of(&self.0, cap).len();
+            self.0.drain(..self.0.len() - keep);
+        }
+    }
+
+    pub fn into_string(self) -> String {
+        self.0
+    }
 }

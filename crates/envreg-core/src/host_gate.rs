@@ -50,24 +50,6 @@ impl WriteTool {
     }
 }
 
-/// The write tool a host's tool name stands for: `env_save`, or the host-qualified
-/// `mcp__<server>__env_save` under any server name (Claude Code plugins name theirs
-/// `plugin_<plugin>_<server>`). Anything else is not ours.
-pub fn write_tool(host_name: &str) -> Option<WriteTool> {
-    let bare = match host_name.strip_prefix("mcp__") {
-        Some(rest) => match rest.rsplit_once("__") {
-            Some((server, tool)) if !server.is_empty() => tool,
-            _ => return None,
-        },
-        None => host_name,
-    };
-    match bare {
-        "env_save" => Some(WriteTool::Save),
-        "env_delete" => Some(WriteTool::Delete),
-        _ => None,
-    }
-}
-
 /// What the gate says about one call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum GateVerdict {
@@ -134,17 +116,15 @@ pub fn unreadable(cause: impl Into<String>) -> GateVerdict {
     }
 }
 
-/// Judges a call of the host tool `host_name` with `input`. `open` opens the registry
+/// Judges a call of the write tool `tool` with `input` (which host tool name stands
+/// for it is the host's protocol, read by `envreg hook`). `open` opens the registry
 /// the call will write to; it is called only for a call that may need approval, so
-/// every other tool call costs no registry load.
+/// every other call costs no registry load.
 pub fn judge(
-    host_name: &str,
+    tool: WriteTool,
     input: &Value,
     open: impl FnOnce() -> Result<Registry, EnvError>,
 ) -> GateVerdict {
-    let Some(tool) = write_tool(host_name) else {
-        return GateVerdict::NoOpinion;
-    };
     let unjudged = |cause: String| GateVerdict::Unjudged {
         tool: tool.name(),
         cause,
@@ -229,29 +209,6 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    #[test]
-    fn write_tools_are_recognised_under_any_server_name() {
-        for (name, tool) in [
-            ("env_save", Some(WriteTool::Save)),
-            ("env_delete", Some(WriteTool::Delete)),
-            ("mcp__envreg__env_save", Some(WriteTool::Save)),
-            (
-                "mcp__plugin_envreg-facet_envreg__env_delete",
-                Some(WriteTool::Delete),
-            ),
-            ("mcp__a__b__env_save", Some(WriteTool::Save)),
-            ("mcp____env_save", None),
-            ("mcp__env_save", None),
-            ("mcp__envreg__env_resolve", None),
-            ("env_save_x", None),
-            ("Env_save", None),
-            ("Read", None),
-            ("", None),
-        ] {
-            assert_eq!(write_tool(name), tool, "{name}");
-        }
-    }
-
     fn never_opened() -> Result<Registry, EnvError> {
         panic!("the registry must not be opened for this call")
     }
@@ -259,27 +216,31 @@ mod tests {
     #[test]
     fn calls_that_cannot_need_approval_do_not_open_the_registry() {
         for (tool, input) in [
-            ("mcp__envreg__env_resolve", json!({"serviceId": "x"})),
-            ("Read", json!({"file_path": "/etc/passwd"})),
             (
-                "env_save",
+                WriteTool::Save,
                 json!({"kind": "environment", "record": {}, "dryRun": true}),
             ),
             (
-                "env_save",
+                WriteTool::Save,
                 json!({"kind": "service", "record": {"id": "x"}}),
             ),
-            ("env_save", json!({"kind": "ruleProfile", "record": {}})),
             (
-                "env_delete",
+                WriteTool::Save,
+                json!({"kind": "ruleProfile", "record": {}}),
+            ),
+            (
+                WriteTool::Delete,
                 json!({"kind": "environment", "id": "prod", "confirm": false}),
             ),
-            ("env_delete", json!({"kind": "environment", "id": "prod"})),
+            (
+                WriteTool::Delete,
+                json!({"kind": "environment", "id": "prod"}),
+            ),
         ] {
             assert_eq!(
                 judge(tool, &input, never_opened),
                 GateVerdict::NoOpinion,
-                "{tool} {input}"
+                "{tool:?} {input}"
             );
         }
     }
@@ -287,30 +248,30 @@ mod tests {
     #[test]
     fn unreadable_arguments_fail_closed() {
         for (tool, input) in [
-            ("env_save", json!("not an object")),
-            ("env_save", json!({"record": {}})),
-            ("env_save", json!({"kind": "planet", "record": {}})),
+            (WriteTool::Save, json!("not an object")),
+            (WriteTool::Save, json!({"record": {}})),
+            (WriteTool::Save, json!({"kind": "planet", "record": {}})),
             (
-                "env_save",
+                WriteTool::Save,
                 json!({"kind": "environment", "record": {}, "dryRun": "yes"}),
             ),
             (
-                "env_delete",
+                WriteTool::Delete,
                 json!({"kind": "environment", "id": "prod", "confirm": 1}),
             ),
             (
-                "env_delete",
+                WriteTool::Delete,
                 json!({"kind": "environment", "id": "../prod", "confirm": true}),
             ),
             (
-                "env_delete",
+                WriteTool::Delete,
                 json!({"kind": "environment", "confirm": true}),
             ),
         ] {
             let verdict = judge(tool, &input, never_opened);
             assert!(
                 matches!(verdict, GateVerdict::Unjudged { .. }),
-                "{tool} {input}: {verdict:?}"
+                "{tool:?} {input}: {verdict:?}"
             );
             assert!(verdict.ask_reason().is_some() && verdict.refusal_reason().is_some());
         }
@@ -319,7 +280,7 @@ mod tests {
     #[test]
     fn a_registry_that_cannot_be_opened_fails_closed() {
         let verdict = judge(
-            "env_delete",
+            WriteTool::Delete,
             &json!({"kind": "service", "id": "a", "confirm": true}),
             || Err(EnvError::invalid_argument("no registry found")),
         );

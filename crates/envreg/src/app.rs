@@ -20,7 +20,7 @@ use envreg_core::{EnvError, ErrorCode, Registry, SessionId};
 use serde_json::{Value, json};
 
 use crate::approve::TerminalApprover;
-use crate::cli::{Cli, Command, Kind, SchemaKind, SessionArg};
+use crate::cli::{Cli, Command, Kind, SessionArg};
 use crate::style::Palette;
 use crate::{human, init, locate, record_file};
 
@@ -183,7 +183,7 @@ fn execute(cli: Cli) -> Result<Done, Failure> {
             return Ok(Done::Success);
         }
         Command::Schema { kind } => {
-            outln!("{}", pretty(&schema_of(kind)));
+            outln!("{}", pretty(&kind.schema()));
             return Ok(Done::Success);
         }
         Command::Serve(args) => {
@@ -484,13 +484,6 @@ fn read_record(registry: &Registry, kind: Kind, file: &Path) -> Result<Value, Fa
             EnvError::new(ErrorCode::RecordInvalid, message).with_details(json!({ "issues": [d] })),
         )
     })
-}
-
-pub(crate) fn schema_of(kind: SchemaKind) -> Value {
-    match kind.record() {
-        Some(kind) => envreg_core::schema::record_schema(kind.record_kind()),
-        None => envreg_core::schema::config_schema(),
-    }
 }
 
 /// `envreg synth DIR`: the core's synthetic registry, plus ids to query it with.

@@ -261,6 +261,14 @@ impl SchemaKind {
             SchemaKind::Config => return None,
         })
     }
+
+    /// The JSON Schema `envreg schema KIND` prints and `envreg init` writes.
+    pub(crate) fn schema(self) -> serde_json::Value {
+        match self.record() {
+            Some(kind) => envreg_core::schema::record_schema(kind.record_kind()),
+            None => envreg_core::schema::config_schema(),
+        }
+    }
 }
 
 #[cfg(test)]

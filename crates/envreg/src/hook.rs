@@ -34,7 +34,7 @@ use std::io::{Read, Write};
 use std::path::Path;
 
 use clap::{Args, ValueEnum};
-use envreg_core::host_gate::{self, GateVerdict};
+use envreg_core::host_gate::{self, GateVerdict, WriteTool};
 use envreg_core::served::{self, HostRegistry};
 use envreg_core::{EnvError, Registry};
 use serde_json::{Value, json};
@@ -99,8 +99,29 @@ pub fn verdict(input: &[u8], registry_flag: Option<&Path>) -> GateVerdict {
     let Some(tool) = event.get("tool_name").and_then(Value::as_str) else {
         return host_gate::unreadable("the hook event has no tool_name");
     };
+    let Some(tool) = write_tool(tool) else {
+        return GateVerdict::NoOpinion;
+    };
     let tool_input = event.get("tool_input").cloned().unwrap_or(Value::Null);
     host_gate::judge(tool, &tool_input, || open(registry_flag))
+}
+
+/// The write tool a host's tool name stands for: `env_save`, or the host-qualified
+/// `mcp__<server>__env_save` under any server name (Claude Code plugins name theirs
+/// `plugin_<plugin>_<server>`). Anything else is not ours.
+fn write_tool(host_name: &str) -> Option<WriteTool> {
+    let bare = match host_name.strip_prefix("mcp__") {
+        Some(rest) => match rest.rsplit_once("__") {
+            Some((server, tool)) if !server.is_empty() => tool,
+            _ => return None,
+        },
+        None => host_name,
+    };
+    match bare {
+        "env_save" => Some(WriteTool::Save),
+        "env_delete" => Some(WriteTool::Delete),
+        _ => None,
+    }
 }
 
 /// The registry the host's server writes to (see the module docs for the order).
@@ -160,4 +181,32 @@ pub fn answer(verdict: &GateVerdict, dialect: Dialect) -> Option<String> {
         }})
         .to_string(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn write_tools_are_recognised_under_any_server_name() {
+        for (name, tool) in [
+            ("env_save", Some(WriteTool::Save)),
+            ("env_delete", Some(WriteTool::Delete)),
+            ("mcp__envreg__env_save", Some(WriteTool::Save)),
+            (
+                "mcp__plugin_envreg-facet_envreg__env_delete",
+                Some(WriteTool::Delete),
+            ),
+            ("mcp__a__b__env_save", Some(WriteTool::Save)),
+            ("mcp____env_save", None),
+            ("mcp__env_save", None),
+            ("mcp__envreg__env_resolve", None),
+            ("env_save_x", None),
+            ("Env_save", None),
+            ("Read", None),
+            ("", None),
+        ] {
+            assert_eq!(write_tool(name), tool, "{name}");
+        }
+    }
 }

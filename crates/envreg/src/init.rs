@@ -143,8 +143,8 @@ pub fn schema_files() -> Vec<(String, String)> {
     kinds
         .chain(std::iter::once(("config", SchemaKind::Config)))
         .map(|(name, kind)| {
-            let text = serde_json::to_string_pretty(&crate::app::schema_of(kind))
-                .unwrap_or_else(|_| "{}".to_owned());
+            let text =
+                serde_json::to_string_pretty(&kind.schema()).unwrap_or_else(|_| "{}".to_owned());
             (format!(".schemas/{name}.json"), text + "\n")
         })
         .collect()

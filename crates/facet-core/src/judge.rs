@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::config::Config;
+pub use crate::home::expand_home;
 use crate::seed::{
     Mode, implicit_search_reason, implicit_search_reason_no_channel, is_widening_call,
     outside_reason, outside_reason_no_channel, panel_grant_command, widen_reason,
@@ -467,18 +468,4 @@ pub fn lexical_absolute(base: &Path, raw: &Path) -> PathBuf {
         }
     }
     out
-}
-
-/// `~` and `~/…` as the user's home, because file tools expand them. `None` when the
-/// path starts with `~` but the home is unknown, or names another user's home
-/// (`~name/…`): such a path cannot be placed, so it is refused rather than guessed.
-pub fn expand_home(raw: &str) -> Option<Cow<'_, str>> {
-    let Some(rest) = raw.strip_prefix('~') else {
-        return Some(Cow::Borrowed(raw));
-    };
-    if !(rest.is_empty() || rest.starts_with('/')) {
-        return None;
-    }
-    let home = dirs::home_dir()?;
-    Some(Cow::Owned(format!("{}{rest}", home.to_string_lossy())))
 }

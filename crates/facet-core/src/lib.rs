@@ -56,6 +56,7 @@
 //! - No protocol: hook envelopes, MCP and output JSON live in the `facet` binary.
 
 pub mod config;
+mod home;
 pub mod judge;
 pub mod project;
 pub mod seed;

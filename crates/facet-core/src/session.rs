@@ -199,7 +199,7 @@ fn resolve_all(raw_paths: &[String], cwd: &Path) -> Result<Vec<PathBuf>, GrantEr
     raw_paths
         .iter()
         .map(|raw| {
-            let expanded = crate::judge::expand_home(raw)
+            let expanded = crate::home::expand_home(raw)
                 .ok_or_else(|| GrantError::Home { path: raw.clone() })?;
             containment::resolve(expanded.as_ref(), cwd)
                 .map(containment::Resolved::into_path)

@@ -44,6 +44,7 @@ pub mod dsh_bridge;
 pub mod envelope;
 pub mod facet_tool;
 pub mod hook;
+mod hook_config;
 pub mod output;
 pub mod panel;
 pub mod serve;

@@ -14,7 +14,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::envelope::Envelope;
-use crate::hook::HookConfig;
+use crate::hook_config::HookConfig;
 
 /// Why the state could not be used.
 #[derive(Debug)]
