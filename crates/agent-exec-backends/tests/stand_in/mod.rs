@@ -1,0 +1,101 @@
+//! What the agent-CLI conformance tests share (`codex_conformance.rs`,
+//! `claude_code_conformance.rs`, `pi_conformance.rs`): the real backend — its argv, its
+//! parser, its verify ladder, the one agent-CLI driver — over an `sh` stand-in for the
+//! program that speaks its recorded stream. Each test holds only what differs: the
+//! stand-in's script, the program's file name and how the backend is built.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use agent_exec_backends::agent_program::ProgramConfig;
+use agent_exec_backends::command::EXECUTION_ID_VAR;
+use agent_exec_conformance::{Harness, Scenario};
+use agent_exec_contract::Backend;
+use agent_exec_runtime::procfs;
+
+/// Builds the backend under test from its config and the harness's folder.
+pub type Build = fn(ProgramConfig, &Path) -> Arc<dyn Backend>;
+
+pub struct StandInHarness {
+    dir: tempfile::TempDir,
+    program: &'static str,
+    build: Build,
+}
+
+impl StandInHarness {
+    /// `script` is written as `program` (executable) in a fresh folder.
+    pub fn new(program: &'static str, script: &str, build: Build) -> Self {
+        agent_exec_runtime::become_subreaper().expect("subreaper");
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join(program);
+        std::fs::write(&path, script).expect("stand-in");
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        StandInHarness {
+            dir,
+            program,
+            build,
+        }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+}
+
+fn text(path: &Path) -> String {
+    path.display().to_string()
+}
+
+impl Harness for StandInHarness {
+    fn backend(&self, name: &str, scenario: Scenario) -> Arc<dyn Backend> {
+        let scenario = match scenario {
+            Scenario::Echo => "echo",
+            Scenario::Silent => "silent",
+            Scenario::Fail => "fail",
+            Scenario::Crash => "crash",
+            Scenario::Hang => "hang",
+            Scenario::WriteTarget => "write-target",
+            Scenario::WriteThenFail => "write-then-fail",
+        };
+        let mut config = ProgramConfig::new(name);
+        config.program = Some(text(&self.path(self.program)));
+        config.env.insert("SCENARIO".into(), scenario.into());
+        // Outside the workspace: logging is not a side effect.
+        config
+            .env
+            .insert("INVOCATIONS".into(), text(&self.path("invocations")));
+        config.grace_ms = 300;
+        (self.build)(config, self.dir.path())
+    }
+
+    fn invocations(&self) -> Option<Vec<String>> {
+        let text = std::fs::read_to_string(self.path("invocations")).unwrap_or_default();
+        Some(text.lines().map(str::to_owned).collect())
+    }
+
+    fn leftover_processes(&self, execution_id: &str) -> Option<usize> {
+        let needle = format!("{EXECUTION_ID_VAR}={execution_id}").into_bytes();
+        Some(
+            procfs::pids()
+                .into_iter()
+                .filter(|&pid| procfs::stat(pid).is_some_and(|s| !s.is_gone()))
+                .filter(|&pid| procfs::environ_contains(pid, &needle))
+                .count(),
+        )
+    }
+}
+
+/// The stand-in passes the real verify ladder whole, so the suite runs the paths a
+/// verified program takes (resume, structured output), not their refusals.
+pub async fn passes_verify_with_every_declared_capability(harness: &StandInHarness) {
+    let backend = harness.backend("conf-verify", Scenario::Echo);
+    let verification = backend.verify().await;
+    assert!(verification.problems.is_empty(), "{verification:?}");
+    for capability in backend.descriptor().capabilities {
+        assert!(
+            verification.verified.contains(&capability),
+            "{capability:?}: {verification:?}"
+        );
+    }
+}
