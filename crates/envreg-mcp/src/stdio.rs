@@ -17,14 +17,12 @@
 //! stdout. The error messages name what was wrong, never echo the input. The line
 //! reader, [`LineReader`], is also `envreg dsh-bridge`'s.
 
-use std::sync::Arc;
-
 use rmcp::RoleServer;
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufRead, AsyncBufReadExt as _, AsyncWriteExt as _, BufReader, Stdin, Stdout};
-use tokio::sync::Mutex;
+use tokio::io::{AsyncBufRead, AsyncBufReadExt as _, AsyncWriteExt as _, BufReader, Stdin};
+use tokio::sync::mpsc;
 
 /// The longest line accepted (4 MiB, as rmcp's HTTP body limit).
 pub const MAX_LINE_BYTES: usize = 4 * 1024 * 1024;
@@ -33,15 +31,23 @@ pub const MAX_LINE_BYTES: usize = 4 * 1024 * 1024;
 pub struct GuardedStdio {
     input: BufReader<Stdin>,
     lines: LineReader,
-    out: Arc<Mutex<Stdout>>,
+    /// Every outgoing line, in order, to the one task that owns stdout. Queuing is
+    /// synchronous, so `receive` — which rmcp may drop at any await — can neither lose
+    /// nor repeat a bad line's reply (a reply written inside `receive` was once lost
+    /// when the call was dropped while `send` held stdout, and the client hung).
+    out: mpsc::UnboundedSender<Vec<u8>>,
+    writer: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
 }
 
 impl GuardedStdio {
+    /// Must be called inside a tokio runtime (it starts the writer task).
     pub fn new() -> GuardedStdio {
+        let (out, lines) = mpsc::unbounded_channel();
         GuardedStdio {
             input: BufReader::new(tokio::io::stdin()),
             lines: LineReader::new(MAX_LINE_BYTES),
-            out: Arc::new(Mutex::new(tokio::io::stdout())),
+            out,
+            writer: Some(tokio::spawn(write_lines(lines))),
         }
     }
 }
@@ -136,11 +142,15 @@ impl Default for GuardedStdio {
     }
 }
 
-async fn write_line(out: &Mutex<Stdout>, mut bytes: Vec<u8>) -> std::io::Result<()> {
-    bytes.push(b'\n');
-    let mut out = out.lock().await;
-    out.write_all(&bytes).await?;
-    out.flush().await
+/// Writes each queued line to stdout, in order, until every sender is gone.
+async fn write_lines(mut lines: mpsc::UnboundedReceiver<Vec<u8>>) -> std::io::Result<()> {
+    let mut out = tokio::io::stdout();
+    while let Some(mut bytes) = lines.recv().await {
+        bytes.push(b'\n');
+        out.write_all(&bytes).await?;
+        out.flush().await?;
+    }
+    Ok(())
 }
 
 fn error_reply(id: Value, code: i64, message: &str) -> Vec<u8> {
@@ -189,11 +199,14 @@ impl Transport<RoleServer> for GuardedStdio {
         &mut self,
         item: TxJsonRpcMessage<RoleServer>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        let out = Arc::clone(&self.out);
-        async move {
-            let bytes = serde_json::to_vec(&item).map_err(std::io::Error::other)?;
-            write_line(&out, bytes).await
-        }
+        let queued = serde_json::to_vec(&item)
+            .map_err(std::io::Error::other)
+            .and_then(|bytes| {
+                self.out
+                    .send(bytes)
+                    .map_err(|_| std::io::Error::other("stdout is closed"))
+            });
+        async move { queued }
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
@@ -229,14 +242,20 @@ impl Transport<RoleServer> for GuardedStdio {
                 },
             };
             tracing::info!("answered an undecodable message");
-            if write_line(&self.out, reply).await.is_err() {
+            if self.out.send(reply).is_err() {
                 return None;
             }
         }
     }
 
     async fn close(&mut self) -> Result<(), Self::Error> {
-        self.out.lock().await.flush().await
+        // Closing the queue lets the writer drain what was queued and end.
+        let (closed, _) = mpsc::unbounded_channel();
+        drop(std::mem::replace(&mut self.out, closed));
+        match self.writer.take() {
+            Some(writer) => writer.await.map_err(std::io::Error::other)?,
+            None => Ok(()),
+        }
     }
 }
 
