@@ -3,7 +3,8 @@
 # LOAD busy loops competing for the cores, and report each run's status and failures.
 # CI runs the suite once on a shared 2-core machine; a test that fails one run in ten
 # fails CI one submission in ten. Usage: scripts/soak-tests.sh [RUNS] [LOAD]
-# (defaults 4 and 2). Needs the peers scripts/test.sh installs (it sources the same
+# (defaults 4 and 2). Each run goes on past a failing test binary (--no-fail-fast), so
+# one run reports every flake it meets. Needs the peers scripts/test.sh installs (it sources the same
 # scripts/setup.d steps). Logs: $SOAK_DIR (default target/soak)/run-N.log.
 set -euo pipefail
 runs="${1:-4}"
@@ -36,7 +37,7 @@ for i in $(seq 1 "$runs"); do
   fi
   start=$(date +%s)
   status=0
-  cargo test --workspace --locked >"$logs/run-$i.log" 2>&1 || status=$?
+  cargo test --workspace --locked --no-fail-fast >"$logs/run-$i.log" 2>&1 || status=$?
   stop_load
   echo "run $i: busy loops $with_load, exit $status, $(($(date +%s) - start)) s"
   if [ "$status" != 0 ]; then
