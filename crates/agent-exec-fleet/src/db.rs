@@ -1,11 +1,6 @@
-//! The fleet's connection to PostgreSQL: its own tables next to the journal's, the
-//! queue's schema, and the LISTEN channels.
-//!
-//! The fleet keeps three tables (prefix `agent_exec_fleet_`, like the journal's
-//! `agent_exec_`): `workers` (who is alive, what each verified, its lease), `jobs`
-//! (one row per submitted execution: queued → running → done, the stored result) and
-//! `events` (each execution's events in order, for `wait --events` on any machine).
-//! The queue itself is the job-queue library's schema [`QUEUE_SCHEMA`].
+//! The fleet's connection to PostgreSQL (shared with the journal), the queue
+//! library's schema [`QUEUE_SCHEMA`] and utilities, and the LISTEN channels. The
+//! fleet's own tables are `store`'s.
 
 use std::time::Duration;
 
@@ -14,7 +9,6 @@ use std::sync::Arc;
 use agent_exec_journal::{Notice, PgConnection};
 use graphile_worker::WorkerUtils;
 use graphile_worker::tokio_postgres::TokioPostgresDatabase;
-use tokio_postgres::error::SqlState;
 use tokio_postgres::{AsyncMessage, Client, NoTls};
 
 use crate::FleetError;
@@ -29,53 +23,6 @@ pub const CANCEL_CHANNEL: &str = "agent_exec_fleet_cancel";
 pub const DONE_CHANNEL: &str = "agent_exec_fleet_done";
 /// How long `connect` waits for a server that does not answer.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-
-const SCHEMA_LOCK: i64 = 0x6167_6e74_666c_6565;
-/// The version of the fleet's tables (`agent_exec_fleet_meta`, key `schema_version`).
-const SCHEMA_VERSION: i64 = 1;
-
-const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS agent_exec_fleet_meta (
-    key   TEXT PRIMARY KEY,
-    value BIGINT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS agent_exec_fleet_workers (
-    worker_id       TEXT PRIMARY KEY,
-    queue_worker_id TEXT,
-    host            TEXT NOT NULL,
-    boot_id         TEXT NOT NULL,
-    pid             BIGINT NOT NULL,
-    start_ticks     BIGINT NOT NULL,
-    concurrency     INTEGER NOT NULL,
-    backends_json   TEXT NOT NULL,
-    state           TEXT NOT NULL,
-    note            TEXT,
-    started_at      TIMESTAMPTZ NOT NULL DEFAULT now(),
-    heartbeat_at    TIMESTAMPTZ NOT NULL DEFAULT now()
-);
-CREATE TABLE IF NOT EXISTS agent_exec_fleet_jobs (
-    execution_id     TEXT PRIMARY KEY,
-    backend          TEXT NOT NULL,
-    required_json    TEXT NOT NULL,
-    request_json     TEXT NOT NULL,
-    state            TEXT NOT NULL,
-    queue_job_id     BIGINT,
-    worker_id        TEXT,
-    cancel_requested BOOLEAN NOT NULL DEFAULT FALSE,
-    result_json      TEXT,
-    submitted_at     TIMESTAMPTZ NOT NULL DEFAULT now(),
-    started_at       TIMESTAMPTZ,
-    finished_at      TIMESTAMPTZ
-);
-CREATE INDEX IF NOT EXISTS agent_exec_fleet_jobs_running
-    ON agent_exec_fleet_jobs(worker_id) WHERE state = 'running';
-CREATE TABLE IF NOT EXISTS agent_exec_fleet_events (
-    execution_id TEXT NOT NULL,
-    seq          INTEGER NOT NULL,
-    event_json   TEXT NOT NULL,
-    PRIMARY KEY (execution_id, seq)
-);
-";
 
 /// The fleet's connection to its database (shared with the journal in the one-shot
 /// commands: see [`FleetDb::connection`]).
@@ -133,23 +80,7 @@ async fn connect_shared(url: &str) -> Result<PgConnection, FleetError> {
     }
 }
 
-/// The newest migration of the queue library this binary links.
-fn queue_migration() -> i32 {
-    graphile_worker_migrations::sql::GRAPHILE_WORKER_MIGRATIONS
-        .iter()
-        .map(|m| i32::try_from(m.migration_number()).unwrap_or(i32::MAX))
-        .max()
-        .unwrap_or(0)
-}
-
 impl FleetDb {
-    /// Connects, creates the fleet tables and the queue's schema if needed.
-    pub async fn connect(url: &str) -> Result<FleetDb, FleetError> {
-        let db = FleetDb::connect_existing(url).await?;
-        db.migrate().await?;
-        Ok(db)
-    }
-
     /// Connects without creating anything (read-only views: `runs`). Queries of a
     /// database that has no fleet tables fail; callers treat that as "no fleet".
     pub async fn connect_existing(url: &str) -> Result<FleetDb, FleetError> {
@@ -200,76 +131,6 @@ impl FleetDb {
         let database =
             TokioPostgresDatabase::from_url(&self.url, pool_size).map_err(|e| self.queue_err(e))?;
         Ok(WorkerUtils::new(database, QUEUE_SCHEMA))
-    }
-
-    /// The fleet tables and the queue's schema at this binary's versions. The check is
-    /// one read (every connect but the first ones of a database); the tables are
-    /// created and the queue migrated — under an advisory lock, by the library — only
-    /// when either is missing or older. Before, every `submit` ran the DDL under the
-    /// lock and opened a second connection for the queue's check.
-    pub async fn migrate(&self) -> Result<(), FleetError> {
-        let want_queue = queue_migration();
-        let check = format!(
-            "SELECT (SELECT value FROM agent_exec_fleet_meta WHERE key = 'schema_version'),
-                    (SELECT max(id) FROM {QUEUE_SCHEMA}.migrations)"
-        );
-        // The statements of a one-shot command, prepared in one round trip (each runs
-        // once; parsing them one by one was a round trip each).
-        self.conn
-            .prepare_all(&[
-                &check,
-                &crate::sql::workers_sql(),
-                crate::sql::EXISTING_SQL,
-                crate::sql::INSERT_SQL,
-            ])
-            .await;
-        let found = {
-            let client = self.conn.read().await;
-            match self.conn.query_opt(&*client, &check, &[]).await {
-                Ok(Some(row)) => Some((row.get::<_, Option<i64>>(0), row.get::<_, Option<i32>>(1))),
-                Ok(None) => None,
-                Err(e)
-                    if e.code() == Some(&SqlState::UNDEFINED_TABLE)
-                        || e.code() == Some(&SqlState::INVALID_SCHEMA_NAME) =>
-                {
-                    None
-                }
-                Err(e) => return Err(self.pg(e)),
-            }
-        };
-        if let Some((Some(version), _)) = found
-            && version > SCHEMA_VERSION
-        {
-            return Err(FleetError::NewerSchema {
-                location: self.location.clone(),
-                found: version,
-                supported: SCHEMA_VERSION,
-            });
-        }
-        if found == Some((Some(SCHEMA_VERSION), Some(want_queue))) {
-            return Ok(());
-        }
-        {
-            let mut client = self.conn.lock().await;
-            let tx = client.transaction().await.map_err(|e| self.pg(e))?;
-            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])
-                .await
-                .map_err(|e| self.pg(e))?;
-            tx.batch_execute(SCHEMA).await.map_err(|e| self.pg(e))?;
-            tx.execute(
-                "INSERT INTO agent_exec_fleet_meta (key, value) VALUES ('schema_version', $1)
-                 ON CONFLICT (key) DO NOTHING",
-                &[&SCHEMA_VERSION],
-            )
-            .await
-            .map_err(|e| self.pg(e))?;
-            tx.commit().await.map_err(|e| self.pg(e))?;
-        }
-        // The queue's own migrations (idempotent, locked by the library).
-        self.queue_utils(1)?
-            .migrate()
-            .await
-            .map_err(|e| self.queue_err(e))
     }
 
     /// LISTEN on `channels` on this connection; the receiver gets each NOTIFY (channel,

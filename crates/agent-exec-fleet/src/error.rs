@@ -47,6 +47,10 @@ pub enum FleetError {
     InvalidRequest(String),
     #[error("worker: {0}")]
     Worker(String),
+    #[error(
+        "stored data for worker {worker_id:?} is damaged: {reason}; hint: repair or delete that worker's row in agent_exec_fleet_workers"
+    )]
+    CorruptWorker { worker_id: String, reason: String },
     #[error("stored data for execution {execution_id:?} is damaged: {reason}")]
     Corrupt {
         execution_id: String,

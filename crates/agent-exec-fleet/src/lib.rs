@@ -16,7 +16,7 @@
 //! * **The journal stays the record of truth** (`agent-exec-journal`, unchanged
 //!   tables): the worker runs each job through the same `Runtime` as `run`, so
 //!   attempts, transitions, outcomes and owners are journaled as for a local run.
-//!   The fleet's own tables ([`db`]) hold what the journal does not: the queue state,
+//!   The fleet's own tables ([`store`]) hold what the journal does not: the queue state,
 //!   the full result (text, files, logs), the events, the workers and their leases.
 //! * **A dead worker's job is `unknown`, never retried** ([`sweep`]): a lease (a
 //!   heartbeat every [`HEARTBEAT`], expired after [`LEASE`]) proves a worker gone
@@ -38,7 +38,6 @@
 mod db;
 mod error;
 pub mod flags;
-mod sql;
 mod store;
 pub mod submit;
 pub mod sweep;
@@ -50,7 +49,7 @@ use std::time::Duration;
 
 pub use db::{CANCEL_CHANNEL, CONNECT_TIMEOUT, DONE_CHANNEL, FleetDb, QUEUE_SCHEMA};
 pub use error::FleetError;
-pub use store::{JobRow, JobState, WorkerRow};
+pub use store::{JobRow, JobState, WorkerRow, WorkerState};
 pub use submit::{CancelOutcome, cancel, submit};
 pub use wait::{WaitEnd, wait};
 pub use worker::{DEFAULT_POLL_INTERVAL, WorkerSettings, advertise, run_worker};

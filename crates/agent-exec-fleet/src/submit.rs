@@ -9,9 +9,9 @@ use graphile_worker::JobSpec;
 use serde::{Deserialize, Serialize};
 
 use crate::FleetError;
-use crate::db::{CANCEL_CHANNEL, FleetDb, TASK};
+use crate::db::{FleetDb, TASK};
 use crate::flags::{Advertised, job_flags};
-use crate::sql::{EXISTING_SQL, INSERT_SQL};
+use crate::store::JobState;
 
 /// What a queued job carries: the backend's canonical name and the request.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -140,28 +140,16 @@ pub async fn submit(
 
     let mut client = db.conn.lock().await;
     let tx = client.transaction().await.map_err(|e| db.pg(e))?;
-    let existing = db
-        .conn
-        .query_opt(&tx, EXISTING_SQL, &[id])
-        .await
-        .map_err(|e| db.pg(e))?;
-    if let Some(row) = &existing {
-        let state: String = row.get(0);
-        if state != "done" {
+    if let Some(state) = db.locked_job_state(&tx, id).await? {
+        // As stored: a state this build does not know is not `done`, so it refuses.
+        if state != JobState::Done.as_str() {
             return Err(FleetError::AlreadyActive {
                 execution_id: id.clone(),
                 state,
             });
         }
         // A submit again of an execution that ended: its old events go.
-        db.conn
-            .execute(
-                &tx,
-                "DELETE FROM agent_exec_fleet_events WHERE execution_id = $1",
-                &[id],
-            )
-            .await
-            .map_err(|e| db.pg(e))?;
+        db.clear_events(&tx, id).await?;
     }
     // One attempt from the queue's point of view (invariant 3): the contract's only
     // retry layer is the caller's.
@@ -177,14 +165,15 @@ pub async fn submit(
         .add_raw_job(TASK, &payload, spec)
         .await
         .map_err(|e| db.queue_err(e))?;
-    db.conn
-        .execute(
-            &tx,
-            INSERT_SQL,
-            &[id, &canonical, &required_json, &request_json, job.id()],
-        )
-        .await
-        .map_err(|e| db.pg(e))?;
+    db.insert_job(
+        &tx,
+        id,
+        &canonical,
+        &required_json,
+        &request_json,
+        *job.id(),
+    )
+    .await?;
     tx.commit().await.map_err(|e| db.pg(e))?;
     Ok(canonical)
 }
@@ -222,39 +211,17 @@ pub async fn cancel(
     let utils = db.queue_utils(1)?;
     let mut client = db.conn.lock().await;
     let tx = client.transaction().await.map_err(|e| db.pg(e))?;
-    let Some(row) = db
-        .conn
-        .query_opt(
-            &tx,
-            "SELECT state, queue_job_id, worker_id, backend, request_json
-             FROM agent_exec_fleet_jobs WHERE execution_id = $1 FOR UPDATE",
-            &[&execution_id],
-        )
-        .await
-        .map_err(|e| db.pg(e))?
-    else {
+    let Some(job) = db.lock_job_for_cancel(&tx, execution_id).await? else {
         return Err(FleetError::NoSuchExecution(execution_id.to_owned()));
     };
-    let state: String = row.get(0);
-    let queue_job_id: Option<i64> = row.get(1);
-    let worker_id: Option<String> = row.get(2);
-    let backend: String = row.get(3);
-    let request_json: String = row.get(4);
-    if state == "done" {
+    if job.state == JobState::Done {
         return Ok(CancelOutcome::AlreadyEnded);
     }
     // The request is recorded first: a worker that claims the job from now on sees it
     // before it starts anything (see the worker's start), whatever the NOTIFY does.
-    db.conn
-        .execute(
-            &tx,
-            "UPDATE agent_exec_fleet_jobs SET cancel_requested = TRUE WHERE execution_id = $1",
-            &[&execution_id],
-        )
-        .await
-        .map_err(|e| db.pg(e))?;
-    if state == "queued"
-        && let Some(job_id) = queue_job_id
+    db.request_job_cancel(&tx, execution_id).await?;
+    if job.state == JobState::Queued
+        && let Some(job_id) = job.queue_job_id
     {
         // Deletes the job only if no worker holds it (the queue's own rule), so a
         // job is either removed here or claimed there, never both.
@@ -270,27 +237,14 @@ pub async fn cancel(
                 .err
                 .as_ref()
                 .and_then(|e| serde_json::to_string(e).ok());
-            db.conn.execute(&tx,
-                "UPDATE agent_exec_fleet_jobs SET state = 'done', result_json = $2, finished_at = now()
-                 WHERE execution_id = $1",
-                &[&execution_id, &result_json],
-            )
-            .await
-            .map_err(|e| db.pg(e))?;
-            db.conn
-                .execute(
-                    &tx,
-                    "SELECT pg_notify($1, $2)",
-                    &[&crate::db::DONE_CHANNEL, &execution_id],
-                )
-                .await
-                .map_err(|e| db.pg(e))?;
+            db.finish_dequeued(&tx, execution_id, result_json.as_deref())
+                .await?;
             tx.commit().await.map_err(|e| db.pg(e))?;
             drop(client);
             pg.record_unstarted(
                 execution_id,
-                &backend,
-                Some(&request_json),
+                &job.backend,
+                Some(&job.request_json),
                 &End {
                     outcome: State::Canceled,
                     error_json: error_json.as_deref(),
@@ -304,14 +258,9 @@ pub async fn cancel(
             return Ok(CancelOutcome::Dequeued);
         }
     }
-    db.conn
-        .execute(
-            &tx,
-            "SELECT pg_notify($1, $2)",
-            &[&CANCEL_CHANNEL, &execution_id],
-        )
-        .await
-        .map_err(|e| db.pg(e))?;
+    db.notify_cancel(&tx, execution_id).await?;
     tx.commit().await.map_err(|e| db.pg(e))?;
-    Ok(CancelOutcome::Signaled { worker_id })
+    Ok(CancelOutcome::Signaled {
+        worker_id: job.worker_id,
+    })
 }

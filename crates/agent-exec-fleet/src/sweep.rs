@@ -21,8 +21,8 @@ use agent_exec_journal::owner::Liveness;
 use agent_exec_journal::{End, Journal, ProcessIdentity, State, Usage};
 
 use crate::FleetError;
-use crate::db::{FleetDb, QUEUE_SCHEMA};
-use crate::store::WorkerRow;
+use crate::db::FleetDb;
+use crate::store::{JobState, WorkerRow, WorkerState};
 
 /// One worker found gone.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,26 +53,14 @@ pub async fn sweep(db: &FleetDb, journal: &Journal) -> Result<Vec<Departed>, Fle
     let here = ProcessIdentity::current();
     let mut departed = Vec::new();
     for worker in db.workers().await? {
-        if worker.state != "live" {
+        if worker.state != WorkerState::Live {
             continue;
         }
         let Some(reason) = gone(&worker, &here, crate::LEASE) else {
             continue;
         };
         // Only the sweeper that flips the state settles (concurrent sweepers agree).
-        let flipped = {
-            let client = db.conn.read().await;
-            db.conn
-                .execute(
-                    &*client,
-                    "UPDATE agent_exec_fleet_workers SET state = 'dead', note = $2
-                     WHERE worker_id = $1 AND state = 'live'",
-                    &[&worker.worker_id, &reason],
-                )
-                .await
-                .map_err(|e| db.pg(e))?
-        };
-        if flipped == 0 {
+        if !db.declare_dead(&worker.worker_id, &reason).await? {
             continue;
         }
         tracing::warn!(worker = %worker.worker_id, %reason, "fleet: worker gone; settling its executions");
@@ -93,38 +81,10 @@ async fn settle(
         unknown: Vec::new(),
         unstarted: Vec::new(),
     };
-    let (running, claimed) = {
-        let client = db.conn.read().await;
-        let running: Vec<String> = db.conn.query(&*client,
-                "SELECT execution_id FROM agent_exec_fleet_jobs WHERE worker_id = $1 AND state = 'running'",
-                &[&worker.worker_id],
-            )
-            .await
-            .map_err(|e| db.pg(e))?
-            .iter()
-            .map(|r| r.get(0))
-            .collect();
-        // Decision: the queue library has no API for "jobs locked by worker X", so
-        // its jobs table is read here (the one place the fleet reads the library's
-        // private schema; checked against graphile_worker 0.14).
-        let claimed: Vec<(String, i64)> = match &worker.queue_worker_id {
-            None => Vec::new(),
-            Some(queue_id) => client
-                .query(
-                    &format!(
-                        "SELECT f.execution_id, j.id FROM {QUEUE_SCHEMA}._private_jobs j
-                         JOIN agent_exec_fleet_jobs f ON f.queue_job_id = j.id
-                         WHERE j.locked_by = $1"
-                    ),
-                    &[queue_id],
-                )
-                .await
-                .map_err(|e| db.pg(e))?
-                .iter()
-                .map(|r| (r.get(0), r.get(1)))
-                .collect(),
-        };
-        (running, claimed)
+    let running = db.running_jobs(&worker.worker_id).await?;
+    let claimed = match &worker.queue_worker_id {
+        None => Vec::new(),
+        Some(queue_id) => db.claimed_jobs(queue_id).await?,
     };
     // The queue first: once a waiter sees the end, nothing of the worker is left.
     if let Some(queue_id) = &worker.queue_worker_id {
@@ -142,7 +102,7 @@ async fn settle(
         let Some(job) = db.job(id).await? else {
             continue;
         };
-        if job.state != crate::store::JobState::Queued {
+        if job.state != JobState::Queued {
             continue;
         }
         let result = ContractResult::failed(
@@ -181,20 +141,7 @@ async fn settle(
 /// Releases every queue lock of the queue worker `queue_id` and deletes those jobs:
 /// unlocked, they have used their one attempt and would never be claimed again.
 pub(crate) async fn release_queue_worker(db: &FleetDb, queue_id: &str) -> Result<(), FleetError> {
-    let ids: Vec<i64> = {
-        let client = db.conn.read().await;
-        db.conn
-            .query(
-                &*client,
-                &format!("SELECT id FROM {QUEUE_SCHEMA}._private_jobs WHERE locked_by = $1"),
-                &[&queue_id],
-            )
-            .await
-            .map_err(|e| db.pg(e))?
-            .iter()
-            .map(|r| r.get(0))
-            .collect()
-    };
+    let ids = db.queue_jobs_locked_by(queue_id).await?;
     let utils = db.queue_utils(1)?;
     utils
         .force_unlock_workers(&[queue_id])

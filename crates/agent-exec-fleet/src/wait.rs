@@ -8,7 +8,7 @@ use agent_exec_journal::{ExecutionRecord, Journal};
 use crate::FleetError;
 use crate::db::{DONE_CHANNEL, FleetDb};
 use crate::flags::{admits, allowlist, job_flags};
-use crate::store::{JobRow, JobState};
+use crate::store::{JobRow, JobState, WorkerState};
 
 /// How a wait ended.
 #[derive(Debug, Clone, PartialEq)]
@@ -155,7 +155,7 @@ async fn explain(
     }
     let live: Vec<_> = workers
         .iter()
-        .filter(|w| w.state == "live" && w.heartbeat_age_s <= crate::LEASE.as_secs_f64())
+        .filter(|w| w.state == WorkerState::Live && w.heartbeat_age_s <= crate::LEASE.as_secs_f64())
         .collect();
     let required: Vec<Capability> = job
         .required

@@ -42,6 +42,7 @@ use tokio_util::sync::CancellationToken;
 use crate::FleetError;
 use crate::db::{CANCEL_CHANNEL, FleetDb, QUEUE_SCHEMA, TASK};
 use crate::flags::{Advertised, allowlist};
+use crate::store::JobStart;
 use crate::submit::{JobPayload, canceled_while_queued};
 
 /// How a worker is run.
@@ -252,13 +253,13 @@ impl Shared {
         cancellation: Cancellation,
     ) -> Option<ContractResult> {
         let id = payload.request.execution_id.clone();
-        match start(&session.db, &id, &self.worker_id).await {
-            Ok(Start::Run) => {}
-            Ok(Start::NotOurs(state)) => {
+        match session.db.start_job(&id, &self.worker_id).await {
+            Ok(JobStart::Run) => {}
+            Ok(JobStart::NotOurs(state)) => {
                 tracing::warn!(execution = %id, %state, "fleet: claimed a job that is not queued; not run");
                 return None;
             }
-            Ok(Start::Canceled) => {
+            Ok(JobStart::Canceled) => {
                 let result = canceled_while_queued();
                 record_unstarted(
                     session,
@@ -349,50 +350,6 @@ impl Shared {
         let _ = writer.await;
         Some(result)
     }
-}
-
-enum Start {
-    Run,
-    NotOurs(String),
-    Canceled,
-}
-
-/// Flips the job from `queued` to `running` on this worker — or to `done` when a
-/// cancel was recorded while it was queued — in one statement (the fence: a row
-/// leaves `queued` once). Only when it does not is the state read, for the log.
-async fn start(db: &FleetDb, id: &str, worker_id: &str) -> Result<Start, FleetError> {
-    let client = db.conn.read().await;
-    let flipped = db
-        .conn
-        .query_opt(
-            &*client,
-            "UPDATE agent_exec_fleet_jobs
-             SET state = CASE WHEN cancel_requested THEN 'done' ELSE 'running' END,
-                 worker_id = $2, started_at = now()
-             WHERE execution_id = $1 AND state = 'queued'
-             RETURNING cancel_requested",
-            &[&id, &worker_id],
-        )
-        .await
-        .map_err(|e| db.pg(e))?;
-    if let Some(row) = flipped {
-        return Ok(if row.get::<_, bool>(0) {
-            Start::Canceled
-        } else {
-            Start::Run
-        });
-    }
-    let state = db
-        .conn
-        .query_opt(
-            &*client,
-            "SELECT state FROM agent_exec_fleet_jobs WHERE execution_id = $1",
-            &[&id],
-        )
-        .await
-        .map_err(|e| db.pg(e))?
-        .map_or_else(|| "missing".to_owned(), |row| row.get(0));
-    Ok(Start::NotOurs(state))
 }
 
 async fn record_unstarted(
@@ -606,29 +563,10 @@ async fn session(
     let worker_id = shared.worker_id.clone();
     let backends_json =
         serde_json::to_string(advertised).map_err(|e| FleetError::Worker(e.to_string()))?;
-    let registered =
-        {
-            let client = db.conn.read().await;
-            db.conn.execute(&*client,
-                "INSERT INTO agent_exec_fleet_workers (worker_id, host, boot_id, pid, start_ticks,
-                     concurrency, backends_json, state)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, 'live')
-                 ON CONFLICT (worker_id) DO UPDATE SET heartbeat_at = now(), backends_json = $7
-                 WHERE agent_exec_fleet_workers.state = 'live'",
-                &[
-                    &worker_id,
-                    &me.host,
-                    &me.boot_id,
-                    &i64::from(me.pid),
-                    &(me.start_ticks as i64),
-                    &(settings.concurrency as i32),
-                    &backends_json,
-                ],
-            )
-            .await
-            .map_err(|e| db.pg(e))?
-        };
-    if registered == 0 {
+    let registered = db
+        .register_worker(&worker_id, me, settings.concurrency, &backends_json)
+        .await?;
+    if !registered {
         shared.cancel_all();
         return Ok(SessionEnd::LeaseLost);
     }
@@ -638,18 +576,7 @@ async fn session(
         lanes,
         free_lanes: SyncMutex::new((0..lane_count).rev().collect()),
     });
-    let previous_queue_id = {
-        let client = db.conn.read().await;
-        db.conn
-            .query_opt(
-                &*client,
-                "SELECT queue_worker_id FROM agent_exec_fleet_workers WHERE worker_id = $1",
-                &[&worker_id],
-            )
-            .await
-            .map_err(|e| db.pg(e))?
-            .and_then(|r| r.get::<_, Option<String>>(0))
-    };
+    let previous_queue_id = db.queue_worker_id(&worker_id).await?;
     if let Ok(mut s) = shared.session.lock() {
         *s = Some(session.clone());
     }
@@ -670,7 +597,11 @@ async fn session(
         .poll_interval(settings.poll_interval)
         .define_job::<JobPayload>()
         .job_flag_allowlist(allowlist(
-            &advertised.iter().filter(|a| !a.verified.is_empty()).cloned().collect::<Vec<_>>(),
+            &advertised
+                .iter()
+                .filter(|a| !a.verified.is_empty())
+                .cloned()
+                .collect::<Vec<_>>(),
         ))
         .add_extension(Handle(shared.clone()))
         .listen_os_shutdown_signals(false)
@@ -682,13 +613,7 @@ async fn session(
             let db = hook_db.clone();
             let worker_id = hook_worker.clone();
             async move {
-                let client = db.conn.read().await;
-                if let Err(e) = db.conn.execute(&*client,
-                        "UPDATE agent_exec_fleet_workers SET queue_worker_id = $2 WHERE worker_id = $1",
-                        &[&worker_id, &ctx.worker_id],
-                    )
-                    .await
-                {
+                if let Err(e) = db.record_queue_worker_id(&worker_id, &ctx.worker_id).await {
                     tracing::warn!(error = %e, "fleet: cannot record the queue worker id");
                 }
             }
@@ -752,7 +677,7 @@ async fn session(
                         break Err(e);
                     }
                 }
-                if let Ok(ids) = canceled_running(&db, &worker_id).await {
+                if let Ok(ids) = db.canceled_running(&worker_id).await {
                     for id in ids { shared.cancel(&id); }
                 }
                 if ticks.is_multiple_of(3) && let Err(e) = crate::sweep::sweep(&db, &journal).await {
@@ -762,16 +687,7 @@ async fn session(
         }
     };
     if matches!(end, Ok(SessionEnd::Shutdown)) {
-        let client = db.conn.read().await;
-        let _ = db
-            .conn
-            .execute(
-                &*client,
-                "UPDATE agent_exec_fleet_workers SET state = 'stopped', note = 'shut down'
-                 WHERE worker_id = $1 AND state = 'live'",
-                &[&worker_id],
-            )
-            .await;
+        let _ = db.stop_worker(&worker_id).await;
     }
     end
 }
@@ -783,31 +699,7 @@ async fn beat(db: &FleetDb, worker_id: &str) -> Result<bool, FleetError> {
             "the database connection is closed".into(),
         ));
     }
-    let client = db.conn.read().await;
-    let n = db.conn.execute(&*client,
-            "UPDATE agent_exec_fleet_workers SET heartbeat_at = now() WHERE worker_id = $1 AND state = 'live'",
-            &[&worker_id],
-        )
-        .await
-        .map_err(|e| db.pg(e))?;
-    Ok(n == 1)
-}
-
-async fn canceled_running(db: &FleetDb, worker_id: &str) -> Result<Vec<String>, FleetError> {
-    let client = db.conn.read().await;
-    Ok(db
-        .conn
-        .query(
-            &*client,
-            "SELECT execution_id FROM agent_exec_fleet_jobs
-             WHERE worker_id = $1 AND state = 'running' AND cancel_requested",
-            &[&worker_id],
-        )
-        .await
-        .map_err(|e| db.pg(e))?
-        .iter()
-        .map(|r| r.get(0))
-        .collect())
+    db.renew_lease(worker_id).await
 }
 
 /// After a reconnect: records results the last session could not, settles what
@@ -837,18 +729,7 @@ async fn redeliver(
     }
     // Jobs this worker holds `running` that nothing here runs any more: their end
     // could not be recorded and nothing is left of it in memory — unknown.
-    let held: Vec<String> = {
-        let client = session.db.conn.read().await;
-        session.db.conn.query(&*client,
-                "SELECT execution_id FROM agent_exec_fleet_jobs WHERE worker_id = $1 AND state = 'running'",
-                &[&shared.worker_id],
-            )
-            .await
-            .map_err(|e| session.db.pg(e))?
-            .iter()
-            .map(|r| r.get(0))
-            .collect()
-    };
+    let held = session.db.running_jobs(&shared.worker_id).await?;
     let running = shared.running_ids();
     let me = ProcessIdentity::current();
     for id in held.iter().filter(|id| !running.contains(id)) {

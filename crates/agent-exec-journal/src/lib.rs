@@ -61,6 +61,7 @@
 //! on that host — or, for fleet workers, for the fleet's lease, which `agent-exec-fleet`
 //! keeps and settles through [`PgJournal::settle_orphan`]).
 
+mod decide;
 mod hook;
 pub mod owner;
 mod pg_connection;
@@ -202,6 +203,18 @@ impl std::fmt::Display for JournalLocation {
     }
 }
 
+/// Runs one operation on whichever store this journal is: the SQLite store's methods
+/// are synchronous, PostgreSQL's async; both execute what `decide` decided. The one
+/// place `Journal` tells its stores apart.
+macro_rules! on_store {
+    ($journal:expr, $j:ident => $call:expr) => {
+        match $journal {
+            Journal::Sqlite($j) => $call,
+            Journal::Postgres($j) => $call.await,
+        }
+    };
+}
+
 /// The journal, on either store.
 #[derive(Debug)]
 pub enum Journal {
@@ -242,10 +255,7 @@ impl Journal {
     }
 
     pub async fn start_execution(&self, start: &ExecutionStart<'_>) -> Result<Prior, JournalError> {
-        match self {
-            Journal::Sqlite(j) => j.start_execution(start),
-            Journal::Postgres(j) => j.start_execution(start).await,
-        }
+        on_store!(self, j => j.start_execution(start))
     }
 
     pub async fn start_attempt(
@@ -254,10 +264,7 @@ impl Journal {
         attempt: u32,
         backend: &str,
     ) -> Result<(), JournalError> {
-        match self {
-            Journal::Sqlite(j) => j.start_attempt(execution_id, attempt, backend),
-            Journal::Postgres(j) => j.start_attempt(execution_id, attempt, backend).await,
-        }
+        on_store!(self, j => j.start_attempt(execution_id, attempt, backend))
     }
 
     pub async fn transition(
@@ -267,10 +274,7 @@ impl Journal {
         to: State,
         note: Option<&str>,
     ) -> Result<(), JournalError> {
-        match self {
-            Journal::Sqlite(j) => j.transition(execution_id, attempt, to, note),
-            Journal::Postgres(j) => j.transition(execution_id, attempt, to, note).await,
-        }
+        on_store!(self, j => j.transition(execution_id, attempt, to, note))
     }
 
     pub async fn finish_attempt(
@@ -279,10 +283,7 @@ impl Journal {
         attempt: u32,
         end: &End<'_>,
     ) -> Result<(), JournalError> {
-        match self {
-            Journal::Sqlite(j) => j.finish_attempt(execution_id, attempt, end),
-            Journal::Postgres(j) => j.finish_attempt(execution_id, attempt, end).await,
-        }
+        on_store!(self, j => j.finish_attempt(execution_id, attempt, end))
     }
 
     pub async fn finish_execution(
@@ -301,10 +302,7 @@ impl Journal {
         end: &End<'_>,
         kept: Option<&KeptResult>,
     ) -> Result<(), JournalError> {
-        match self {
-            Journal::Sqlite(j) => j.finish_execution_kept(execution_id, end, kept),
-            Journal::Postgres(j) => j.finish_execution_kept(execution_id, end, kept).await,
-        }
+        on_store!(self, j => j.finish_execution_kept(execution_id, end, kept))
     }
 
     /// Asks the process running `execution_id` to cancel it; `by` says who asks
@@ -323,18 +321,12 @@ impl Journal {
         execution_id: &str,
         by: &str,
     ) -> Result<CancelAsk, JournalError> {
-        match self {
-            Journal::Sqlite(j) => j.request_cancel(execution_id, by),
-            Journal::Postgres(j) => j.request_cancel(execution_id, by).await,
-        }
+        on_store!(self, j => j.request_cancel(execution_id, by))
     }
 
     /// The cancel request recorded for `execution_id` while it is running, if any.
     pub async fn cancel_request(&self, execution_id: &str) -> Result<Option<String>, JournalError> {
-        match self {
-            Journal::Sqlite(j) => j.cancel_request(execution_id),
-            Journal::Postgres(j) => j.cancel_request(execution_id).await,
-        }
+        on_store!(self, j => j.cancel_request(execution_id))
     }
 
     /// Keeps the last [`OUTPUT_TAIL_CAP`] bytes of `output`, the output the execution
@@ -344,10 +336,7 @@ impl Journal {
         execution_id: &str,
         output: &str,
     ) -> Result<(), JournalError> {
-        match self {
-            Journal::Sqlite(j) => j.record_output_tail(execution_id, output),
-            Journal::Postgres(j) => j.record_output_tail(execution_id, output).await,
-        }
+        on_store!(self, j => j.record_output_tail(execution_id, output))
     }
 
     /// Deletes the executions that ended before `cutoff` (with their attempts and
@@ -357,10 +346,7 @@ impl Journal {
         cutoff: time::OffsetDateTime,
     ) -> Result<u64, JournalError> {
         let cutoff = rfc3339_fixed(cutoff);
-        match self {
-            Journal::Sqlite(j) => j.prune_ended_before(&cutoff),
-            Journal::Postgres(j) => j.prune_ended_before(&cutoff).await,
-        }
+        on_store!(self, j => j.prune_ended_before(&cutoff))
     }
 
     /// Records the session handle attempt `attempt` reported (checked again with
@@ -372,10 +358,7 @@ impl Journal {
         attempt: u32,
         session: &str,
     ) -> Result<(), JournalError> {
-        match self {
-            Journal::Sqlite(j) => j.record_session(execution_id, attempt, session),
-            Journal::Postgres(j) => j.record_session(execution_id, attempt, session).await,
-        }
+        on_store!(self, j => j.record_session(execution_id, attempt, session))
     }
 
     /// Whether `execution_id` could be resumed now, and on which backend and session:
@@ -384,10 +367,7 @@ impl Journal {
     /// early — before resolving and probing the backend; the claim checks again.
     pub async fn resumable(&self, execution_id: &str) -> Result<Resumable<()>, JournalError> {
         let ignore = |_: Option<&str>| Ok(());
-        match self {
-            Journal::Sqlite(j) => j.resume(execution_id, None, false, ignore),
-            Journal::Postgres(j) => j.resume(execution_id, None, false, ignore).await,
-        }
+        on_store!(self, j => j.resume(execution_id, None, false, ignore))
     }
 
     /// Claims `execution_id` for a resume on `backend` in one transaction (see
@@ -400,31 +380,19 @@ impl Journal {
         backend: &str,
         parse: impl FnOnce(Option<&str>) -> Result<T, JournalError> + Send,
     ) -> Result<Resumable<T>, JournalError> {
-        match self {
-            Journal::Sqlite(j) => j.resume(execution_id, Some(backend), true, parse),
-            Journal::Postgres(j) => j.resume(execution_id, Some(backend), true, parse).await,
-        }
+        on_store!(self, j => j.resume(execution_id, Some(backend), true, parse))
     }
 
     pub async fn list(&self, limit: u32) -> Result<Vec<ExecutionSummary>, JournalError> {
-        match self {
-            Journal::Sqlite(j) => j.list(limit),
-            Journal::Postgres(j) => j.list(limit).await,
-        }
+        on_store!(self, j => j.list(limit))
     }
 
     pub async fn show(&self, execution_id: &str) -> Result<Option<ExecutionRecord>, JournalError> {
-        match self {
-            Journal::Sqlite(j) => j.show(execution_id),
-            Journal::Postgres(j) => j.show(execution_id).await,
-        }
+        on_store!(self, j => j.show(execution_id))
     }
 
     pub async fn recover(&self) -> Result<Vec<Recovered>, JournalError> {
-        match self {
-            Journal::Sqlite(j) => j.recover(),
-            Journal::Postgres(j) => j.recover().await,
-        }
+        on_store!(self, j => j.recover())
     }
 }
 
@@ -449,91 +417,4 @@ pub(crate) fn warn_unjudged(location: &str, execution_id: &str, problem: &str) {
     tracing::warn!(
         "journal {location}: execution {execution_id:?} is left as it is: {problem}, so whether its runner lives cannot be told; hint: if no agent-exec process runs it, repair or delete that row"
     );
-}
-
-/// The contract `Error` an orphaned attempt gets: its outcome is unknown, and side effects
-/// may have happened (the process was running; we cannot know what it did).
-/// Refuses to continue an execution that ended as `previous` with the stored error
-/// `error_json`, unless [`agent_exec_contract::may_continue`] allows it. Without a
-/// readable `side_effects` in the error they are `possible` (fail closed), except
-/// for a success, which has no error and is refused anyway.
-pub(crate) fn check_continuable(
-    execution_id: &str,
-    previous: State,
-    error_json: Option<&str>,
-) -> Result<(), JournalError> {
-    let side_effects = error_json
-        .and_then(|json| serde_json::from_str::<serde_json::Value>(json).ok())
-        .and_then(|error| {
-            serde_json::from_value::<agent_exec_contract::SideEffects>(
-                error.get("side_effects")?.clone(),
-            )
-            .ok()
-        })
-        .unwrap_or(match previous {
-            State::Succeeded => agent_exec_contract::SideEffects::None,
-            _ => agent_exec_contract::SideEffects::Possible,
-        });
-    let outcome = agent_exec_contract::Outcome::from_wire(previous.as_str());
-    if agent_exec_contract::may_continue(&outcome, side_effects) {
-        return Ok(());
-    }
-    Err(JournalError::Finished {
-        execution_id: execution_id.to_owned(),
-        outcome: previous.as_str().to_owned(),
-        side_effects: side_effects.as_str().to_owned(),
-    })
-}
-
-/// The resume rule, once the owner of a non-terminal execution has been judged
-/// (`state` is then `unknown` for a dead owner; a live one was refused as busy): not
-/// a success, on the backend asked for (`wanted`, when given), and with a usable
-/// session handle on the journaled backend. The same for both stores and for the
-/// read-only check.
-pub(crate) fn check_resumable(
-    execution_id: &str,
-    state: State,
-    journaled: &str,
-    wanted: Option<&str>,
-    session: Option<(u32, String)>,
-) -> Result<(u32, String), JournalError> {
-    if state == State::Succeeded {
-        return Err(JournalError::AlreadySucceeded {
-            execution_id: execution_id.to_owned(),
-        });
-    }
-    if let Some(wanted) = wanted
-        && wanted != journaled
-    {
-        return Err(JournalError::OtherBackend {
-            execution_id: execution_id.to_owned(),
-            journaled: journaled.to_owned(),
-            requested: wanted.to_owned(),
-        });
-    }
-    match session {
-        // A stored handle is read back as outside input: one that is not an id is
-        // never handed on (it could only get here by editing the journal).
-        Some((attempt, handle)) if agent_exec_contract::check_session_handle(&handle).is_ok() => {
-            Ok((attempt, handle))
-        }
-        _ => Err(JournalError::NoSessionHandle {
-            execution_id: execution_id.to_owned(),
-            backend: journaled.to_owned(),
-        }),
-    }
-}
-
-/// The note of the transition a resume records.
-pub(crate) fn resumed_note(session_attempt: u32) -> String {
-    format!("execution resumed from attempt {session_attempt}'s session")
-}
-
-pub(crate) fn recovery_error_json(reason: &str) -> String {
-    serde_json::json!({
-        "code": "agent.unknown_outcome",
-        "reason": format!("the runner died before recording an outcome: {reason}"),
-        "side_effects": "possible",
-    })
-    .to_string()
 }

@@ -14,13 +14,13 @@ use tokio_postgres::{Row, Transaction};
 
 use crate::pg_connection::{PgConnection, redact_url};
 
-use crate::owner::{Liveness, ProcessIdentity, StoredInt};
+use crate::decide::{self, Orphan, Recovery, stored_state as state_col};
+use crate::owner::{ProcessIdentity, StoredInt};
 use crate::record::{
     AttemptRecord, CancelAsk, End, ExecutionRecord, ExecutionStart, ExecutionSummary, KeptResult,
     Prior, Recovered, Resumable, State, TransitionRecord, Usage, json_or_text,
 };
-use crate::sqlite::{check_outcome, execution_note, judgeable};
-use crate::{JournalError, now_rfc3339, recovery_error_json};
+use crate::{JournalError, now_rfc3339};
 
 /// 2 added `agent_exec_attempts.session_handle` (resume); 3 the kept result, the
 /// output tail and the cancel request on `agent_exec_executions`. An older database
@@ -300,11 +300,14 @@ impl PgJournal {
                 .await
                 .map_err(|e| self.err(e))?
                 .iter()
-                .filter(|row| match owner_from(row, 3) {
-                    (owner, None) => matches!(owner.liveness(&self.me), Liveness::Dead(_)),
-                    (_, Some(problem)) => {
-                        crate::warn_unjudged(&self.location, row.get(0), &problem);
-                        false
+                .filter(|row| {
+                    match decide::recovery(&owner_from(row, 3), |o| o.liveness(&self.me)) {
+                        Recovery::Orphaned(_) => true,
+                        Recovery::Leave => false,
+                        Recovery::Unjudged(problem) => {
+                            crate::warn_unjudged(&self.location, row.get(0), &problem);
+                            false
+                        }
                     }
                 })
                 .map(|row| row.get(0))
@@ -330,20 +333,19 @@ impl PgJournal {
         for row in rows {
             let execution_id: String = row.get(0);
             let attempt = row.get::<_, i32>(1) as u32;
-            let (owner, problem) = owner_from(&row, 3);
-            if problem.is_some() {
-                continue;
-            }
-            let Liveness::Dead(reason) = owner.liveness(&self.me) else {
+            // Judged again under the lock: it may have moved on since the read.
+            let Recovery::Orphaned(reason) =
+                decide::recovery(&owner_from(&row, 3), |o| o.liveness(&self.me))
+            else {
                 continue;
             };
-            let previous = state_col(row.get(2));
-            self.mark_unknown(&tx, &execution_id, attempt, previous, &reason)
+            let orphan = Orphan::new(state_col(row.get(2)), &reason);
+            self.mark_unknown(&tx, &execution_id, attempt, &orphan)
                 .await?;
             recovered.push(Recovered {
                 execution_id,
                 attempt,
-                previous,
+                previous: orphan.previous,
                 reason,
             });
         }
@@ -356,11 +358,10 @@ impl PgJournal {
         tx: &Transaction<'_>,
         execution_id: &str,
         attempt: u32,
-        previous: State,
-        reason: &str,
+        orphan: &Orphan,
     ) -> Result<(), JournalError> {
         let now = now_rfc3339();
-        let error = recovery_error_json(reason);
+        let error = &orphan.error_json;
         self.conn.execute(tx,
             "UPDATE agent_exec_attempts SET state = 'unknown', finished_at = $2, error_json = $3
              WHERE execution_id = $1 AND state IN ('running', 'canceling')",
@@ -375,7 +376,7 @@ impl PgJournal {
                  error_code = 'agent.unknown_outcome', cancel_requested = cancel_requested OR $3,
                  updated_at = $4
              WHERE execution_id = $1",
-                &[&execution_id, &error, &(previous == State::Canceling), &now],
+                &[&execution_id, error, &orphan.cancel_requested, &now],
             )
             .await
             .map_err(|e| self.err(e))?;
@@ -383,9 +384,9 @@ impl PgJournal {
             tx,
             execution_id,
             attempt,
-            Some(previous),
+            Some(orphan.previous),
             State::Unknown,
-            Some(reason),
+            Some(&orphan.reason),
         )
         .await
     }
@@ -419,10 +420,10 @@ impl PgJournal {
         };
         let attempt = row.get::<_, i32>(0) as u32;
         let previous = state_col(row.get(1));
-        if previous.is_terminal() || owner_from(&row, 2) != (owner.clone(), None) {
+        if !decide::settles_orphan(previous, &owner_from(&row, 2), owner) {
             return Ok(false);
         }
-        self.mark_unknown(&tx, execution_id, attempt, previous, reason)
+        self.mark_unknown(&tx, execution_id, attempt, &Orphan::new(previous, reason))
             .await?;
         tx.commit().await.map_err(|e| self.err(e))?;
         Ok(true)
@@ -441,7 +442,7 @@ impl PgJournal {
         end: &End<'_>,
         note: &str,
     ) -> Result<(), JournalError> {
-        check_outcome(end.outcome)?;
+        decide::check_outcome(end.outcome)?;
         let mut client = self.conn.lock().await;
         let tx = client.transaction().await.map_err(|e| self.err(e))?;
         let now = now_rfc3339();
@@ -481,11 +482,7 @@ impl PgJournal {
                 Some(row) => {
                     let from = state_col(row.get(0));
                     let attempts = row.get::<_, i32>(1) as u32;
-                    if !from.is_terminal() {
-                        return Err(JournalError::Invalid(format!(
-                            "execution {execution_id:?} is {from}; it did start"
-                        )));
-                    }
+                    decide::check_unstarted(execution_id, Some(from))?;
                     self.conn.execute(&tx,
                     "UPDATE agent_exec_executions SET state = $2, error_json = $3, error_code = $4,
                          updated_at = $5
@@ -553,36 +550,26 @@ impl PgJournal {
                 0,
                 None,
                 State::Running,
-                Some("execution started"),
+                Some(decide::STARTED_NOTE),
             )
             .await?;
             tx.commit().await.map_err(|e| self.err(e))?;
             return Ok(Prior::default());
         };
-        let mut previous = state_col(row.get(0));
         let attempts = row.get::<_, i32>(1) as u32;
         let deadline: Option<String> = row.get(2);
         let usage = usage_from(&row, 3);
-        let owner = judgeable(start.execution_id, previous, owner_from(&row, 5))?;
-        let mut error_json: Option<String> = row.get(9);
-        if !previous.is_terminal() {
-            match owner.liveness(me) {
-                Liveness::Dead(reason) => {
-                    self.mark_unknown(&tx, start.execution_id, attempts, previous, &reason)
-                        .await?;
-                    previous = State::Unknown;
-                    error_json = Some(crate::recovery_error_json(&reason));
-                }
-                Liveness::Alive | Liveness::Foreign => {
-                    return Err(JournalError::Busy {
-                        execution_id: start.execution_id.to_owned(),
-                        pid: owner.pid,
-                        host: owner.host,
-                    });
-                }
-            }
+        let continuation = decide::continue_execution(
+            start.execution_id,
+            state_col(row.get(0)),
+            owner_from(&row, 5),
+            row.get::<_, Option<&str>>(9),
+            |o| o.liveness(me),
+        )?;
+        if let Some(orphan) = &continuation.orphan {
+            self.mark_unknown(&tx, start.execution_id, attempts, orphan)
+                .await?;
         }
-        crate::check_continuable(start.execution_id, previous, error_json.as_deref())?;
         self.conn.execute(&tx,
             "UPDATE agent_exec_executions SET state = 'running', error_json = NULL, error_code = NULL,
                  request_json = COALESCE(request_json, $2), deadline = COALESCE(deadline, $3),
@@ -607,9 +594,9 @@ impl PgJournal {
             &tx,
             start.execution_id,
             attempts,
-            Some(previous),
+            Some(continuation.from),
             State::Running,
-            Some("execution continued (step retry)"),
+            Some(decide::CONTINUED_NOTE),
         )
         .await?;
         tx.commit().await.map_err(|e| self.err(e))?;
@@ -664,19 +651,7 @@ impl PgJournal {
         let mut client = self.conn.lock().await;
         let tx = client.transaction().await.map_err(|e| self.err(e))?;
         let (state, attempts) = self.execution_state(&tx, execution_id).await?;
-        if state.is_terminal() {
-            return Err(JournalError::AlreadyTerminal {
-                execution_id: execution_id.to_owned(),
-                attempt,
-                state,
-            });
-        }
-        if attempt != attempts + 1 {
-            return Err(JournalError::Invalid(format!(
-                "execution {execution_id:?} has {attempts} attempts; the next is {}, not {attempt}",
-                attempts + 1
-            )));
-        }
+        decide::check_next_attempt(execution_id, state, attempts, attempt)?;
         let now = now_rfc3339();
         let me = &self.me;
         let n = attempt as i32;
@@ -707,7 +682,7 @@ impl PgJournal {
             )
             .await
             .map_err(|e| self.err(e))?;
-        let note = format!("attempt {attempt} on backend {backend}");
+        let note = decide::attempt_note(attempt, backend);
         self.log(
             &tx,
             execution_id,
@@ -732,13 +707,7 @@ impl PgJournal {
         let mut client = self.conn.lock().await;
         let tx = client.transaction().await.map_err(|e| self.err(e))?;
         let state = self.attempt_state(&tx, execution_id, attempt).await?;
-        if state.is_terminal() {
-            return Err(JournalError::AlreadyTerminal {
-                execution_id: execution_id.to_owned(),
-                attempt,
-                state,
-            });
-        }
+        decide::check_attempt_open(execution_id, attempt, state)?;
         tx.execute(
             "UPDATE agent_exec_attempts SET session_handle = $3
              WHERE execution_id = $1 AND attempt = $2",
@@ -779,24 +748,15 @@ impl PgJournal {
         let request_json: Option<String> = row.get(3);
         let deadline: Option<String> = row.get(4);
         let usage = usage_from(&row, 5);
-        let owner = judgeable(execution_id, state, owner_from(&row, 7))?;
-        if !state.is_terminal() {
-            match owner.liveness(&self.me) {
-                Liveness::Dead(reason) => {
-                    if claim {
-                        self.mark_unknown(&tx, execution_id, attempts, state, &reason)
-                            .await?;
-                    }
-                    state = State::Unknown;
-                }
-                Liveness::Alive | Liveness::Foreign => {
-                    return Err(JournalError::Busy {
-                        execution_id: execution_id.to_owned(),
-                        pid: owner.pid,
-                        host: owner.host,
-                    });
-                }
+        if let Some(reason) = decide::take_over(execution_id, state, owner_from(&row, 7), |o| {
+            o.liveness(&self.me)
+        })? {
+            if claim {
+                let orphan = Orphan::new(state, &reason);
+                self.mark_unknown(&tx, execution_id, attempts, &orphan)
+                    .await?;
             }
+            state = State::Unknown;
         }
         let session = tx
             .query_opt(
@@ -809,7 +769,7 @@ impl PgJournal {
             .map_err(|e| self.err(e))?
             .map(|r| (r.get::<_, i32>(0) as u32, r.get::<_, String>(1)));
         let (session_attempt, session) =
-            crate::check_resumable(execution_id, state, &journaled, backend, session)?;
+            decide::check_resumable(execution_id, state, &journaled, backend, session)?;
         let request = parse(request_json.as_deref())?;
         if claim {
             let me = &self.me;
@@ -836,7 +796,7 @@ impl PgJournal {
                 attempts,
                 Some(state),
                 State::Running,
-                Some(&crate::resumed_note(session_attempt)),
+                Some(&decide::resumed_note(session_attempt)),
             )
             .await?;
             tx.commit().await.map_err(|e| self.err(e))?;
@@ -862,22 +822,11 @@ impl PgJournal {
         to: State,
         note: Option<&str>,
     ) -> Result<(), JournalError> {
-        if to.is_terminal() {
-            return Err(JournalError::Invalid(format!(
-                "`{to}` is terminal: record it with finish_attempt"
-            )));
-        }
+        decide::check_transition_target(to)?;
         let mut client = self.conn.lock().await;
         let tx = client.transaction().await.map_err(|e| self.err(e))?;
         let from = self.attempt_state(&tx, execution_id, attempt).await?;
-        if from.is_terminal() {
-            return Err(JournalError::AlreadyTerminal {
-                execution_id: execution_id.to_owned(),
-                attempt,
-                state: from,
-            });
-        }
-        if from == to {
+        if !decide::transition_needed(execution_id, attempt, from, to)? {
             return Ok(());
         }
         let n = attempt as i32;
@@ -915,17 +864,11 @@ impl PgJournal {
         attempt: u32,
         end: &End<'_>,
     ) -> Result<(), JournalError> {
-        check_outcome(end.outcome)?;
+        decide::check_outcome(end.outcome)?;
         let mut client = self.conn.lock().await;
         let tx = client.transaction().await.map_err(|e| self.err(e))?;
         let from = self.attempt_state(&tx, execution_id, attempt).await?;
-        if from.is_terminal() {
-            return Err(JournalError::AlreadyTerminal {
-                execution_id: execution_id.to_owned(),
-                attempt,
-                state: from,
-            });
-        }
+        decide::check_attempt_open(execution_id, attempt, from)?;
         let now = now_rfc3339();
         self.conn
             .execute(
@@ -982,17 +925,11 @@ impl PgJournal {
         end: &End<'_>,
         kept: Option<&KeptResult>,
     ) -> Result<(), JournalError> {
-        check_outcome(end.outcome)?;
+        decide::check_outcome(end.outcome)?;
         let mut client = self.conn.lock().await;
         let tx = client.transaction().await.map_err(|e| self.err(e))?;
         let (from, attempts) = self.execution_state(&tx, execution_id).await?;
-        if from.is_terminal() {
-            return Err(JournalError::AlreadyTerminal {
-                execution_id: execution_id.to_owned(),
-                attempt: attempts,
-                state: from,
-            });
-        }
+        decide::check_execution_open(execution_id, from, attempts)?;
         self.conn
             .execute(
                 &tx,
@@ -1019,7 +956,7 @@ impl PgJournal {
             attempts,
             Some(from),
             end.outcome,
-            Some(&execution_note(end)),
+            Some(&decide::execution_note(end)),
         )
         .await?;
         tx.commit().await.map_err(|e| self.err(e))
@@ -1046,10 +983,9 @@ impl PgJournal {
             .ok_or_else(|| JournalError::NoSuchExecution(execution_id.to_owned()))?;
         let state = state_col(row.get(0));
         let attempts = row.get::<_, i32>(1) as u32;
-        if state.is_terminal() {
+        let Some(note) = decide::cancel_note(state, by, &now_rfc3339()) else {
             return Ok(CancelAsk::AlreadyEnded(state));
-        }
-        let note = format!("cancel requested by {by} at {}", now_rfc3339());
+        };
         self.conn
             .execute(
                 &tx,
@@ -1271,10 +1207,6 @@ fn owner_from(r: &Row, first: usize) -> (ProcessIdentity, Option<String>) {
         StoredInt::Int(r.get(first + 2)),
         StoredInt::Int(r.get(first + 3)),
     )
-}
-
-fn state_col(text: String) -> State {
-    State::parse(&text).unwrap_or(State::Unknown)
 }
 
 #[cfg(test)]

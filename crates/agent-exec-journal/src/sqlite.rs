@@ -20,12 +20,13 @@ use std::sync::Mutex;
 
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 
-use crate::owner::{Liveness, ProcessIdentity, StoredInt};
+use crate::decide::{self, Orphan, Recovery, stored_state as state_col};
+use crate::owner::{ProcessIdentity, StoredInt};
 use crate::record::{
     AttemptRecord, CancelAsk, End, ExecutionRecord, ExecutionStart, ExecutionSummary, KeptResult,
     Prior, Recovered, Resumable, State, TransitionRecord, Usage, json_or_text,
 };
-use crate::{JournalError, now_rfc3339, recovery_error_json};
+use crate::{JournalError, now_rfc3339};
 
 /// The schema version this build writes (`PRAGMA user_version`). 2 added
 /// `attempts.session_handle` (resume); 3 added the kept result, the output tail and
@@ -299,20 +300,22 @@ impl SqliteJournal {
                     .map_err(|e| self.err(e))?
             };
             let mut recovered = Vec::new();
-            for (execution_id, attempt, state, (owner, problem)) in open {
-                if let Some(problem) = problem {
-                    crate::warn_unjudged(&self.path.display().to_string(), &execution_id, &problem);
-                    continue;
-                }
-                let Liveness::Dead(reason) = owner.liveness(&self.me) else {
-                    continue;
+            for (execution_id, attempt, state, owner) in open {
+                let reason = match decide::recovery(&owner, |o| o.liveness(&self.me)) {
+                    Recovery::Orphaned(reason) => reason,
+                    Recovery::Leave => continue,
+                    Recovery::Unjudged(problem) => {
+                        let location = self.path.display().to_string();
+                        crate::warn_unjudged(&location, &execution_id, &problem);
+                        continue;
+                    }
                 };
-                let previous = state_col(state);
-                self.mark_unknown(tx, &execution_id, attempt, previous, &reason)?;
+                let orphan = Orphan::new(state_col(state), &reason);
+                self.mark_unknown(tx, &execution_id, attempt, &orphan)?;
                 recovered.push(Recovered {
                     execution_id,
                     attempt,
-                    previous,
+                    previous: orphan.previous,
                     reason,
                 });
             }
@@ -325,11 +328,10 @@ impl SqliteJournal {
         tx: &Tx<'_>,
         execution_id: &str,
         attempt: u32,
-        previous: State,
-        reason: &str,
+        orphan: &Orphan,
     ) -> Result<(), JournalError> {
         let now = now_rfc3339();
-        let error = recovery_error_json(reason);
+        let error = &orphan.error_json;
         tx.execute(
             "UPDATE attempts SET state = 'unknown', finished_at = ?2, error_json = ?3
              WHERE execution_id = ?1 AND state IN ('running', 'canceling')",
@@ -341,16 +343,16 @@ impl SqliteJournal {
                  error_code = 'agent.unknown_outcome',
                  cancel_requested = cancel_requested OR ?3, updated_at = ?4
              WHERE execution_id = ?1",
-            params![execution_id, error, previous == State::Canceling, now],
+            params![execution_id, error, orphan.cancel_requested, now],
         )
         .map_err(|e| self.err(e))?;
         self.log(
             tx,
             execution_id,
             attempt,
-            Some(previous),
+            Some(orphan.previous),
             State::Unknown,
-            Some(reason),
+            Some(&orphan.reason),
         )
     }
 
@@ -380,8 +382,7 @@ impl SqliteJournal {
                 .optional()
                 .map_err(|e| self.err(e))?;
             let me = &self.me;
-            let Some((mut previous, attempts, deadline, usage, owner, mut error_json)) = existing
-            else {
+            let Some((previous, attempts, deadline, usage, owner, error_json)) = existing else {
                 tx.execute(
                     "INSERT INTO executions (execution_id, backend, state, attempts, request_json,
                          deadline, owner_host, owner_boot_id, owner_pid, owner_start_ticks,
@@ -406,28 +407,20 @@ impl SqliteJournal {
                     0,
                     None,
                     State::Running,
-                    Some("execution started"),
+                    Some(decide::STARTED_NOTE),
                 )?;
                 return Ok(Prior::default());
             };
-            let owner = judgeable(start.execution_id, previous, owner)?;
-            if !previous.is_terminal() {
-                match owner.liveness(me) {
-                    Liveness::Dead(reason) => {
-                        self.mark_unknown(tx, start.execution_id, attempts, previous, &reason)?;
-                        previous = State::Unknown;
-                        error_json = Some(crate::recovery_error_json(&reason));
-                    }
-                    Liveness::Alive | Liveness::Foreign => {
-                        return Err(JournalError::Busy {
-                            execution_id: start.execution_id.to_owned(),
-                            pid: owner.pid,
-                            host: owner.host,
-                        });
-                    }
-                }
+            let continuation = decide::continue_execution(
+                start.execution_id,
+                previous,
+                owner,
+                error_json.as_deref(),
+                |o| o.liveness(me),
+            )?;
+            if let Some(orphan) = &continuation.orphan {
+                self.mark_unknown(tx, start.execution_id, attempts, orphan)?;
             }
-            crate::check_continuable(start.execution_id, previous, error_json.as_deref())?;
             tx.execute(
                 "UPDATE executions SET state = 'running', error_json = NULL, error_code = NULL,
                      request_json = COALESCE(request_json, ?2), deadline = COALESCE(deadline, ?3),
@@ -451,9 +444,9 @@ impl SqliteJournal {
                 tx,
                 start.execution_id,
                 attempts,
-                Some(previous),
+                Some(continuation.from),
                 State::Running,
-                Some("execution continued (step retry)"),
+                Some(decide::CONTINUED_NOTE),
             )?;
             Ok(Prior {
                 attempts,
@@ -472,19 +465,7 @@ impl SqliteJournal {
     ) -> Result<(), JournalError> {
         self.with_tx(|tx| {
             let (state, attempts) = self.execution_state(tx, execution_id)?;
-            if state.is_terminal() {
-                return Err(JournalError::AlreadyTerminal {
-                    execution_id: execution_id.to_owned(),
-                    attempt,
-                    state,
-                });
-            }
-            if attempt != attempts + 1 {
-                return Err(JournalError::Invalid(format!(
-                    "execution {execution_id:?} has {attempts} attempts; the next is {}, not {attempt}",
-                    attempts + 1
-                )));
-            }
+            decide::check_next_attempt(execution_id, state, attempts, attempt)?;
             let now = now_rfc3339();
             let me = &self.me;
             tx.execute(
@@ -509,7 +490,7 @@ impl SqliteJournal {
                 params![execution_id, attempt, backend, now],
             )
             .map_err(|e| self.err(e))?;
-            let note = format!("attempt {attempt} on backend {backend}");
+            let note = decide::attempt_note(attempt, backend);
             self.log(tx, execution_id, attempt, None, State::Running, Some(&note))
         })
     }
@@ -565,13 +546,7 @@ impl SqliteJournal {
         agent_exec_contract::check_session_handle(session).map_err(JournalError::Invalid)?;
         self.with_tx(|tx| {
             let state = self.attempt_state(tx, execution_id, attempt)?;
-            if state.is_terminal() {
-                return Err(JournalError::AlreadyTerminal {
-                    execution_id: execution_id.to_owned(),
-                    attempt,
-                    state,
-                });
-            }
+            decide::check_attempt_open(execution_id, attempt, state)?;
             tx.execute(
                 "UPDATE attempts SET session_handle = ?3 WHERE execution_id = ?1 AND attempt = ?2",
                 params![execution_id, attempt, session],
@@ -616,23 +591,13 @@ impl SqliteJournal {
             else {
                 return Err(JournalError::NoSuchExecution(execution_id.to_owned()));
             };
-            let owner = judgeable(execution_id, state, owner)?;
-            if !state.is_terminal() {
-                match owner.liveness(&self.me) {
-                    Liveness::Dead(reason) => {
-                        if claim {
-                            self.mark_unknown(tx, execution_id, attempts, state, &reason)?;
-                        }
-                        state = State::Unknown;
-                    }
-                    Liveness::Alive | Liveness::Foreign => {
-                        return Err(JournalError::Busy {
-                            execution_id: execution_id.to_owned(),
-                            pid: owner.pid,
-                            host: owner.host,
-                        });
-                    }
+            if let Some(reason) =
+                decide::take_over(execution_id, state, owner, |o| o.liveness(&self.me))?
+            {
+                if claim {
+                    self.mark_unknown(tx, execution_id, attempts, &Orphan::new(state, &reason))?;
                 }
+                state = State::Unknown;
             }
             let session = tx
                 .query_row(
@@ -645,7 +610,7 @@ impl SqliteJournal {
                 .optional()
                 .map_err(|e| self.err(e))?;
             let (session_attempt, session) =
-                crate::check_resumable(execution_id, state, &journaled, backend, session)?;
+                decide::check_resumable(execution_id, state, &journaled, backend, session)?;
             let request = parse(request_json.as_deref())?;
             if claim {
                 let me = &self.me;
@@ -671,7 +636,7 @@ impl SqliteJournal {
                     attempts,
                     Some(state),
                     State::Running,
-                    Some(&crate::resumed_note(session_attempt)),
+                    Some(&decide::resumed_note(session_attempt)),
                 )?;
             }
             Ok(Resumable {
@@ -697,21 +662,10 @@ impl SqliteJournal {
         to: State,
         note: Option<&str>,
     ) -> Result<(), JournalError> {
-        if to.is_terminal() {
-            return Err(JournalError::Invalid(format!(
-                "`{to}` is terminal: record it with finish_attempt"
-            )));
-        }
+        decide::check_transition_target(to)?;
         self.with_tx(|tx| {
             let from = self.attempt_state(tx, execution_id, attempt)?;
-            if from.is_terminal() {
-                return Err(JournalError::AlreadyTerminal {
-                    execution_id: execution_id.to_owned(),
-                    attempt,
-                    state: from,
-                });
-            }
-            if from == to {
+            if !decide::transition_needed(execution_id, attempt, from, to)? {
                 return Ok(());
             }
             tx.execute(
@@ -744,16 +698,10 @@ impl SqliteJournal {
         attempt: u32,
         end: &End<'_>,
     ) -> Result<(), JournalError> {
-        check_outcome(end.outcome)?;
+        decide::check_outcome(end.outcome)?;
         self.with_tx(|tx| {
             let from = self.attempt_state(tx, execution_id, attempt)?;
-            if from.is_terminal() {
-                return Err(JournalError::AlreadyTerminal {
-                    execution_id: execution_id.to_owned(),
-                    attempt,
-                    state: from,
-                });
-            }
+            decide::check_attempt_open(execution_id, attempt, from)?;
             let now = now_rfc3339();
             tx.execute(
                 "UPDATE attempts SET state = ?3, finished_at = ?4, error_json = ?5,
@@ -794,16 +742,10 @@ impl SqliteJournal {
         end: &End<'_>,
         kept: Option<&KeptResult>,
     ) -> Result<(), JournalError> {
-        check_outcome(end.outcome)?;
+        decide::check_outcome(end.outcome)?;
         self.with_tx(|tx| {
             let (from, attempts) = self.execution_state(tx, execution_id)?;
-            if from.is_terminal() {
-                return Err(JournalError::AlreadyTerminal {
-                    execution_id: execution_id.to_owned(),
-                    attempt: attempts,
-                    state: from,
-                });
-            }
+            decide::check_execution_open(execution_id, from, attempts)?;
             tx.execute(
                 "UPDATE executions SET state = ?2, error_json = ?3, error_code = ?4,
                      cancel_requested = cancel_requested OR ?5, updated_at = ?6,
@@ -827,7 +769,7 @@ impl SqliteJournal {
                 attempts,
                 Some(from),
                 end.outcome,
-                Some(&execution_note(end)),
+                Some(&decide::execution_note(end)),
             )
         })
     }
@@ -849,10 +791,9 @@ impl SqliteJournal {
             let Some((state, attempts, owner)) = row else {
                 return Err(JournalError::NoSuchExecution(execution_id.to_owned()));
             };
-            if state.is_terminal() {
+            let Some(note) = decide::cancel_note(state, by, &now_rfc3339()) else {
                 return Ok(CancelAsk::AlreadyEnded(state));
-            }
-            let note = format!("cancel requested by {by} at {}", now_rfc3339());
+            };
             tx.execute(
                 "UPDATE executions SET cancel_request = COALESCE(cancel_request, ?2)
                  WHERE execution_id = ?1",
@@ -1029,25 +970,6 @@ impl SqliteJournal {
     }
 }
 
-/// The note on an execution's final transition (the attempt's own transition, just
-/// before it, carries the bare error code).
-pub(crate) fn execution_note(end: &End<'_>) -> String {
-    match end.error_code {
-        Some(code) => format!("execution finished: {code}"),
-        None => "execution finished".to_owned(),
-    }
-}
-
-pub(crate) fn check_outcome(outcome: State) -> Result<(), JournalError> {
-    if outcome.is_terminal() {
-        Ok(())
-    } else {
-        Err(JournalError::Invalid(format!(
-            "`{outcome}` is not an outcome"
-        )))
-    }
-}
-
 const SUMMARY_COLUMNS: &str =
     "execution_id, backend, state, attempts, error_code, cancel_requested,
     prompt_tokens, completion_tokens, deadline, created_at, updated_at";
@@ -1121,26 +1043,4 @@ fn text_col(r: &rusqlite::Row<'_>, i: usize) -> String {
         Ok(ValueRef::Real(f)) => f.to_string(),
         _ => String::new(),
     }
-}
-
-/// The owner of a non-terminal execution, when it can be judged; else the refusal
-/// that names the row's problem. A terminal row's owner is never judged.
-pub(crate) fn judgeable(
-    execution_id: &str,
-    state: State,
-    (owner, problem): (ProcessIdentity, Option<String>),
-) -> Result<ProcessIdentity, JournalError> {
-    match problem {
-        Some(problem) if !state.is_terminal() => Err(JournalError::Invalid(format!(
-            "execution {execution_id:?} is journaled {state}, but {problem}, so whether its runner lives cannot be told; hint: if no agent-exec process runs it, repair or delete that row, or {}",
-            crate::NEW_ID_HINT
-        ))),
-        _ => Ok(owner),
-    }
-}
-
-/// A state this build does not know (written by a newer one) reads as `unknown`: the
-/// honest reading of a value we cannot interpret.
-fn state_col(text: String) -> State {
-    State::parse(&text).unwrap_or(State::Unknown)
 }

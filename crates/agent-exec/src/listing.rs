@@ -241,7 +241,7 @@ async fn fleet_workers(
                     worker_id: worker.worker_id.clone(),
                     host: worker.owner.host.clone(),
                     pid: worker.owner.pid,
-                    state: worker.state.clone(),
+                    state: worker.state.to_string(),
                 },
             ))
         })

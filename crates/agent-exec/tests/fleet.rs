@@ -683,6 +683,42 @@ fn bad_input_is_refused_clearly_and_nothing_is_enqueued() {
     );
 }
 
+/// A worker row in a state this build does not know (a newer build's, or an edited
+/// row) is an error naming that worker, never a silent default: before, the state was
+/// a free string, so such a row's advertisement still routed jobs and `submit`
+/// enqueued one.
+#[test]
+fn a_worker_row_in_an_unknown_state_is_an_error_naming_it() {
+    let fleet = Fleet::new();
+    // Any fleet command creates the tables; with no worker this one is refused.
+    let out = fleet.submit("append", "before", &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    sql(
+        &fleet.url,
+        r#"INSERT INTO agent_exec_fleet_workers (worker_id, host, boot_id, pid, start_ticks,
+               concurrency, backends_json, state)
+           VALUES ('w-odd', 'elsewhere', 'b', 1, 1, 1,
+               '[{"name":"append","verified":["tools"]}]', 'retired')"#,
+    );
+    let out = fleet.submit("append", "x-1", &[]);
+    assert!(
+        !out.status.success(),
+        "submitted on an unreadable worker row"
+    );
+    assert!(
+        stderr(&out).contains(
+            r#"stored data for worker "w-odd" is damaged: its state is "retired", not live, stopped or dead; hint: repair or delete that worker's row in agent_exec_fleet_workers"#
+        ),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(
+        fleet.count("SELECT count(*) FROM agent_exec_fleet_jobs"),
+        0,
+        "nothing enqueued"
+    );
+}
+
 /// A PostgreSQL cluster of this test's own (the Debian binaries 30-postgres.sh uses), on
 /// its own port, so restarting it disturbs no other test. Stopped when dropped.
 struct PrivateCluster {
