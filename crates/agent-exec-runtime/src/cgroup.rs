@@ -38,10 +38,14 @@
 //! what a cleanup walking the cgroup directory finds, and the journal may be
 //! another machine's PostgreSQL.
 //!
-//! Availability is probed once per process ([`availability`]): find the directory,
-//! create and remove a child, and open its `cgroup.procs` for writing. Any failure is
-//! the answer "no cgroup here" with the reason, and runs use the subreaper instead
-//! (see [`crate::process`]).
+//! Availability is found out once per process: find the directory (read once,
+//! [`base`]), create a child, open its `cgroup.procs` for writing and see that it has
+//! a `cgroup.kill`. Any failure is the answer "no cgroup here" with the reason, and
+//! runs use the subreaper instead (see [`crate::process`]). Decision: a run's first
+//! [`RunCgroup::create`] *is* that trial, keeping the folder it made; only a caller
+//! that asks without creating ([`availability`], e.g. `backends --verify`) makes and
+//! removes a `-probe` child. The separate probe before every run's real cgroup (a
+//! mkdir, an open, an rmdir) was ~2% of the CPU time of `agent-exec run` (issue 20).
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write as _;
@@ -70,67 +74,104 @@ pub struct Availability {
 static AVAILABILITY: OnceLock<Availability> = OnceLock::new();
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
-/// Whether this process can give each run its own cgroup (probed once, cached).
+/// Whether this process can give each run its own cgroup (found out once, cached: by
+/// the first [`RunCgroup::create`], or here by creating and removing a `-probe` child).
 pub fn availability() -> &'static Availability {
-    AVAILABILITY.get_or_init(|| match probe() {
+    AVAILABILITY.get_or_init(|| {
+        let trial = base().and_then(|base| {
+            let (dir, procs) = make_child(&base.dir, &format!("{}probe", own_prefix()))?;
+            drop(procs);
+            let _ = fs::remove_dir(&dir);
+            Ok(base)
+        });
+        availability_of(trial)
+    })
+}
+
+fn availability_of(trial: Result<&Base, String>) -> Availability {
+    match trial {
         Ok(base) => Availability {
-            detail: format!("a cgroup v2 per run, under {}", base.display()),
-            base: Some(base),
+            detail: format!("a cgroup v2 per run, under {}", base.dir.display()),
+            base: Some(base.dir.clone()),
         },
         Err(reason) => Availability {
             base: None,
             detail: reason,
         },
-    })
+    }
+}
+
+/// Where this process's run cgroups go.
+#[derive(Debug)]
+struct Base {
+    /// The directory run cgroups are created in.
+    dir: PathBuf,
+    /// This process's own cgroup as `/proc/self/cgroup`'s `0::` line names it.
+    own: String,
 }
 
 /// The directory run cgroups are created in: the cgroup this process is in, under the
-/// cgroup2 mount. Not whether we may create one there ([`availability`] probes that).
-fn base_dir() -> Result<PathBuf, String> {
-    let mountinfo = fs::read_to_string("/proc/self/mountinfo")
-        .map_err(|e| format!("cannot read /proc/self/mountinfo: {e}"))?;
-    let (mount, root) =
-        cgroup2_mount(&mountinfo).ok_or_else(|| "no cgroup2 file system is mounted".to_owned())?;
-    let own = fs::read_to_string("/proc/self/cgroup")
-        .map_err(|e| format!("cannot read /proc/self/cgroup: {e}"))?;
-    let path = unified_path(&own)
-        .ok_or_else(|| "this process is in no cgroup v2 (no `0::` line)".to_owned())?;
-    let relative = Path::new(&path)
-        .strip_prefix(&root)
-        .map_err(|_| format!("our cgroup {path} is outside the cgroup2 mount's root {root}"))?;
-    Ok(Path::new(&mount).join(relative))
+/// cgroup2 mount. Not whether we may create one there ([`availability`] says that).
+/// Read once: this process never moves itself to another cgroup.
+fn base() -> Result<&'static Base, String> {
+    static BASE: OnceLock<Result<Base, String>> = OnceLock::new();
+    BASE.get_or_init(|| {
+        let mountinfo = fs::read_to_string("/proc/self/mountinfo")
+            .map_err(|e| format!("cannot read /proc/self/mountinfo: {e}"))?;
+        let (mount, root) = cgroup2_mount(&mountinfo)
+            .ok_or_else(|| "no cgroup2 file system is mounted".to_owned())?;
+        let own = fs::read_to_string("/proc/self/cgroup")
+            .map_err(|e| format!("cannot read /proc/self/cgroup: {e}"))?;
+        let path = unified_path(&own)
+            .ok_or_else(|| "this process is in no cgroup v2 (no `0::` line)".to_owned())?;
+        let relative = Path::new(&path)
+            .strip_prefix(&root)
+            .map_err(|_| format!("our cgroup {path} is outside the cgroup2 mount's root {root}"))?;
+        Ok(Base {
+            dir: Path::new(&mount).join(relative),
+            own: path,
+        })
+    })
+    .as_ref()
+    .map_err(Clone::clone)
 }
 
-fn probe() -> Result<PathBuf, String> {
-    let base = base_dir()?;
-    // The probe a run would need: create a child and open its cgroup.procs to write.
-    let trial = base.join(format!("{}probe", own_prefix()));
-    fs::create_dir(&trial).map_err(|e| {
+/// Creates the child cgroup `name` under `base` as a run needs it: `cgroup.procs`
+/// open to write, `cgroup.kill` present. On failure nothing is left and the reason
+/// says what to do.
+fn make_child(base: &Path, name: &str) -> Result<(PathBuf, File), String> {
+    let dir = base.join(name);
+    fs::create_dir(&dir).map_err(|e| {
         format!(
             "cannot create a cgroup under {} ({e}); run as root or in a delegated subtree \
              (systemd-run --user --scope -p Delegate=yes …)",
             base.display()
         )
     })?;
-    let writable = OpenOptions::new()
+    let procs = OpenOptions::new()
         .write(true)
-        .open(trial.join("cgroup.procs"))
-        .map(drop);
-    let kill_file = trial.join("cgroup.kill").exists();
-    let _ = fs::remove_dir(&trial);
-    writable.map_err(|e| {
-        format!(
-            "cannot write cgroup.procs under {} ({e}); run as root or in a delegated subtree",
-            base.display()
-        )
-    })?;
-    if !kill_file {
-        return Err(format!(
-            "the kernel has no cgroup.kill (Linux 5.14+) under {}",
-            base.display()
-        ));
-    }
-    Ok(base)
+        .open(dir.join("cgroup.procs"))
+        .map_err(|e| {
+            format!(
+                "cannot write cgroup.procs under {} ({e}); run as root or in a delegated subtree",
+                base.display()
+            )
+        });
+    let procs = match procs {
+        Ok(procs) if dir.join("cgroup.kill").exists() => procs,
+        Ok(_) => {
+            let _ = fs::remove_dir(&dir);
+            return Err(format!(
+                "the kernel has no cgroup.kill (Linux 5.14+) under {}",
+                base.display()
+            ));
+        }
+        Err(reason) => {
+            let _ = fs::remove_dir(&dir);
+            return Err(reason);
+        }
+    };
+    Ok((dir, procs))
 }
 
 /// The mount point and root of the first cgroup2 mount in a `/proc/self/mountinfo`
@@ -197,34 +238,30 @@ pub struct RunCgroup {
 }
 
 impl RunCgroup {
-    /// Creates a fresh cgroup for one run, when [`availability`] says there can be one.
+    /// Creates a fresh cgroup for one run, unless [`availability`] already said there
+    /// can be none. The first one of the process is also the availability trial: its
+    /// outcome is what [`availability`] answers from then on.
     pub fn create() -> std::io::Result<RunCgroup> {
-        let base = availability()
-            .base
-            .as_deref()
-            .ok_or_else(|| std::io::Error::other(availability().detail.clone()))?;
+        if let Some(known) = AVAILABILITY.get()
+            && known.base.is_none()
+        {
+            return Err(std::io::Error::other(known.detail.clone()));
+        }
         let name = format!(
             "{}{}",
             own_prefix(),
             COUNTER.fetch_add(1, Ordering::Relaxed)
         );
-        let dir = base.join(&name);
-        fs::create_dir(&dir)?;
-        let procs = match OpenOptions::new()
-            .write(true)
-            .open(dir.join("cgroup.procs"))
-        {
-            Ok(file) => file,
-            Err(e) => {
-                let _ = fs::remove_dir(&dir);
-                return Err(e);
-            }
-        };
-        let own = fs::read_to_string("/proc/self/cgroup")
-            .ok()
-            .and_then(|t| unified_path(&t))
-            .unwrap_or_default();
-        let path = format!("{}/{name}", own.trim_end_matches('/'));
+        let made = base().and_then(|base| Ok((base, make_child(&base.dir, &name)?)));
+        let known = AVAILABILITY
+            .get_or_init(|| availability_of(made.as_ref().map(|(b, _)| *b).map_err(Clone::clone)));
+        let (base, (dir, procs)) = made.map_err(std::io::Error::other)?;
+        if known.base.is_none() {
+            // Another thread's trial failed first: this process runs without cgroups.
+            let _ = fs::remove_dir(&dir);
+            return Err(std::io::Error::other(known.detail.clone()));
+        }
+        let path = format!("{}/{name}", base.own.trim_end_matches('/'));
         Ok(RunCgroup { dir, path, procs })
     }
 
@@ -384,10 +421,10 @@ pub struct Swept {
 /// get a cgroup of their own) would be judged by a pid that is not its own.
 pub fn sweep_dead_runners() -> Swept {
     let mut swept = Swept::default();
-    let Ok(base) = base_dir() else {
+    let Ok(base) = base() else {
         return swept;
     };
-    let Ok(entries) = fs::read_dir(&base) else {
+    let Ok(entries) = fs::read_dir(&base.dir) else {
         return swept;
     };
     for entry in entries.flatten() {

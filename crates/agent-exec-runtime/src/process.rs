@@ -372,15 +372,15 @@ impl ProcessTree {
         // Last resort if this struct is dropped without `terminate`: the leader at
         // least is killed; `Drop` below sweeps the group.
         command.kill_on_drop(true);
-        let wanted = limit.min(Confinement::available());
-        let cgroup = if wanted == Confinement::Cgroup {
+        // No separate availability probe: the create is the trial (cgroup.rs).
+        let cgroup = if limit >= Confinement::Cgroup {
             RunCgroup::create()
                 .map_err(|e| tracing::debug!(%e, "no cgroup for this run"))
                 .ok()
         } else {
             None
         };
-        let subreaper_leader = wanted >= Confinement::Subreaper && is_subreaper();
+        let subreaper_leader = limit >= Confinement::Subreaper && is_subreaper();
         enter_at_exec(
             &mut command,
             cgroup.as_ref().map(|c| c.procs_fd().as_raw_fd()),
