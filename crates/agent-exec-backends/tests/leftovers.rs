@@ -19,6 +19,12 @@ use agent_exec_contract::*;
 use agent_exec_runtime::process::{Confinement, LEFTOVERS_EVENT};
 use agent_exec_runtime::procfs;
 
+/// The tests of this binary run one at a time: the test process is every run's
+/// subreaper, and a run that finishes rightly claims every orphan re-parented to
+/// it — so a concurrent test's run would kill (and count) this test's deliberate
+/// escapee. Runs that overlap on purpose do so inside one test.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 fn command(script: &str) -> CommandBackend {
     agent_exec_runtime::become_subreaper().expect("subreaper");
     let mut config = CommandConfig::new("cmd", vec!["sh".into(), "-c".into(), script.into()]);
@@ -117,6 +123,7 @@ fn daemonize(tag: &str, trap: &str) -> String {
 
 #[tokio::test]
 async fn the_issue_command_succeeds_and_leaves_nothing_behind() {
+    let _one_at_a_time = ONE_AT_A_TIME.lock().await;
     let ws = tempfile::tempdir().unwrap();
     let tag = tag();
     let b = command(&format!("{}; echo started", daemonize(&tag, "")));
@@ -141,6 +148,7 @@ async fn the_issue_command_succeeds_and_leaves_nothing_behind() {
 
 #[tokio::test]
 async fn a_failure_that_left_a_process_behind_has_side_effects_possible() {
+    let _one_at_a_time = ONE_AT_A_TIME.lock().await;
     let ws = tempfile::tempdir().unwrap();
     let tag = tag();
     let b = command(&format!("{}; exit 3", daemonize(&tag, "")));
@@ -155,6 +163,7 @@ async fn a_failure_that_left_a_process_behind_has_side_effects_possible() {
 
 #[tokio::test]
 async fn a_leftover_ignoring_sigterm_is_killed_and_the_run_says_so() {
+    let _one_at_a_time = ONE_AT_A_TIME.lock().await;
     let ws = tempfile::tempdir().unwrap();
     let tag = tag();
     let b = command(&format!("{}; echo ok", daemonize(&tag, "trap \"\" TERM; ")));
@@ -170,6 +179,7 @@ async fn a_leftover_ignoring_sigterm_is_killed_and_the_run_says_so() {
 
 #[tokio::test]
 async fn a_double_fork_with_setsid_and_a_cleared_environment_leaves_nothing() {
+    let _one_at_a_time = ONE_AT_A_TIME.lock().await;
     let ws = tempfile::tempdir().unwrap();
     let tag = tag();
     let b = command(&format!(
@@ -183,6 +193,7 @@ async fn a_double_fork_with_setsid_and_a_cleared_environment_leaves_nothing() {
 
 #[tokio::test]
 async fn an_agent_backend_terminates_what_its_program_left_behind() {
+    let _one_at_a_time = ONE_AT_A_TIME.lock().await;
     let ws = tempfile::tempdir().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let tag = tag();
@@ -221,6 +232,7 @@ async fn an_agent_backend_terminates_what_its_program_left_behind() {
 
 #[tokio::test]
 async fn many_runs_leave_no_process_behind() {
+    let _one_at_a_time = ONE_AT_A_TIME.lock().await;
     let runs: usize = std::env::var("AGENT_EXEC_LEFTOVER_RUNS")
         .ok()
         .and_then(|n| n.parse().ok())

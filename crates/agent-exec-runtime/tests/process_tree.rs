@@ -10,6 +10,12 @@ use std::time::Duration;
 use agent_exec_runtime::process::{Confinement, ProcessTree, Sweep, become_subreaper};
 use agent_exec_runtime::procfs;
 
+/// The tests of this binary run one at a time: the test process is every run's
+/// subreaper, and a run that finishes rightly claims every orphan re-parented to
+/// it — so a concurrent test's run would kill (and count) this test's deliberate
+/// escapee. Runs that overlap on purpose do so inside one test.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 const GRACE: Duration = Duration::from_millis(300);
 
 /// `sh -c script` with the strongest confinement this machine gives.
@@ -78,6 +84,7 @@ async fn wait_members(tree: &mut ProcessTree, n: usize) {
 
 #[tokio::test]
 async fn grandchildren_are_terminated_with_the_leader() {
+    let _one_at_a_time = ONE_AT_A_TIME.lock().await;
     let mut tree = sh("sleep 1000 & sh -c 'sleep 1000 & sleep 1000 & wait' & wait");
     wait_members(&mut tree, 5).await;
     let marker = tree.marker().to_vec();
@@ -91,6 +98,7 @@ async fn grandchildren_are_terminated_with_the_leader() {
 
 #[tokio::test]
 async fn a_child_ignoring_sigterm_is_killed_after_the_grace_period() {
+    let _one_at_a_time = ONE_AT_A_TIME.lock().await;
     // `trap '' TERM` is inherited by the sleeps: nothing here honours SIGTERM.
     let mut tree = sh("trap '' TERM; sleep 1000 & sleep 1000 & wait");
     wait_members(&mut tree, 3).await;
@@ -103,6 +111,7 @@ async fn a_child_ignoring_sigterm_is_killed_after_the_grace_period() {
 
 #[tokio::test]
 async fn a_double_forked_orphan_is_found_after_the_leader_exits() {
+    let _one_at_a_time = ONE_AT_A_TIME.lock().await;
     // The subshell forks the sleep and exits; the leader then exits too. The sleep is
     // an orphan, re-parented to us (the subreaper), still in the group.
     let mut tree = sh("(sleep 1000 &) ; exit 0");
@@ -117,6 +126,7 @@ async fn a_double_forked_orphan_is_found_after_the_leader_exits() {
 
 #[tokio::test]
 async fn a_clean_exit_is_proved_gone_without_scanning_all_of_proc() {
+    let _one_at_a_time = ONE_AT_A_TIME.lock().await;
     // The proof gives way to the full scan under conditions a loaded machine can
     // create (too many pids allocated meanwhile, too long since the spawn), so it must
     // hold in at least one of several tries — and every try must end all gone.
@@ -137,6 +147,7 @@ async fn a_clean_exit_is_proved_gone_without_scanning_all_of_proc() {
 
 #[tokio::test]
 async fn a_leftover_in_the_group_is_never_proved_gone() {
+    let _one_at_a_time = ONE_AT_A_TIME.lock().await;
     // The leader exits leaving a grandchild in its group: `kill(-pgid, 0)` succeeds,
     // so the full scan must run, find it and terminate it.
     let mut tree = sh_confined("(sleep 1000 &) ; exit 0", Confinement::Subreaper);
@@ -151,6 +162,7 @@ async fn a_leftover_in_the_group_is_never_proved_gone() {
 
 #[tokio::test]
 async fn a_member_that_exec_s_without_the_marker_is_still_tracked() {
+    let _one_at_a_time = ONE_AT_A_TIME.lock().await;
     let unique = format!("1000.{}{}", std::process::id(), line!());
     let mut tree = sh(&format!("env -i sleep {unique} & wait"));
     wait_members(&mut tree, 2).await;
@@ -161,6 +173,7 @@ async fn a_member_that_exec_s_without_the_marker_is_still_tracked() {
 
 #[tokio::test]
 async fn a_thousand_cancel_cycles_leave_no_process_behind() {
+    let _one_at_a_time = ONE_AT_A_TIME.lock().await;
     let mut markers = HashSet::new();
     for cycle in 0..1000 {
         let mut tree = sh("sleep 1000 & sleep 1000 & wait");
@@ -182,6 +195,7 @@ async fn a_thousand_cancel_cycles_leave_no_process_behind() {
 
 #[tokio::test]
 async fn an_escapee_seen_while_watching_is_terminated_later() {
+    let _one_at_a_time = ONE_AT_A_TIME.lock().await;
     // It leaves the group and clears its environment, but its parent (the leader)
     // lives long enough for a watching scan to see it; then the leader exits.
     let unique = format!("1000.{}{}", std::process::id(), line!());
@@ -276,6 +290,7 @@ fn cgroup_per_run_is_available_here() {
 
 #[tokio::test]
 async fn the_issue_command_leaves_nothing_behind() {
+    let _one_at_a_time = ONE_AT_A_TIME.lock().await;
     for confinement in confinements() {
         let needle = unique_sleep();
         let script = format!("(env -i setsid sh -c 'sleep {needle}' &); echo started");
@@ -285,6 +300,7 @@ async fn the_issue_command_leaves_nothing_behind() {
 
 #[tokio::test]
 async fn a_double_fork_with_setsid_and_a_cleared_environment_is_terminated() {
+    let _one_at_a_time = ONE_AT_A_TIME.lock().await;
     for confinement in confinements() {
         let needle = unique_sleep();
         // setsid in the first fork, the sleep forked again and its parent gone.
@@ -295,6 +311,7 @@ async fn a_double_fork_with_setsid_and_a_cleared_environment_is_terminated() {
 
 #[tokio::test]
 async fn a_leftover_that_ignores_sigterm_is_killed() {
+    let _one_at_a_time = ONE_AT_A_TIME.lock().await;
     for confinement in confinements() {
         let needle = unique_sleep();
         // The run ends only once the leftover ignores SIGTERM: without the marker, a
@@ -315,6 +332,7 @@ async fn a_leftover_that_ignores_sigterm_is_killed() {
 
 #[tokio::test]
 async fn overlapping_runs_each_terminate_their_own_escapee() {
+    let _one_at_a_time = ONE_AT_A_TIME.lock().await;
     // Library use: several runs in one process. Run A's escapee must be terminated when
     // A ends, and B's — still running — must be left alone until B ends.
     for confinement in confinements() {
@@ -351,6 +369,7 @@ async fn overlapping_runs_each_terminate_their_own_escapee() {
 
 #[tokio::test]
 async fn a_clean_run_in_a_cgroup_reports_no_leftovers_and_removes_its_cgroup() {
+    let _one_at_a_time = ONE_AT_A_TIME.lock().await;
     if Confinement::available() != Confinement::Cgroup {
         return; // `cgroup_per_run_is_available_here` fails loudly for this case
     }
@@ -375,6 +394,7 @@ async fn a_clean_run_in_a_cgroup_reports_no_leftovers_and_removes_its_cgroup() {
 
 #[tokio::test]
 async fn a_leader_whose_main_thread_exited_still_runs_until_its_last_thread_is_gone() {
+    let _one_at_a_time = ONE_AT_A_TIME.lock().await;
     let token = unique_sleep();
     // The worker thread runs for 30 s; the main thread exits at once.
     let script = format!(

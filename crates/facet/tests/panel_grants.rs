@@ -209,11 +209,37 @@ fn on_a_terminal_the_person_is_asked_which_session() {
         .stdout(std::process::Stdio::piped())
         .spawn()
         .expect("util-linux `script` is needed for this test");
-    use std::io::Write;
+    // Type the answer once the question is on the screen, as a person does: written
+    // before it, the terminal's echo of the answer lands inside the listing (a flake
+    // seen under load: "2one\n sessions could be meant:").
+    use std::io::{Read, Write};
+    let mut stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<Vec<u8>>();
+    let reader = std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = stdout.read(&mut buf) {
+            if n == 0 || tx.send(buf[..n].to_vec()).is_err() {
+                break;
+            }
+        }
+    });
+    let mut seen = Vec::new();
+    let question = "empty to cancel)? ";
+    while !String::from_utf8_lossy(&seen).contains(question) {
+        match rx.recv_timeout(std::time::Duration::from_secs(60)) {
+            Ok(chunk) => seen.extend(chunk),
+            Err(e) => panic!(
+                "no question on the terminal ({e}): {}",
+                String::from_utf8_lossy(&seen)
+            ),
+        }
+    }
     child.stdin.take().unwrap().write_all(b"one\n").unwrap();
-    let output = child.wait_with_output().unwrap();
-    let text = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "{text}");
+    let status = child.wait().unwrap();
+    reader.join().unwrap();
+    seen.extend(rx.try_iter().flatten());
+    let text = String::from_utf8_lossy(&seen);
+    assert!(status.success(), "{text}");
     assert!(text.contains("2 sessions could be meant:"), "{text}");
     assert!(
         text.contains("(session one: chosen on the terminal.)"),
