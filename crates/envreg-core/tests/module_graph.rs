@@ -334,14 +334,10 @@ fn no_module_imports_itself_through_others() {
 
 /// Modules on a circle this test found that is not untangled yet (issue 22); any other
 /// circle fails. `command` ↔ `agent_program` share the execution-id variable and the
-/// cancel check (the agent driver's rework owns both files); `dsh_bridge` and its
-/// children share the bridge's state types.
+/// cancel check (the agent driver's rework owns both files).
 const KNOWN_CIRCLES: &[&str] = &[
     "agent-exec-backends::agent_program",
     "agent-exec-backends::command",
-    "facet::dsh_bridge",
-    "facet::dsh_bridge::guard",
-    "facet::dsh_bridge::tool",
 ];
 
 /// The flow ARCHITECTURE.md states for envreg-core: files → load → typed records →
