@@ -9,7 +9,7 @@
 //! the deepest module it names. A name re-exported by a module (`pub use a::X;`,
 //! `crate::X` at a crate root) counts as the module it comes from, so a facade adds no
 //! edge. Crate roots are not nodes: they only declare and re-export. The graph must
-//! have no circle but those `KNOWN_CIRCLES` names, and each of those must remain one.
+//! have no circle at all.
 //!
 //! The test lives in envreg-core (whose layering it also checks) because one place
 //! runs it once in `cargo test --workspace`. A text scan rather than a compiler query:
@@ -310,35 +310,17 @@ fn no_module_imports_itself_through_others() {
             graph.get(from)
         );
     }
-    let circles: Vec<Vec<String>> = graph
+    let circles: Vec<String> = graph
         .keys()
         .filter_map(|m| circle_through(&graph, m))
-        .collect();
-    let new: Vec<String> = circles
-        .iter()
-        .filter(|c| !c.iter().all(|m| KNOWN_CIRCLES.contains(&m.as_str())))
         .map(|c| c.join(" → "))
         .collect();
-    assert!(new.is_empty(), "module circles:\n{}", new.join("\n"));
-    // The list only shrinks: a module no longer on a circle leaves it.
-    let on_circle: BTreeSet<&str> = circles.iter().flatten().map(String::as_str).collect();
-    let fixed: Vec<&&str> = KNOWN_CIRCLES
-        .iter()
-        .filter(|m| !on_circle.contains(**m))
-        .collect();
     assert!(
-        fixed.is_empty(),
-        "no longer on a circle, take off KNOWN_CIRCLES: {fixed:?}"
+        circles.is_empty(),
+        "module circles (move what both modules share into a module below both):\n{}",
+        circles.join("\n")
     );
 }
-
-/// Modules on a circle this test found that is not untangled yet (issue 22); any other
-/// circle fails. `command` ↔ `agent_program` share the execution-id variable and the
-/// cancel check (the agent driver's rework owns both files).
-const KNOWN_CIRCLES: &[&str] = &[
-    "agent-exec-backends::agent_program",
-    "agent-exec-backends::command",
-];
 
 /// The flow ARCHITECTURE.md states for envreg-core: files → load → typed records →
 /// snapshot → validation, with the handle above them all.

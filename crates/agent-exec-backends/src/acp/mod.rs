@@ -53,9 +53,8 @@ use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::{Agent, Client};
 use agent_exec_contract::{
     Backend, BackendDescriptor, Capability, ContractRequest, ContractResult, Error, ErrorCode,
-    ExecutionContext, Outcome, SideEffects, Verification,
+    ExecutionContext, SideEffects, Verification,
 };
-use agent_exec_runtime::cause_code;
 use agent_exec_runtime::process::ProcessTree;
 
 use crate::agent_program::ProgramConfig;
@@ -148,7 +147,7 @@ impl Backend for AcpBackend {
              not verifiable without a model turn"
                 .to_owned(),
         ];
-        crate::agent_program::verify_cancel(&mut verified, &mut problems);
+        crate::execution::verify_cancel(&mut verified, &mut problems);
         // What the agent itself says in the handshake, not its name or version.
         if load_session {
             verified.push(Capability::Resume);
@@ -166,15 +165,8 @@ impl Backend for AcpBackend {
     }
 
     async fn execute(&self, request: &ContractRequest, ctx: ExecutionContext) -> ContractResult {
-        if let Some(cause) = ctx.cancellation.cause() {
-            return ContractResult::with_error(
-                Outcome::Canceled,
-                Error::new(
-                    cause_code(Some(cause)),
-                    "canceled before start",
-                    SideEffects::None,
-                ),
-            );
+        if let Some(canceled) = crate::execution::canceled_before_start(&ctx) {
+            return canceled;
         }
         let internal = |message: String| {
             ContractResult::failed(Error::new(ErrorCode::Internal, message, SideEffects::None))
