@@ -215,18 +215,9 @@ pub fn adapter_version(kind: &str, program_version: &str) -> String {
 // paths stay for callers outside the crate.
 pub use crate::execution::{ATTEMPT_VAR, identity_env, verify_cancel};
 
-/// `text` cut to at most `max` bytes on a character boundary, with `…` when cut: how
-/// every agent backend bounds a detail, a quoted message or a probe's output.
-pub fn bounded(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_owned();
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", text.get(..end).unwrap_or_default())
-}
+// One bound for every backend's quoted text (also the OpenAI stream's); this path
+// stays for callers outside the crate.
+pub use crate::output::bounded;
 
 /// The prompt an agent CLI reads on stdin: prior `context` as a transcript, the
 /// prompt, then the deliverables to write (the programs take one prompt, not a

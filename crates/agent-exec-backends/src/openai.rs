@@ -57,8 +57,9 @@ use agent_exec_contract::{
 use agent_exec_runtime::cause_code;
 use serde::Deserialize;
 
+use crate::output::bounded;
 use crate::redact::StreamRedactor;
-use crate::sse::{self, StreamError, truncate};
+use crate::sse::{self, StreamError};
 
 /// The kind name in config (`kind = "openai"`).
 pub const KIND: &str = "openai";
@@ -328,7 +329,7 @@ impl OpenAiBackend {
             checker.check_text(&result.text).map_err(|why| {
                 format!(
                     "the server accepted response_format but did not honour it ({why}; it answered {:?})",
-                    truncate(&result.text, 80)
+                    bounded(&result.text, 80)
                 )
             })
         });
@@ -591,7 +592,7 @@ fn server_message(body: &str) -> String {
         .and_then(|e| e.get("message").or(Some(e)))
         .map(|m| m.as_str().map_or_else(|| m.to_string(), str::to_owned))
         .unwrap_or_else(|| body.trim().to_owned());
-    truncate(&message, 300)
+    bounded(&message, 300)
 }
 
 /// An error with its sources, which carry the useful part ("connection refused").
@@ -807,7 +808,7 @@ impl Backend for OpenAiBackend {
                 format!(
                     "backend `{}` cannot resume session {:?} (attempt {}): it continues only its own {SESSION_HANDLE:?}",
                     self.config.name,
-                    truncate(&from.session, 80),
+                    bounded(&from.session, 80),
                     from.attempt
                 ),
                 false,

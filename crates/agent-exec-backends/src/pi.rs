@@ -119,7 +119,7 @@ pub const NO_SESSION_FLAG: &str = "--no-session";
 const PROBE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The longest tool-failure text kept in an event's `detail`, in bytes.
-const DETAIL_MAX: usize = 200;
+const MAX_DETAIL: usize = 200;
 
 /// Why an assistant message stopped (pi's `stopReason`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -592,7 +592,7 @@ fn summarize_args(args: &Value) -> String {
     ["command", "path", "file_path", "pattern"]
         .iter()
         .find_map(|key| args.get(key).and_then(Value::as_str))
-        .map(|s| agent_program::bounded(s, DETAIL_MAX))
+        .map(|s| agent_program::bounded(s, MAX_DETAIL))
         .unwrap_or_default()
 }
 
@@ -606,7 +606,7 @@ fn first_text(result: &Value) -> String {
                 .iter()
                 .find_map(|part| part.get("text").and_then(Value::as_str))
         })
-        .map(|s| agent_program::bounded(s, DETAIL_MAX))
+        .map(|s| agent_program::bounded(s, MAX_DETAIL))
         .unwrap_or_default()
 }
 
