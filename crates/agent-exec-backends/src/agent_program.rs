@@ -791,9 +791,9 @@ pub enum ProbeError {
 }
 
 impl ProbeError {
-    fn not_found(problem: String, install_hint: &str) -> Self {
+    fn not_found(problem: crate::locate::ProgramNotFound, install_hint: &str) -> Self {
         ProbeError::NotFound {
-            problem,
+            problem: problem.to_string(),
             install_hint: install_hint.to_owned(),
         }
     }

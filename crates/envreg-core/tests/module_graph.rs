@@ -322,6 +322,52 @@ fn no_module_imports_itself_through_others() {
     );
 }
 
+/// agent-exec's backends, journal and runtime return typed errors (thiserror enums
+/// whose messages are the sentences a caller reads), never `Result<_, String>`
+/// (issue 22): a `String` error cannot be matched on, and each caller re-words it.
+/// The runtime's structured-output checks keep theirs for now: their bounded reason
+/// *is* the product (fuzzed and property-tested as text).
+#[test]
+fn agent_exec_errors_are_typed() {
+    const LEFT: &[&str] = &[
+        "agent-exec-runtime::structured",
+        "agent-exec-runtime::executor",
+    ];
+    let string_error = regex::Regex::new(r"(?s)Result<[^;{=]*?,\s*String\s*>").unwrap();
+    let mut found = Vec::new();
+    let mut seen = BTreeSet::new();
+    for tree in trees() {
+        if ![
+            "agent-exec-backends",
+            "agent-exec-runtime",
+            "agent-exec-journal",
+        ]
+        .contains(&tree.name.as_str())
+        {
+            continue;
+        }
+        for (module, text) in &tree.modules {
+            let name = format!("{}::{}", tree.name, module.join("::"));
+            for hit in string_error.find_iter(text) {
+                seen.insert(name.clone());
+                if !LEFT.contains(&name.as_str()) {
+                    let line = text[..hit.start()].lines().count();
+                    found.push(format!("{name} line {line}: {}", hit.as_str()));
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "`Result<_, String>` where a typed error belongs (a thiserror enum keeping the \
+         words):\n{}",
+        found.join("\n")
+    );
+    // The list only shrinks: a module typed since leaves it.
+    let typed: Vec<&&str> = LEFT.iter().filter(|m| !seen.contains(**m)).collect();
+    assert!(typed.is_empty(), "typed now, take off LEFT: {typed:?}");
+}
+
 /// The flow ARCHITECTURE.md states for envreg-core: files → load → typed records →
 /// snapshot → validation, with the handle above them all.
 #[test]
