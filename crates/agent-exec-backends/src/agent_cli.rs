@@ -18,7 +18,7 @@
 //!    it could not prove, and a program whose stream is never proven verifies nothing;
 //! 3. resume, proven by doing it: a probe that continues the session the format probe
 //!    started, in the same throw-away folder;
-//! 4. cancel ([`crate::agent_program::verify_cancel`]).
+//! 4. cancel ([`crate::execution::verify_cancel`]).
 //!
 //! Every problem is redacted of credential values before it is reported.
 //!
@@ -26,7 +26,7 @@
 //! The workspace root must be set; a resumed attempt's handle is checked again
 //! ([`crate::agent_program::resume_session`]) before the program's
 //! [`AgentCli::attempt`] sees it; the execution's identity goes into the environment
-//! ([`crate::agent_program::identity_env`]); files the program reads at start are kept
+//! ([`crate::execution::identity_env`]); files the program reads at start are kept
 //! until it exited; the program's notes go to `logs`; reasons and logs are redacted;
 //! a failure the parser classified `agent.provider_unavailable` is retryable when the
 //! program says so ([`AgentCli::RETRY_UNAVAILABLE`]).
@@ -452,7 +452,7 @@ impl<C: AgentCli> Backend for AgentCliBackend<C> {
         }
         verified.append(&mut proven.verified);
         problems.append(&mut proven.problems);
-        agent_program::verify_cancel(&mut verified, &mut problems);
+        crate::execution::verify_cancel(&mut verified, &mut problems);
         Verification {
             verified,
             adapter_version,
@@ -479,7 +479,7 @@ impl<C: AgentCli> Backend for AgentCliBackend<C> {
             Ok(attempt) => attempt,
             Err(error) => return ContractResult::failed(error),
         };
-        run.env.extend(agent_program::identity_env(
+        run.env.extend(crate::execution::identity_env(
             &request.execution_id,
             ctx.attempt,
         ));

@@ -211,34 +211,13 @@ pub fn adapter_version(kind: &str, program_version: &str) -> String {
     }
 }
 
-/// The environment variable that tells a program which attempt of its execution it
-/// is (`1` for the first); beside [`crate::command::EXECUTION_ID_VAR`].
-pub const ATTEMPT_VAR: &str = "AGENT_EXEC_ATTEMPT";
+// The execution's identity and the cancel check live below every backend; these
+// paths stay for callers outside the crate.
+pub use crate::execution::{ATTEMPT_VAR, identity_env, verify_cancel};
 
-/// The execution's identity as environment variables, visible to the agent's tools
-/// and hooks: the execution id and the attempt.
-pub fn identity_env(execution_id: &str, attempt: u32) -> [(String, String); 2] {
-    [
-        (
-            crate::command::EXECUTION_ID_VAR.to_owned(),
-            execution_id.to_owned(),
-        ),
-        (ATTEMPT_VAR.to_owned(), attempt.to_string()),
-    ]
-}
-
-/// `text` cut to at most `max` bytes on a character boundary, with `…` when cut: how
-/// every agent backend bounds a detail, a quoted message or a probe's output.
-pub fn bounded(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_owned();
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", text.get(..end).unwrap_or_default())
-}
+// One bound for every backend's quoted text (also the OpenAI stream's); this path
+// stays for callers outside the crate.
+pub use crate::output::bounded;
 
 /// The prompt an agent CLI reads on stdin: prior `context` as a transcript, the
 /// prompt, then the deliverables to write (the programs take one prompt, not a
@@ -284,16 +263,6 @@ pub fn render_continuation(request: &agent_exec_contract::ContractRequest) -> St
 pub const DEFAULT_CONTINUATION: &str =
     "You were interrupted. Continue the task where you left off; do not redo finished steps.";
 
-/// Verifies `Cancel` for a backend that runs a process tree: whole-tree cancellation
-/// needs `/proc` to find the tree, so without it `Cancel` is a problem, not a claim.
-pub fn verify_cancel(verified: &mut Vec<Capability>, problems: &mut Vec<String>) {
-    if agent_exec_runtime::procfs::stat(std::process::id() as i32).is_some() {
-        verified.push(Capability::Cancel);
-    } else {
-        problems.push("cancel: /proc is not readable, process trees cannot be found".into());
-    }
-}
-
 /// How the process part ended, before settling.
 enum Ending {
     Exited(std::io::Result<ExitStatus>),
@@ -307,15 +276,8 @@ pub async fn drive(
     parser: &mut dyn StreamParser,
     ctx: &ExecutionContext,
 ) -> ContractResult {
-    if let Some(cause) = ctx.cancellation.cause() {
-        return ContractResult::with_error(
-            Outcome::Canceled,
-            Error::new(
-                cause_code(Some(cause)),
-                "canceled before start",
-                SideEffects::None,
-            ),
-        );
+    if let Some(canceled) = crate::execution::canceled_before_start(ctx) {
+        return canceled;
     }
     let mut command = tokio::process::Command::new(&run.program);
     command
@@ -829,9 +791,9 @@ pub enum ProbeError {
 }
 
 impl ProbeError {
-    fn not_found(problem: String, install_hint: &str) -> Self {
+    fn not_found(problem: crate::locate::ProgramNotFound, install_hint: &str) -> Self {
         ProbeError::NotFound {
-            problem,
+            problem: problem.to_string(),
             install_hint: install_hint.to_owned(),
         }
     }

@@ -43,6 +43,7 @@ use agent_exec_contract::{
 use agent_exec_runtime::cause_code;
 use agent_exec_runtime::process::{DEFAULT_GRACE, ProcessTree, Termination};
 
+use crate::execution::{identity_env, verify_cancel};
 use crate::locate::find_program;
 use crate::output::{Collected, Reader, Unfinished, join_bounded, push_line};
 use crate::redact::{StreamRedactor, credential_values, redact_result, redact_values};
@@ -52,8 +53,8 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 /// The kind name in config (`kind = "command"`).
 pub const KIND: &str = "command";
 
-/// Environment variable holding the execution id.
-pub const EXECUTION_ID_VAR: &str = "AGENT_EXEC_EXECUTION_ID";
+// Written once for every backend; this path stays for callers outside the crate.
+pub use crate::execution::EXECUTION_ID_VAR;
 
 /// Environment variable holding the request's `output_schema` (compact JSON), when it
 /// has one.
@@ -199,7 +200,7 @@ impl Backend for CommandBackend {
             verified.push(Capability::StructuredOutput);
         }
         let mut problems = Vec::new();
-        crate::agent_program::verify_cancel(&mut verified, &mut problems);
+        verify_cancel(&mut verified, &mut problems);
         Verification {
             verified,
             adapter_version: format!("command/{}", env!("CARGO_PKG_VERSION")),
@@ -223,15 +224,8 @@ impl Backend for CommandBackend {
                 SideEffects::None,
             ));
         }
-        if let Some(cause) = ctx.cancellation.cause() {
-            return ContractResult::with_error(
-                Outcome::Canceled,
-                Error::new(
-                    cause_code(Some(cause)),
-                    "canceled before start",
-                    SideEffects::None,
-                ),
-            );
+        if let Some(canceled) = crate::execution::canceled_before_start(&ctx) {
+            return canceled;
         }
 
         let mut command = tokio::process::Command::new(program);
@@ -239,8 +233,7 @@ impl Backend for CommandBackend {
             .args(args)
             .current_dir(&request.workspace.root)
             .envs(&self.config.env)
-            .env(EXECUTION_ID_VAR, &request.execution_id)
-            .env("AGENT_EXEC_ATTEMPT", ctx.attempt.to_string())
+            .envs(identity_env(&request.execution_id, ctx.attempt))
             .env("AGENT_EXEC_WORKSPACE", &request.workspace.root)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());

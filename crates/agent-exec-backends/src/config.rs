@@ -179,8 +179,8 @@ pub fn valid_name(name: &str) -> bool {
 
 /// Parses a duration as `--deadline` and `default_deadline` take it (`90s`, `5m`,
 /// `1h30m`, `500ms`, `2h`, `7d`, or plain seconds `90`); the message says what is accepted.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let bad = || format!("invalid duration {text:?}: use e.g. 90s, 5m, 1h30m or 500ms");
+pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
+    let bad = || DurationError::Invalid(text.to_owned());
     let text = text.trim();
     if text.is_empty() {
         return Err(bad());
@@ -216,9 +216,20 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         rest = &rest[unit_len..];
     }
     if total.is_zero() {
-        return Err(format!("invalid duration {text:?}: must be more than zero"));
+        return Err(DurationError::Zero(text.to_owned()));
     }
     Ok(total)
+}
+
+/// Why [`parse_duration`] refused a text (quoted as given).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DurationError {
+    /// Not a duration at all, or too large.
+    #[error("invalid duration {0:?}: use e.g. 90s, 5m, 1h30m or 500ms")]
+    Invalid(String),
+    /// A duration of nothing.
+    #[error("invalid duration {0:?}: must be more than zero")]
+    Zero(String),
 }
 
 /// The largest config file read (1 MiB; a config is a few kilobytes).
@@ -673,6 +684,18 @@ program = "/opt/pi/bin/pi"
 #[cfg(test)]
 mod duration_tests {
     use super::*;
+
+    #[test]
+    fn a_refusal_keeps_its_words() {
+        assert_eq!(
+            parse_duration(" 5x").unwrap_err().to_string(),
+            "invalid duration \" 5x\": use e.g. 90s, 5m, 1h30m or 500ms"
+        );
+        assert_eq!(
+            parse_duration(" 0s ").unwrap_err().to_string(),
+            "invalid duration \"0s\": must be more than zero"
+        );
+    }
 
     #[test]
     fn durations() {

@@ -26,9 +26,10 @@
 //! * [`acp`]: any Agent Client Protocol agent over stdio, with the ACP SDK as the client;
 //!   serves `fs/*` only inside the workspace root and answers permission requests from
 //!   the tool policy.
-//! * `output`, [`redact`], `locate`: what every process-running backend shares —
-//!   output reader tasks and their bounded join, credential redaction (whole texts and
-//!   streamed pieces), finding a program on `PATH`. They import no backend, so the
+//! * `output`, [`redact`], `locate`, [`execution`]: what every process-running backend
+//!   shares — output reader tasks and their bounded join, credential redaction (whole
+//!   texts and streamed pieces), finding a program on `PATH`, the execution's identity
+//!   variables and the cancel check. They import no backend, so the
 //!   backends depend on them and never on each other's internals.
 //! * [`config`]: the TOML file (`[backends.NAME] kind = "…"`) → a [`agent_exec_contract::Registry`].
 //!
@@ -51,6 +52,7 @@ pub mod claude_code;
 pub mod codex;
 pub mod command;
 pub mod config;
+pub mod execution;
 pub(crate) mod locate;
 pub mod openai;
 pub(crate) mod output;

@@ -57,8 +57,9 @@ use agent_exec_contract::{
 use agent_exec_runtime::cause_code;
 use serde::Deserialize;
 
+use crate::output::bounded;
 use crate::redact::StreamRedactor;
-use crate::sse::{self, StreamError, truncate};
+use crate::sse::{self, StreamError};
 
 /// The kind name in config (`kind = "openai"`).
 pub const KIND: &str = "openai";
@@ -153,7 +154,46 @@ impl OpenAiConfig {
 #[derive(Debug, Clone)]
 pub struct OpenAiBackend {
     config: OpenAiConfig,
-    client: Result<reqwest::Client, String>,
+    client: Result<reqwest::Client, ClientUnbuilt>,
+}
+
+/// The HTTP client could not be built (no TLS backend, …): every call fails with it.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("cannot build the HTTP client: {0}")]
+struct ClientUnbuilt(std::sync::Arc<reqwest::Error>);
+
+/// The configured key variable holds no key. Names the variable, never a value.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "backend `{backend}`: the API key variable ${var} is not set or empty; hint: export {var}=…"
+)]
+struct MissingApiKey {
+    backend: String,
+    var: String,
+}
+
+/// Why a capability probe (structured output, resume) proved nothing; said in the
+/// verification's problems, redacted.
+#[derive(Debug, thiserror::Error)]
+enum ProbeFailed {
+    #[error("the probe timed out after 60 s")]
+    TimedOut,
+    /// The exchange failed before an answer (the transport's or server's reason).
+    #[error("{0}")]
+    Transient(String),
+    #[error("the server did not complete a request with response_format: {0}")]
+    NoStructuredAnswer(String),
+    /// The probe's own schema did not compile (the runtime's reason).
+    #[error("{0}")]
+    Schema(String),
+    #[error(
+        "the server accepted response_format but did not honour it ({why}; it answered {answer:?})"
+    )]
+    NotHonoured { why: String, answer: String },
+    #[error(
+        "the server did not complete a conversation of two user messages (what a resumed attempt sends): {0}"
+    )]
+    NoResumedAnswer(String),
 }
 
 /// Why an attempt at the HTTP exchange did not produce a usable stream.
@@ -172,7 +212,7 @@ impl OpenAiBackend {
         let client = reqwest::Client::builder()
             .connect_timeout(Duration::from_millis(config.connect_timeout_ms))
             .build()
-            .map_err(|e| format!("cannot build the HTTP client: {}", e.without_url()));
+            .map_err(|e| ClientUnbuilt(std::sync::Arc::new(e.without_url())));
         OpenAiBackend { config, client }
     }
 
@@ -192,16 +232,16 @@ impl OpenAiBackend {
     }
 
     /// The key, or why there is none. The message names the variable, never a value.
-    fn api_key(&self) -> Result<Option<String>, String> {
+    fn api_key(&self) -> Result<Option<String>, MissingApiKey> {
         let Some(var) = &self.config.api_key_env else {
             return Ok(None);
         };
         match std::env::var(var) {
             Ok(key) if !key.trim().is_empty() => Ok(Some(key.trim().to_owned())),
-            _ => Err(format!(
-                "backend `{}`: the API key variable ${var} is not set or empty; hint: export {var}=…",
-                self.config.name
-            )),
+            _ => Err(MissingApiKey {
+                backend: self.config.name.clone(),
+                var: var.clone(),
+            }),
         }
     }
 
@@ -280,7 +320,7 @@ impl OpenAiBackend {
         client: &reqwest::Client,
         key: Option<&str>,
         execution_id: &str,
-    ) -> (Result<(), String>, Usage) {
+    ) -> (Result<(), ProbeFailed>, Usage) {
         let schema = serde_json::json!({
             "type": "object",
             "properties": {"ok": {"type": "boolean"}},
@@ -305,33 +345,31 @@ impl OpenAiBackend {
         )
         .await;
         let result = match exchange {
-            Err(_) => {
-                return (
-                    Err("the probe timed out after 60 s".into()),
-                    Usage::default(),
-                );
+            Err(_) => return (Err(ProbeFailed::TimedOut), Usage::default()),
+            Ok(Exchange::Transient { reason, .. }) => {
+                return (Err(ProbeFailed::Transient(reason)), Usage::default());
             }
-            Ok(Exchange::Transient { reason, .. }) => return (Err(reason), Usage::default()),
             Ok(Exchange::Done(result)) => result,
         };
         let usage = result.usage;
         if result.outcome != Outcome::Succeeded {
             return (
-                Err(format!(
-                    "the server did not complete a request with response_format: {}",
-                    result.err.map(|e| e.reason).unwrap_or_default()
+                Err(ProbeFailed::NoStructuredAnswer(
+                    result.err.map(|e| e.reason).unwrap_or_default(),
                 )),
                 usage,
             );
         }
-        let verdict = agent_exec_runtime::structured::check_schema(&schema).and_then(|checker| {
-            checker.check_text(&result.text).map_err(|why| {
-                format!(
-                    "the server accepted response_format but did not honour it ({why}; it answered {:?})",
-                    truncate(&result.text, 80)
-                )
-            })
-        });
+        let verdict = agent_exec_runtime::structured::check_schema(&schema)
+            .map_err(|why| ProbeFailed::Schema(why.to_string()))
+            .and_then(|checker| {
+                checker
+                    .check_text(&result.text)
+                    .map_err(|why| ProbeFailed::NotHonoured {
+                        why: why.to_string(),
+                        answer: bounded(&result.text, 80),
+                    })
+            });
         (verdict, usage)
     }
 
@@ -344,7 +382,7 @@ impl OpenAiBackend {
         client: &reqwest::Client,
         key: Option<&str>,
         execution_id: &str,
-    ) -> (Result<(), String>, Usage) {
+    ) -> (Result<(), ProbeFailed>, Usage) {
         let probe = ContractRequest {
             execution_id: execution_id.to_owned(),
             prompt: "Once more: reply with the word ok.".into(),
@@ -367,18 +405,16 @@ impl OpenAiBackend {
         )
         .await;
         match exchange {
-            Err(_) => (
-                Err("the probe timed out after 60 s".into()),
-                Usage::default(),
-            ),
-            Ok(Exchange::Transient { reason, .. }) => (Err(reason), Usage::default()),
+            Err(_) => (Err(ProbeFailed::TimedOut), Usage::default()),
+            Ok(Exchange::Transient { reason, .. }) => {
+                (Err(ProbeFailed::Transient(reason)), Usage::default())
+            }
             Ok(Exchange::Done(result)) if result.outcome == Outcome::Succeeded => {
                 (Ok(()), result.usage)
             }
             Ok(Exchange::Done(result)) => (
-                Err(format!(
-                    "the server did not complete a conversation of two user messages (what a resumed attempt sends): {}",
-                    result.err.map(|e| e.reason).unwrap_or_default()
+                Err(ProbeFailed::NoResumedAnswer(
+                    result.err.map(|e| e.reason).unwrap_or_default(),
                 )),
                 result.usage,
             ),
@@ -591,7 +627,7 @@ fn server_message(body: &str) -> String {
         .and_then(|e| e.get("message").or(Some(e)))
         .map(|m| m.as_str().map_or_else(|| m.to_string(), str::to_owned))
         .unwrap_or_else(|| body.trim().to_owned());
-    truncate(&message, 300)
+    bounded(&message, 300)
 }
 
 /// An error with its sources, which carry the useful part ("connection refused").
@@ -640,11 +676,11 @@ impl Backend for OpenAiBackend {
         };
         let client = match &self.client {
             Ok(c) => c,
-            Err(e) => return failed(e.clone()),
+            Err(e) => return failed(e.to_string()),
         };
         let key = match self.api_key() {
             Ok(key) => key,
-            Err(e) => return failed(e),
+            Err(e) => return failed(e.to_string()),
         };
         let wants = |capability: Capability| {
             request
@@ -738,7 +774,7 @@ impl Backend for OpenAiBackend {
                 None => {}
                 Some((Ok(()), _)) => verified.push(capability),
                 Some((Err(why), _)) => {
-                    problems.push(format!("{capability}: {}", self.redact(&why)))
+                    problems.push(format!("{capability}: {}", self.redact(&why.to_string())))
                 }
             }
         }
@@ -789,11 +825,11 @@ impl Backend for OpenAiBackend {
     async fn execute(&self, request: &ContractRequest, ctx: ExecutionContext) -> ContractResult {
         let client = match &self.client {
             Ok(c) => c.clone(),
-            Err(e) => return failed(ErrorCode::ProviderUnavailable, e.clone(), false),
+            Err(e) => return failed(ErrorCode::ProviderUnavailable, e.to_string(), false),
         };
         let key = match self.api_key() {
             Ok(key) => key,
-            Err(e) => return failed(ErrorCode::ProviderUnavailable, e, false),
+            Err(e) => return failed(ErrorCode::ProviderUnavailable, e.to_string(), false),
         };
         if let Some(from) = &ctx.resume
             && from.session != SESSION_HANDLE
@@ -807,7 +843,7 @@ impl Backend for OpenAiBackend {
                 format!(
                     "backend `{}` cannot resume session {:?} (attempt {}): it continues only its own {SESSION_HANDLE:?}",
                     self.config.name,
-                    truncate(&from.session, 80),
+                    bounded(&from.session, 80),
                     from.attempt
                 ),
                 false,
@@ -894,6 +930,37 @@ impl Backend for OpenAiBackend {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn errors_keep_their_words() {
+        let missing = MissingApiKey {
+            backend: "o".into(),
+            var: "OPENAI_API_KEY".into(),
+        };
+        assert_eq!(
+            missing.to_string(),
+            "backend `o`: the API key variable $OPENAI_API_KEY is not set or empty; hint: \
+             export OPENAI_API_KEY=…"
+        );
+        assert_eq!(
+            ProbeFailed::TimedOut.to_string(),
+            "the probe timed out after 60 s"
+        );
+        let not_honoured = ProbeFailed::NotHonoured {
+            why: "the final text is not JSON".into(),
+            answer: "ok".into(),
+        };
+        assert_eq!(
+            not_honoured.to_string(),
+            "the server accepted response_format but did not honour it (the final text is \
+             not JSON; it answered \"ok\")"
+        );
+        assert_eq!(
+            ProbeFailed::NoResumedAnswer("HTTP 400".into()).to_string(),
+            "the server did not complete a conversation of two user messages (what a resumed \
+             attempt sends): HTTP 400"
+        );
+    }
 
     #[test]
     fn credentials_in_urls_are_cut() {

@@ -1,6 +1,7 @@
 //! What a backend keeps of a program's output: reader tasks that collect a stream
 //! (all of stdout, the tail of stderr), a bounded join that hands over what was read
-//! even when a surviving process holds the pipe open, and the `logs` line helper.
+//! even when a surviving process holds the pipe open, the `logs` line helper, and
+//! [`bounded`], the one cut of a quoted text.
 //!
 //! Shared by every backend that runs a process (`command`, the agent programs, ACP);
 //! it knows nothing of a stream's format. Decision: readers append to shared bytes
@@ -139,4 +140,17 @@ pub(crate) fn push_line(logs: &mut String, line: &str) {
         logs.push('\n');
     }
     logs.push_str(line);
+}
+
+/// `text` cut to at most `max` bytes on a character boundary, with `…` when cut: how
+/// every backend bounds a detail, a quoted message or a probe's output.
+pub fn bounded(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", text.get(..end).unwrap_or_default())
 }

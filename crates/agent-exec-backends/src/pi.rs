@@ -119,7 +119,7 @@ pub const NO_SESSION_FLAG: &str = "--no-session";
 const PROBE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The longest tool-failure text kept in an event's `detail`, in bytes.
-const DETAIL_MAX: usize = 200;
+const MAX_DETAIL: usize = 200;
 
 /// Why an assistant message stopped (pi's `stopReason`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -592,7 +592,7 @@ fn summarize_args(args: &Value) -> String {
     ["command", "path", "file_path", "pattern"]
         .iter()
         .find_map(|key| args.get(key).and_then(Value::as_str))
-        .map(|s| agent_program::bounded(s, DETAIL_MAX))
+        .map(|s| agent_program::bounded(s, MAX_DETAIL))
         .unwrap_or_default()
 }
 
@@ -606,7 +606,7 @@ fn first_text(result: &Value) -> String {
                 .iter()
                 .find_map(|part| part.get("text").and_then(Value::as_str))
         })
-        .map(|s| agent_program::bounded(s, DETAIL_MAX))
+        .map(|s| agent_program::bounded(s, MAX_DETAIL))
         .unwrap_or_default()
 }
 
@@ -781,15 +781,24 @@ pub fn classify_failure(message: &str) -> ErrorCode {
 /// handle ([`check_session_handle`](agent_exec_contract::check_session_handle)) that is
 /// also a UUID (`8-4-4-4-12` hex digits, what pi 0.73 writes in its session header).
 /// Anything else is refused on both sides: never reported, never resumed.
-pub fn check_handle(handle: &str) -> Result<(), String> {
-    agent_exec_contract::check_session_handle(handle)?;
+pub fn check_handle(handle: &str) -> Result<(), HandleRefused> {
+    agent_exec_contract::check_session_handle(handle).map_err(HandleRefused::Contract)?;
     if agent_program::is_uuid(handle) {
         Ok(())
     } else {
-        Err(format!(
-            "pi session handle {handle:?} is not a session id (a UUID)"
-        ))
+        Err(HandleRefused::NotUuid(handle.to_owned()))
     }
+}
+
+/// Why [`check_handle`] refused a handle.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HandleRefused {
+    /// Not a handle of the contract at all (the contract's own reason).
+    #[error("{0}")]
+    Contract(String),
+    /// A handle, but not the UUID pi names its sessions by.
+    #[error("pi session handle {0:?} is not a session id (a UUID)")]
+    NotUuid(String),
 }
 
 /// Whether `name` (a file name listed from a session folder) is the file pi 0.73
@@ -821,7 +830,7 @@ impl StreamParser for PiStream {
                 self.session_version = version;
                 match id.as_deref().map(check_handle) {
                     Some(Ok(())) => self.session_id = id,
-                    Some(Err(problem)) => self.session_problem = Some(problem),
+                    Some(Err(problem)) => self.session_problem = Some(problem.to_string()),
                     None => {
                         self.session_problem = Some("the session header has no id".to_owned());
                     }
@@ -1311,7 +1320,9 @@ impl AgentCli for Pi {
         let program = self.program();
         let agent_dir = &folder.home;
         let (store, probe_id) = probe_sessions(folder);
-        let sessions = store.folder(probe_id).map_err(ProbeError::Setup)?;
+        let sessions = store
+            .folder(probe_id)
+            .map_err(|problem| ProbeError::Setup(problem.to_string()))?;
         let file = match probe.resume {
             None => {
                 let port = agent_program::refused_loopback_port()?;
@@ -1438,6 +1449,18 @@ mod tests {
     use super::*;
     use agent_exec_contract::Backend as _;
     use proptest::prelude::*;
+
+    #[test]
+    fn a_refused_handle_says_why_in_the_same_words() {
+        assert_eq!(
+            check_handle("abc").unwrap_err().to_string(),
+            "pi session handle \"abc\" is not a session id (a UUID)"
+        );
+        assert_eq!(
+            check_handle("").unwrap_err().to_string(),
+            "session handle is empty"
+        );
+    }
 
     fn fold(lines: &[&str]) -> (PiStream, Vec<Event>) {
         let mut stream = PiStream::new();

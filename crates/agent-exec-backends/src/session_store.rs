@@ -75,13 +75,16 @@ impl SessionStore {
 
     /// The folder of `execution_id`, created (`0700`, parents too) when missing. An
     /// existing entry that is not a real directory (a link, a file) is refused.
-    pub fn folder(&self, execution_id: &str) -> Result<PathBuf, String> {
+    pub fn folder(&self, execution_id: &str) -> Result<PathBuf, SessionStoreError> {
         use std::os::unix::fs::DirBuilderExt as _;
         std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
             .create(&self.root)
-            .map_err(|e| format!("cannot create {}: {e}", self.root.display()))?;
+            .map_err(|source| SessionStoreError::Create {
+                path: self.root.clone(),
+                source,
+            })?;
         let folder = self.path_of(execution_id);
         match std::fs::DirBuilder::new().mode(0o700).create(&folder) {
             Ok(()) => Ok(folder),
@@ -89,7 +92,10 @@ impl SessionStore {
                 real_directory(&folder)?;
                 Ok(folder)
             }
-            Err(e) => Err(format!("cannot create {}: {e}", folder.display())),
+            Err(source) => Err(SessionStoreError::Create {
+                path: folder,
+                source,
+            }),
         }
     }
 
@@ -100,14 +106,17 @@ impl SessionStore {
         &self,
         execution_id: &str,
         matches: impl Fn(&str) -> bool,
-    ) -> Result<PathBuf, String> {
+    ) -> Result<PathBuf, SessionStoreError> {
         let folder = self.path_of(execution_id);
         real_directory(&folder)?;
-        let entries = std::fs::read_dir(&folder)
-            .map_err(|e| format!("cannot list {}: {e}", folder.display()))?;
+        let listing = |source| SessionStoreError::List {
+            folder: folder.clone(),
+            source,
+        };
+        let entries = std::fs::read_dir(&folder).map_err(listing)?;
         let mut found = Vec::new();
         for entry in entries {
-            let entry = entry.map_err(|e| format!("cannot list {}: {e}", folder.display()))?;
+            let entry = entry.map_err(listing)?;
             let name = entry.file_name();
             let Some(name) = name.to_str() else { continue };
             if !matches(name) {
@@ -116,53 +125,96 @@ impl SessionStore {
             // `DirEntry::file_type` does not follow links.
             let kind = entry
                 .file_type()
-                .map_err(|e| format!("cannot inspect {name}: {e}"))?;
+                .map_err(|source| SessionStoreError::InspectEntry {
+                    name: name.to_owned(),
+                    source,
+                })?;
             if !kind.is_file() {
-                return Err(format!(
-                    "{name} in {} is not a regular file; refusing to use it",
-                    folder.display()
-                ));
+                return Err(SessionStoreError::NotAFile {
+                    name: name.to_owned(),
+                    folder,
+                });
             }
             found.push(entry.path());
         }
         match found.len() {
             1 => Ok(found.remove(0)),
-            0 => Err(format!("no matching session file in {}", folder.display())),
-            n => Err(format!(
-                "{n} matching session files in {}; refusing to guess",
-                folder.display()
-            )),
+            0 => Err(SessionStoreError::NoMatch { folder }),
+            count => Err(SessionStoreError::Ambiguous { count, folder }),
         }
     }
 
     /// Removes `execution_id`'s folder and everything in it (links inside are removed,
     /// not followed). A missing folder is not an error.
-    pub fn remove(&self, execution_id: &str) -> Result<(), String> {
+    pub fn remove(&self, execution_id: &str) -> Result<(), SessionStoreError> {
         let folder = self.path_of(execution_id);
         match std::fs::symlink_metadata(&folder) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(format!("cannot inspect {}: {e}", folder.display())),
-            Ok(meta) if !meta.is_dir() => Err(format!(
-                "{} is not a real directory; not removed",
-                folder.display()
-            )),
+            Err(source) => Err(SessionStoreError::Inspect { folder, source }),
+            Ok(meta) if !meta.is_dir() => Err(SessionStoreError::NotRemoved { folder }),
             Ok(_) => std::fs::remove_dir_all(&folder)
-                .map_err(|e| format!("cannot remove {}: {e}", folder.display())),
+                .map_err(|source| SessionStoreError::Remove { folder, source }),
         }
     }
 }
 
+/// Why a session folder or file cannot be used; each says which path.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionStoreError {
+    #[error("cannot create {}: {source}", path.display())]
+    Create {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("no session folder {}: {source}", folder.display())]
+    Missing {
+        folder: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{} is not a real directory (a link or a file); refusing to use it", folder.display())]
+    NotADirectory { folder: PathBuf },
+    #[error("cannot list {}: {source}", folder.display())]
+    List {
+        folder: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot inspect {name}: {source}")]
+    InspectEntry {
+        name: String,
+        source: std::io::Error,
+    },
+    #[error("{name} in {} is not a regular file; refusing to use it", folder.display())]
+    NotAFile { name: String, folder: PathBuf },
+    #[error("no matching session file in {}", folder.display())]
+    NoMatch { folder: PathBuf },
+    #[error("{count} matching session files in {}; refusing to guess", folder.display())]
+    Ambiguous { count: usize, folder: PathBuf },
+    #[error("cannot inspect {}: {source}", folder.display())]
+    Inspect {
+        folder: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{} is not a real directory; not removed", folder.display())]
+    NotRemoved { folder: PathBuf },
+    #[error("cannot remove {}: {source}", folder.display())]
+    Remove {
+        folder: PathBuf,
+        source: std::io::Error,
+    },
+}
+
 /// `Ok` when `path` is a directory itself (not a link to one).
-fn real_directory(path: &Path) -> Result<(), String> {
-    let meta = std::fs::symlink_metadata(path)
-        .map_err(|e| format!("no session folder {}: {e}", path.display()))?;
+fn real_directory(path: &Path) -> Result<(), SessionStoreError> {
+    let meta = std::fs::symlink_metadata(path).map_err(|source| SessionStoreError::Missing {
+        folder: path.to_owned(),
+        source,
+    })?;
     if meta.is_dir() {
         Ok(())
     } else {
-        Err(format!(
-            "{} is not a real directory (a link or a file); refusing to use it",
-            path.display()
-        ))
+        Err(SessionStoreError::NotADirectory {
+            folder: path.to_owned(),
+        })
     }
 }
 
@@ -170,6 +222,27 @@ fn real_directory(path: &Path) -> Result<(), String> {
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt as _;
+
+    #[test]
+    fn a_refusal_names_the_path_in_the_same_words() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SessionStore::at(dir.path());
+        std::fs::write(store.path_of("e"), "x").unwrap();
+        assert_eq!(
+            store.folder("e").unwrap_err().to_string(),
+            format!(
+                "{} is not a real directory (a link or a file); refusing to use it",
+                store.path_of("e").display()
+            )
+        );
+        assert_eq!(
+            store.remove("e").unwrap_err().to_string(),
+            format!(
+                "{} is not a real directory; not removed",
+                store.path_of("e").display()
+            )
+        );
+    }
 
     #[test]
     fn the_folder_is_a_hash_of_the_id_private_and_reused() {
@@ -196,6 +269,7 @@ mod tests {
             store
                 .folder("e")
                 .unwrap_err()
+                .to_string()
                 .contains("not a real directory")
         );
         assert!(store.find("e", |_| true).is_err());
@@ -212,6 +286,7 @@ mod tests {
             store
                 .find("e", |_| true)
                 .unwrap_err()
+                .to_string()
                 .contains("no matching")
         );
         std::fs::write(folder.join("a_1.jsonl"), "{}").unwrap();
@@ -224,6 +299,7 @@ mod tests {
             store
                 .find("e", |n| n.ends_with("_1.jsonl"))
                 .unwrap_err()
+                .to_string()
                 .contains("2 matching")
         );
         let secret = dir.path().join("secret");
@@ -233,6 +309,7 @@ mod tests {
             store
                 .find("e", |n| n.ends_with("_2.jsonl"))
                 .unwrap_err()
+                .to_string()
                 .contains("not a regular file")
         );
         assert!(store.find("never-created", |_| true).is_err());

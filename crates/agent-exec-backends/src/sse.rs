@@ -23,6 +23,8 @@ use eventsource_stream::Eventsource as _;
 use futures::{Stream, StreamExt as _};
 use serde::Deserialize;
 
+use crate::output::bounded;
+
 /// The sentinel that ends an OpenAI stream.
 pub const DONE: &str = "[DONE]";
 
@@ -147,7 +149,7 @@ impl ChatStream {
                 .and_then(|m| m.as_str())
                 .map(str::to_owned)
                 .unwrap_or_else(|| error.to_string());
-            return Err(StreamError::Server(truncate(&message, 500)));
+            return Err(StreamError::Server(bounded(&message, 500)));
         }
         let mut events = Vec::new();
         // We ask for one choice; other indexes (a server ignoring `n`) are not ours.
@@ -307,18 +309,6 @@ pub fn decode_chunks(chunks: &[&[u8]], max_bytes: usize) -> Decoded {
         events,
         error,
     }
-}
-
-/// At most `max` bytes of `text`, cut on a character boundary.
-pub(crate) fn truncate(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_owned();
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &text[..end])
 }
 
 #[cfg(test)]

@@ -51,8 +51,8 @@ use std::fs::{self, File, OpenOptions};
 use std::io::Write as _;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
@@ -88,7 +88,7 @@ pub fn availability() -> &'static Availability {
     })
 }
 
-fn availability_of(trial: Result<&Base, String>) -> Availability {
+fn availability_of(trial: Result<&Base, Unavailable>) -> Availability {
     match trial {
         Ok(base) => Availability {
             detail: format!("a cgroup v2 per run, under {}", base.dir.display()),
@@ -96,9 +96,45 @@ fn availability_of(trial: Result<&Base, String>) -> Availability {
         },
         Err(reason) => Availability {
             base: None,
-            detail: reason,
+            detail: reason.to_string(),
         },
     }
+}
+
+/// Why this process cannot give a run its own cgroup; says what to do where it can.
+/// Cloned out of the once-read answer, so an I/O error is shared.
+#[derive(Debug, Clone, thiserror::Error)]
+enum Unavailable {
+    #[error("cannot read {path}: {error}")]
+    Unreadable {
+        path: &'static str,
+        error: Arc<std::io::Error>,
+    },
+    #[error("no cgroup2 file system is mounted")]
+    NoMount,
+    #[error("this process is in no cgroup v2 (no `0::` line)")]
+    NoCgroup,
+    #[error("our cgroup {path} is outside the cgroup2 mount's root {root}")]
+    OutsideRoot { path: String, root: String },
+    #[error(
+        "cannot create a cgroup under {} ({error}); run as root or in a delegated subtree \
+         (systemd-run --user --scope -p Delegate=yes …)",
+        base.display()
+    )]
+    Create {
+        base: PathBuf,
+        error: Arc<std::io::Error>,
+    },
+    #[error(
+        "cannot write cgroup.procs under {} ({error}); run as root or in a delegated subtree",
+        base.display()
+    )]
+    Procs {
+        base: PathBuf,
+        error: Arc<std::io::Error>,
+    },
+    #[error("the kernel has no cgroup.kill (Linux 5.14+) under {}", base.display())]
+    NoKill { base: PathBuf },
 }
 
 /// Where this process's run cgroups go.
@@ -113,20 +149,26 @@ struct Base {
 /// The directory run cgroups are created in: the cgroup this process is in, under the
 /// cgroup2 mount. Not whether we may create one there ([`availability`] says that).
 /// Read once: this process never moves itself to another cgroup.
-fn base() -> Result<&'static Base, String> {
-    static BASE: OnceLock<Result<Base, String>> = OnceLock::new();
+fn base() -> Result<&'static Base, Unavailable> {
+    static BASE: OnceLock<Result<Base, Unavailable>> = OnceLock::new();
     BASE.get_or_init(|| {
-        let mountinfo = fs::read_to_string("/proc/self/mountinfo")
-            .map_err(|e| format!("cannot read /proc/self/mountinfo: {e}"))?;
-        let (mount, root) = cgroup2_mount(&mountinfo)
-            .ok_or_else(|| "no cgroup2 file system is mounted".to_owned())?;
-        let own = fs::read_to_string("/proc/self/cgroup")
-            .map_err(|e| format!("cannot read /proc/self/cgroup: {e}"))?;
-        let path = unified_path(&own)
-            .ok_or_else(|| "this process is in no cgroup v2 (no `0::` line)".to_owned())?;
-        let relative = Path::new(&path)
-            .strip_prefix(&root)
-            .map_err(|_| format!("our cgroup {path} is outside the cgroup2 mount's root {root}"))?;
+        let read = |path: &'static str| {
+            fs::read_to_string(path).map_err(|error| Unavailable::Unreadable {
+                path,
+                error: Arc::new(error),
+            })
+        };
+        let mountinfo = read("/proc/self/mountinfo")?;
+        let (mount, root) = cgroup2_mount(&mountinfo).ok_or(Unavailable::NoMount)?;
+        let own = read("/proc/self/cgroup")?;
+        let path = unified_path(&own).ok_or(Unavailable::NoCgroup)?;
+        let relative =
+            Path::new(&path)
+                .strip_prefix(&root)
+                .map_err(|_| Unavailable::OutsideRoot {
+                    path: path.clone(),
+                    root: root.clone(),
+                })?;
         Ok(Base {
             dir: Path::new(&mount).join(relative),
             own: path,
@@ -139,32 +181,26 @@ fn base() -> Result<&'static Base, String> {
 /// Creates the child cgroup `name` under `base` as a run needs it: `cgroup.procs`
 /// open to write, `cgroup.kill` present. On failure nothing is left and the reason
 /// says what to do.
-fn make_child(base: &Path, name: &str) -> Result<(PathBuf, File), String> {
+fn make_child(base: &Path, name: &str) -> Result<(PathBuf, File), Unavailable> {
     let dir = base.join(name);
-    fs::create_dir(&dir).map_err(|e| {
-        format!(
-            "cannot create a cgroup under {} ({e}); run as root or in a delegated subtree \
-             (systemd-run --user --scope -p Delegate=yes …)",
-            base.display()
-        )
+    fs::create_dir(&dir).map_err(|error| Unavailable::Create {
+        base: base.to_owned(),
+        error: Arc::new(error),
     })?;
     let procs = OpenOptions::new()
         .write(true)
         .open(dir.join("cgroup.procs"))
-        .map_err(|e| {
-            format!(
-                "cannot write cgroup.procs under {} ({e}); run as root or in a delegated subtree",
-                base.display()
-            )
+        .map_err(|error| Unavailable::Procs {
+            base: base.to_owned(),
+            error: Arc::new(error),
         });
     let procs = match procs {
         Ok(procs) if dir.join("cgroup.kill").exists() => procs,
         Ok(_) => {
             let _ = fs::remove_dir(&dir);
-            return Err(format!(
-                "the kernel has no cgroup.kill (Linux 5.14+) under {}",
-                base.display()
-            ));
+            return Err(Unavailable::NoKill {
+                base: base.to_owned(),
+            });
         }
         Err(reason) => {
             let _ = fs::remove_dir(&dir);
@@ -601,6 +637,35 @@ fn remove_subtree(dir: &Path) -> Vec<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn why_not_keeps_its_words() {
+        let denied = Unavailable::Create {
+            base: "/sys/fs/cgroup/user.slice".into(),
+            error: Arc::new(std::io::Error::from_raw_os_error(13)),
+        };
+        assert_eq!(
+            denied.to_string(),
+            "cannot create a cgroup under /sys/fs/cgroup/user.slice (Permission denied (os \
+             error 13)); run as root or in a delegated subtree (systemd-run --user --scope -p \
+             Delegate=yes …)"
+        );
+        assert_eq!(
+            Unavailable::NoKill {
+                base: "/sys/fs/cgroup".into()
+            }
+            .to_string(),
+            "the kernel has no cgroup.kill (Linux 5.14+) under /sys/fs/cgroup"
+        );
+        let unreadable = Unavailable::Unreadable {
+            path: "/proc/self/cgroup",
+            error: Arc::new(std::io::Error::from_raw_os_error(2)),
+        };
+        assert_eq!(
+            unreadable.to_string(),
+            "cannot read /proc/self/cgroup: No such file or directory (os error 2)"
+        );
+    }
 
     #[test]
     fn finds_the_cgroup2_mount_on_pure_and_hybrid_hosts() {

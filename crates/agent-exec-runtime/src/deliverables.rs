@@ -110,7 +110,7 @@ pub fn read_targets(
 fn read_regular(
     root: &containment::Root,
     target: &str,
-) -> Result<Result<Vec<u8>, String>, containment::Error> {
+) -> Result<Result<Vec<u8>, NotDeliverable>, containment::Error> {
     use std::io::Read as _;
     let (file, meta) = match root.open_regular(target, root.path()) {
         Ok(opened) => opened,
@@ -118,15 +118,12 @@ fn read_regular(
             let kind = std::fs::symlink_metadata(root.path().join(target))
                 .map(|m| file_kind(&m.file_type()))
                 .unwrap_or("not a regular file");
-            return Ok(Err(format!("is {kind}, not a regular file")));
+            return Ok(Err(NotDeliverable::NotRegular(kind)));
         }
         Err(e) => return Err(e),
     };
     if meta.len() > MAX_DELIVERABLE_BYTES {
-        return Ok(Err(format!(
-            "is {} bytes, over the {MAX_DELIVERABLE_BYTES}-byte cap for a deliverable",
-            meta.len()
-        )));
+        return Ok(Err(NotDeliverable::TooLarge(meta.len())));
     }
     let mut bytes = Vec::new();
     let read = file.take(MAX_DELIVERABLE_BYTES + 1).read_to_end(&mut bytes);
@@ -137,11 +134,25 @@ fn read_regular(
         });
     }
     if bytes.len() as u64 > MAX_DELIVERABLE_BYTES {
-        return Ok(Err(format!(
-            "grew past the {MAX_DELIVERABLE_BYTES}-byte cap for a deliverable while it was read"
-        )));
+        return Ok(Err(NotDeliverable::Grew));
     }
     Ok(Ok(bytes))
+}
+
+/// A target that is there but is no deliverable; completes "target `T` …".
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum NotDeliverable {
+    /// What it is instead ([`file_kind`]).
+    #[error("is {0}, not a regular file")]
+    NotRegular(&'static str),
+    /// Its size.
+    #[error("is {0} bytes, over the {max}-byte cap for a deliverable", max = MAX_DELIVERABLE_BYTES)]
+    TooLarge(u64),
+    #[error(
+        "grew past the {max}-byte cap for a deliverable while it was read",
+        max = MAX_DELIVERABLE_BYTES
+    )]
+    Grew,
 }
 
 /// What a file that is not a regular one is, in words.

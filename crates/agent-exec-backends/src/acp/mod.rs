@@ -53,9 +53,8 @@ use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::{Agent, Client};
 use agent_exec_contract::{
     Backend, BackendDescriptor, Capability, ContractRequest, ContractResult, Error, ErrorCode,
-    ExecutionContext, Outcome, SideEffects, Verification,
+    ExecutionContext, SideEffects, Verification,
 };
-use agent_exec_runtime::cause_code;
 use agent_exec_runtime::process::ProcessTree;
 
 use crate::agent_program::ProgramConfig;
@@ -66,6 +65,39 @@ pub const KIND: &str = "acp";
 /// What to install when the program is missing (the agent the tests use).
 const INSTALL_HINT: &str = "install an ACP agent, e.g. `npm install -g @zed-industries/codex-acp` \
      (bin `codex-acp`), and set `program` to it";
+
+/// The configured agent cannot be run; says what to install.
+#[derive(Debug, thiserror::Error)]
+enum NoProgram {
+    #[error("backend `{backend}`: `program` is required for kind = \"acp\"; {hint}", hint = INSTALL_HINT)]
+    Unnamed { backend: String },
+    #[error("backend `{backend}`: {problem}; {hint}", hint = INSTALL_HINT)]
+    NotFound {
+        backend: String,
+        problem: crate::locate::ProgramNotFound,
+    },
+}
+
+/// Why `verify`'s `initialize` handshake proved nothing; names the program.
+#[derive(Debug, thiserror::Error)]
+enum HandshakeFailed {
+    #[error("cannot start `{program}`: {source}")]
+    Spawn {
+        program: String,
+        source: std::io::Error,
+    },
+    #[error("the agent's stdio was not captured")]
+    NoStdio,
+    #[error("`{program}` did not answer ACP `initialize` within {timeout:?}")]
+    Timeout { program: String, timeout: Duration },
+    #[error(
+        "`{program}` did not answer ACP `initialize` (is it an ACP agent? some need an \
+         `acp` argument): {message}"
+    )]
+    Refused { program: String, message: String },
+    #[error(transparent)]
+    Version(#[from] session::VersionMismatch),
+}
 
 /// How long `verify` waits for the `initialize` answer.
 const VERIFY_TIMEOUT: Duration = Duration::from_secs(20);
@@ -94,17 +126,18 @@ impl AcpBackend {
         ]
     }
 
-    fn program(&self) -> Result<String, String> {
+    fn program(&self) -> Result<String, NoProgram> {
+        let backend = || self.config.name.clone();
         let program = self.config.program.as_deref().unwrap_or_default();
         if program.is_empty() {
-            return Err(format!(
-                "backend `{}`: `program` is required for kind = \"acp\"; {INSTALL_HINT}",
-                self.config.name
-            ));
+            return Err(NoProgram::Unnamed { backend: backend() });
         }
         crate::locate::find_program(program)
             .map(|path| path.display().to_string())
-            .map_err(|problem| format!("backend `{}`: {problem}; {INSTALL_HINT}", self.config.name))
+            .map_err(|problem| NoProgram::NotFound {
+                backend: backend(),
+                problem,
+            })
     }
 
     fn adapter_version() -> String {
@@ -129,7 +162,7 @@ impl Backend for AcpBackend {
     async fn verify(&self) -> Verification {
         let program = match self.program() {
             Ok(program) => program,
-            Err(problem) => return Verification::failed(problem),
+            Err(problem) => return Verification::failed(problem.to_string()),
         };
         let (agent, load_session) = match handshake(&program, &self.config, VERIFY_TIMEOUT).await {
             Ok(agent) => agent,
@@ -148,7 +181,7 @@ impl Backend for AcpBackend {
              not verifiable without a model turn"
                 .to_owned(),
         ];
-        crate::agent_program::verify_cancel(&mut verified, &mut problems);
+        crate::execution::verify_cancel(&mut verified, &mut problems);
         // What the agent itself says in the handshake, not its name or version.
         if load_session {
             verified.push(Capability::Resume);
@@ -166,15 +199,8 @@ impl Backend for AcpBackend {
     }
 
     async fn execute(&self, request: &ContractRequest, ctx: ExecutionContext) -> ContractResult {
-        if let Some(cause) = ctx.cancellation.cause() {
-            return ContractResult::with_error(
-                Outcome::Canceled,
-                Error::new(
-                    cause_code(Some(cause)),
-                    "canceled before start",
-                    SideEffects::None,
-                ),
-            );
+        if let Some(canceled) = crate::execution::canceled_before_start(&ctx) {
+            return canceled;
         }
         let internal = |message: String| {
             ContractResult::failed(Error::new(ErrorCode::Internal, message, SideEffects::None))
@@ -184,7 +210,7 @@ impl Backend for AcpBackend {
             Err(problem) => {
                 return ContractResult::failed(Error::new(
                     ErrorCode::ProviderUnavailable,
-                    problem,
+                    problem.to_string(),
                     SideEffects::None,
                 ));
             }
@@ -243,7 +269,7 @@ async fn handshake(
     program: &str,
     config: &ProgramConfig,
     timeout: Duration,
-) -> Result<(String, bool), String> {
+) -> Result<(String, bool), HandshakeFailed> {
     use tokio_util::compat::{TokioAsyncReadCompatExt as _, TokioAsyncWriteCompatExt as _};
     let mut command = tokio::process::Command::new(program);
     command
@@ -252,14 +278,16 @@ async fn handshake(
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null());
-    let mut tree =
-        ProcessTree::spawn(command).map_err(|e| format!("cannot start `{program}`: {e}"))?;
+    let mut tree = ProcessTree::spawn(command).map_err(|source| HandshakeFailed::Spawn {
+        program: program.to_owned(),
+        source,
+    })?;
     let (Some(stdin), Some(stdout)) = (
         tree.child_mut().stdin.take(),
         tree.child_mut().stdout.take(),
     ) else {
         let _ = tree.terminate(Duration::from_millis(config.grace_ms)).await;
-        return Err("the agent's stdio was not captured".into());
+        return Err(HandshakeFailed::NoStdio);
     };
     let transport = agent_client_protocol::ByteStreams::new(stdin.compat_write(), stdout.compat());
     let asked =
@@ -275,16 +303,16 @@ async fn handshake(
     let _ = tree.terminate(Duration::from_millis(config.grace_ms)).await;
     let response = match answer {
         Err(_) => {
-            return Err(format!(
-                "`{program}` did not answer ACP `initialize` within {timeout:?}"
-            ));
+            return Err(HandshakeFailed::Timeout {
+                program: program.to_owned(),
+                timeout,
+            });
         }
         Ok(Err(e)) => {
-            return Err(format!(
-                "`{program}` did not answer ACP `initialize` (is it an ACP agent? some need an \
-                 `acp` argument): {}",
-                e.message
-            ));
+            return Err(HandshakeFailed::Refused {
+                program: program.to_owned(),
+                message: e.message,
+            });
         }
         Ok(Ok(response)) => response,
     };
@@ -299,6 +327,34 @@ async fn handshake(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn handshake_failures_keep_their_words() {
+        let refused = HandshakeFailed::Refused {
+            program: "codex".into(),
+            message: "Method not found".into(),
+        };
+        assert_eq!(
+            refused.to_string(),
+            "`codex` did not answer ACP `initialize` (is it an ACP agent? some need an `acp` \
+             argument): Method not found"
+        );
+        assert_eq!(
+            HandshakeFailed::from(session::VersionMismatch(2)).to_string(),
+            "the agent answered protocol version 2; agent-exec speaks version 1"
+        );
+        let missing = NoProgram::NotFound {
+            backend: "a".into(),
+            problem: crate::locate::ProgramNotFound::NotOnPath("nope".into()),
+        };
+        assert_eq!(
+            missing.to_string(),
+            format!(
+                "backend `a`: program `nope` not found on PATH; install it or give its full \
+                 path in argv; {INSTALL_HINT}"
+            )
+        );
+    }
 
     #[tokio::test]
     async fn a_missing_program_is_a_clear_verify_failure() {

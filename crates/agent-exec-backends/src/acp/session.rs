@@ -700,7 +700,7 @@ async fn conversation(
     let can_load = match initialized {
         Ok(response) => {
             if let Err(problem) = check_version(&response) {
-                return Progress::InitRefused(problem);
+                return Progress::InitRefused(problem.to_string());
             }
             response.agent_capabilities.load_session
         }
@@ -850,16 +850,18 @@ pub(super) fn initialize_request() -> InitializeRequest {
 }
 
 /// We speak ACP v1 only.
-pub(super) fn check_version(response: &InitializeResponse) -> Result<(), String> {
+pub(super) fn check_version(response: &InitializeResponse) -> Result<(), VersionMismatch> {
     if response.protocol_version == ProtocolVersion::V1 {
         Ok(())
     } else {
-        Err(format!(
-            "the agent answered protocol version {}; agent-exec speaks version 1",
-            response.protocol_version.as_u16()
-        ))
+        Err(VersionMismatch(response.protocol_version.as_u16()))
     }
 }
+
+/// The agent speaks another ACP version than ours (1).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the agent answered protocol version {0}; agent-exec speaks version 1")]
+pub(super) struct VersionMismatch(pub(super) u16);
 
 #[cfg(test)]
 mod tests {

@@ -27,7 +27,7 @@ use agent_client_protocol::v1::schema::{
 use agent_exec_contract::{Event, EventKind};
 
 /// How long a tool detail (title, failure) may grow in an event.
-const DETAIL_MAX: usize = 512;
+const MAX_DETAIL: usize = 512;
 
 /// Accumulates what a session's updates said; see the module doc for the mapping.
 #[derive(Debug, Default, Clone)]
@@ -258,7 +258,7 @@ pub fn kind_name(kind: ToolKind) -> &'static str {
 }
 
 fn bounded(text: &str) -> String {
-    crate::agent_program::bounded(text, DETAIL_MAX)
+    crate::output::bounded(text, MAX_DETAIL)
 }
 
 #[cfg(test)]
@@ -395,9 +395,9 @@ mod tests {
 
     #[test]
     fn long_titles_are_bounded_on_a_char_boundary() {
-        let title = "é".repeat(DETAIL_MAX);
+        let title = "é".repeat(MAX_DETAIL);
         let detail = bounded(&title);
-        assert!(detail.len() <= DETAIL_MAX + '…'.len_utf8());
+        assert!(detail.len() <= MAX_DETAIL + '…'.len_utf8());
     }
 
     /// Streams recorded from the real codex-acp 0.16.0 (agent → client lines) against a

@@ -8,18 +8,10 @@
 use facet_core::{Decision, Session};
 use serde_json::{Map, Value, json};
 
-use super::tool::Approved;
-use super::{Bridge, Caller, MAX_HELD_APPROVALS, MAX_UNANSWERED_SESSIONS, Started, wire};
-
-/// A judged call waiting for the user's answer.
-#[derive(Debug, Clone)]
-pub(super) struct Pending {
-    caller: Caller,
-    tool: String,
-    call_id: Option<String>,
-    arguments: Value,
-    reason: String,
-}
+use super::held::{
+    Approved, Bridge, Caller, MAX_HELD_APPROVALS, MAX_UNANSWERED_SESSIONS, Pending, Started,
+};
+use super::wire;
 
 fn allow() -> Value {
     json!({"verdict": "allow"})

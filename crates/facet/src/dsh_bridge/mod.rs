@@ -54,104 +54,24 @@
 //!   `.facet.toml`, so a grant the person makes there counts at once.
 
 mod guard;
+mod held;
 pub mod specs;
 mod tool;
 pub mod wire;
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::io::{self, BufRead, Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use facet_core::{Mode, Policy, SessionId, StateStore};
+use facet_core::{Mode, Policy};
 use serde_json::{Map, Value, json};
+
+pub use held::Bridge;
+use held::{Caller, Started};
 
 use crate::state;
 
 /// The protocol this bridge speaks.
 pub const PROTOCOL: u64 = 1;
-
-/// The most sessions remembered as unanswerable (past it the memory starts over:
-/// a forgotten session is asked once more and remembered again).
-const MAX_UNANSWERED_SESSIONS: usize = 4096;
-
-/// The most approvals held between a guard and its `facet` body. One per pending
-/// widening call is needed; an approved call that never ran (another policy
-/// refused it) is dropped oldest first.
-const MAX_HELD_APPROVALS: usize = 256;
-
-/// The bridge's state: configuration once `configure` succeeded, questions put to
-/// the user, and approved widenings not yet run.
-#[derive(Debug, Default)]
-pub struct Bridge {
-    state_dir: Option<PathBuf>,
-    /// An explicit configuration (tests, fuzzing); `None` reads the user's file.
-    config: Option<facet_core::Config>,
-    started: Option<Started>,
-    pending: BTreeMap<u64, guard::Pending>,
-    approved: VecDeque<tool::Approved>,
-    /// Sessions whose question came back `unavailable`: nobody can answer them, so
-    /// they are judged — and their binding stated — as having no approval channel.
-    unanswered: BTreeSet<String>,
-}
-
-/// What `configure` established.
-#[derive(Debug)]
-struct Started {
-    policy: Policy,
-    core: facet_core::Config,
-    store: StateStore,
-    /// The configuration came from the user's file, which is read again for each
-    /// session's standing grants, so a change to `[projects]` counts without a
-    /// restart.
-    live_config: bool,
-}
-
-/// Who is calling: dsh's agent and what dsh says about its approval channel.
-#[derive(Debug, Clone)]
-struct Caller {
-    session: Option<String>,
-    cwd: Option<PathBuf>,
-    can_ask: bool,
-}
-
-impl Caller {
-    fn read(params: &Map<String, Value>) -> Caller {
-        let text = |key: &str| params.get(key).and_then(Value::as_str).map(str::to_owned);
-        let approval = params.get("approval");
-        let service = approval
-            .and_then(|facts| facts.get("service"))
-            .and_then(Value::as_bool)
-            == Some(true);
-        let never = approval
-            .and_then(|facts| facts.get("policy"))
-            .and_then(Value::as_str)
-            == Some("never");
-        Caller {
-            session: text("session").filter(|id| !id.is_empty()),
-            cwd: text("cwd").map(PathBuf::from),
-            can_ask: service && !never,
-        }
-    }
-
-    /// The session id and its absolute directory, or why there are none.
-    fn identity(&self) -> Result<(SessionId, &Path), String> {
-        let (Some(session), Some(cwd)) = (&self.session, &self.cwd) else {
-            return Err(
-                "this call belongs to no dsh session with a recorded working \
-                        directory, so facet cannot tell which facet applies"
-                    .to_owned(),
-            );
-        };
-        if !cwd.is_absolute() {
-            return Err(format!(
-                "the session's recorded directory {} is not absolute",
-                cwd.display()
-            ));
-        }
-        let id = SessionId::new(session).map_err(|error| error.to_string())?;
-        Ok((id, cwd))
-    }
-}
 
 impl Bridge {
     /// A bridge using `FACET_STATE_DIR` (or the default state folder).

@@ -3,7 +3,7 @@
 //! schema ([`super::specs::tool_spec`]) declares.
 //!
 //! `add` is recorded only for a call the guard put to the user and the user allowed
-//! ([`Approved`], held by the bridge): the plugin cannot grant by calling the body.
+//! ([`super::held::Approved`], held by the bridge): the plugin cannot grant by calling the body.
 
 use std::path::{Path, PathBuf};
 
@@ -11,16 +11,9 @@ use facet_core::{Change, FacetAction, GrantError, Mode, Session, SessionId};
 use mcp_shape::invalid_argument_message;
 use serde_json::{Map, Value, json};
 
-use super::{Bridge, Caller, Started, wire};
+use super::held::{Bridge, Caller, Started};
+use super::wire;
 use crate::facet_tool::{self, TOOL_NAME};
-
-/// One widening the user allowed, waiting for its tool body.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Approved {
-    pub(super) session: String,
-    pub(super) call_id: String,
-    pub(super) paths: Vec<String>,
-}
 
 /// An expected failure: code and message for dsh's `HarnessError`.
 struct Failure {
