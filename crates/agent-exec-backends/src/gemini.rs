@@ -523,10 +523,12 @@ impl AgentCli for Gemini {
     }
 
     async fn version(&self) -> Result<ProgramVersion, ProbeError> {
+        let mut env = self.config.env.clone();
+        no_relaunch(&mut env);
         let output = agent_program::probe_output(
             self.program(),
             &["--version"],
-            &self.config.env,
+            &env,
             PROBE_TIMEOUT,
             INSTALL_HINT,
         )
