@@ -636,3 +636,60 @@ fn an_unknown_dialect_is_a_usage_error_listing_every_dialect() {
     For more information, try '--help'.
     ");
 }
+
+/// Gemini's `AfterTool` of the facet tool records a narrowing the server made, and the
+/// new binding goes back to the model as `AfterTool` context; an `add` that got there
+/// is not recorded (nobody could approve it).
+#[test]
+fn gemini_after_tool_records_a_narrowing_and_never_an_unasked_grant() {
+    let tree = Tree::new();
+    let room = tree.room();
+    let other = tree.path("project/src/other");
+    let hook = |event: serde_json::Value| {
+        run_facet(
+            &[
+                "hook",
+                "--dialect",
+                "gemini",
+                "--facet-tool",
+                "mcp_facet_facet",
+            ],
+            &serde_json::to_vec(&event).unwrap(),
+            &tree.state(),
+            &room,
+        )
+    };
+    let after = |input: serde_json::Value| {
+        let mut event =
+            support::gemini_event("after", &room, "AfterTool", "mcp_facet_facet", input);
+        event["tool_response"] = json!({"llmContent": "ok", "returnDisplay": "ok"});
+        event
+    };
+    hook(support::gemini_event(
+        "after",
+        &room,
+        "SessionStart",
+        "",
+        json!({}),
+    ));
+    let grant = tree.panel(&["grant", &other.display().to_string(), "--session", "after"]);
+    assert_eq!(grant.code, 0, "{}", grant.stderr);
+
+    let added = hook(after(json!({"action": "add", "paths": ["../../shared"]})));
+    let (event, context) = added.context().unwrap();
+    assert_eq!(event, "AfterTool");
+    assert!(
+        context.starts_with("The grant was not recorded"),
+        "{context}"
+    );
+
+    let removed = hook(after(
+        json!({"action": "remove", "paths": [other.display().to_string()]}),
+    ));
+    let (event, context) = removed.context().unwrap();
+    assert_eq!(event, "AfterTool");
+    assert!(!context.contains("granted outside it"), "{context}");
+    let status = tree.panel(&["status", "--session", "after", "--json"]);
+    let value: serde_json::Value = serde_json::from_str(&status.stdout).unwrap();
+    assert_eq!(value["binding"]["granted"], json!([]), "{value}");
+}
