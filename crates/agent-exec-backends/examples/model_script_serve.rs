@@ -7,6 +7,10 @@
 //! direct, see the same model. Prints `base_url=…` and `origin=…` on stdout, then runs
 //! until stdin closes, and prints how many requests it answered on stderr.
 //!
+//! With `MODEL_SCRIPT_TOOL=NAME` and `MODEL_SCRIPT_TOOL_ARGS=JSON`, the turns alternate
+//! a call of that tool and [`REPLY`]: every run that makes one tool call, then answers,
+//! sees the same model (`scripts/bench-agent-exec-gemini.sh`).
+//!
 //! Run: `cargo run --release -p agent-exec-backends --example model_script_serve`.
 #![allow(clippy::unwrap_used)]
 
@@ -21,7 +25,17 @@ const REPLY: &str = "bench: done";
 const TURNS: usize = 100_000;
 
 fn main() {
-    let turns = vec![Turn::text(REPLY).with_usage(50, 5); TURNS];
+    let reply = Turn::text(REPLY).with_usage(50, 5);
+    let turns = match std::env::var("MODEL_SCRIPT_TOOL") {
+        Ok(tool) => {
+            let args = std::env::var("MODEL_SCRIPT_TOOL_ARGS").unwrap_or_else(|_| "{}".into());
+            let args: serde_json::Value =
+                serde_json::from_str(&args).expect("MODEL_SCRIPT_TOOL_ARGS is not JSON");
+            let call = Turn::tool_call("bench-call", tool, args).with_usage(50, 5);
+            [call, reply].into_iter().cycle().take(TURNS).collect()
+        }
+        Err(_) => vec![reply; TURNS],
+    };
     let server = ScriptedServer::start(Script::new(turns));
     let mut out = std::io::stdout().lock();
     writeln!(out, "base_url={}", server.base_url).unwrap();

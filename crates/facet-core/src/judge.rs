@@ -65,6 +65,13 @@ impl Policy {
         }
     }
 
+    /// The same policy judging the tools of `table` (a host whose names collide with
+    /// the built-in tables, e.g. [`ToolTable::gemini_cli`]) plus the configured tools.
+    pub fn with_table(mut self, table: ToolTable, config: &Config) -> Policy {
+        self.tools = table.with_tools(&config.tools);
+        self
+    }
+
     /// The same policy, refusing any judged call whose canonical target lies in one of
     /// `locations` (facet's state folder, its configuration): with them the agent
     /// could rewrite its own session's facet. They are resolved when a call is judged,

@@ -117,6 +117,39 @@ impl ToolTable {
         ToolTable { tools }
     }
 
+    /// Gemini CLI's built-in file tools (npm `@google/gemini-cli` 0.61.0, read from the
+    /// function declarations it sends the model): `read_file`, `write_file`, `replace`
+    /// (`file_path`); `list_directory` (`dir_path`, required); `glob` (`dir_path`, its
+    /// `pattern` a glob taken against it) and `grep_search` (`dir_path`, its
+    /// `include_pattern` a glob filter; `exclude_pattern` is a regular expression, not
+    /// a path), both searching when no `dir_path` is given. A table of its own: Gemini's
+    /// `glob` names its folder `dir_path`, DeepSeek Harness's `glob` names it `path`.
+    ///
+    /// Not listed: `run_shell_command` (a shell, deliberately unjudged, as `bash`);
+    /// `read_many_files`, which 0.61.0 ships but does not register (its `include` is a
+    /// list, which no table here reads).
+    pub fn gemini_cli() -> ToolTable {
+        let mut tools = BTreeMap::new();
+        for tool in ["read_file", "write_file", "replace"] {
+            tools.insert(tool.into(), ToolSpec::new(&["file_path"], false, &[]));
+        }
+        tools.insert(
+            "list_directory".into(),
+            ToolSpec::new(&["dir_path"], false, &[]),
+        );
+        tools.insert(
+            "glob".into(),
+            ToolSpec::new(&["dir_path"], true, &["pattern"]).searching(),
+        );
+        tools.insert(
+            "grep_search".into(),
+            ToolSpec::new(&["dir_path"], true, &[])
+                .with_filters(&["include_pattern"])
+                .searching(),
+        );
+        ToolTable { tools }
+    }
+
     /// Add (or replace) user-configured tools: name → path argument names. MCP tools
     /// are listed by the name the host calls them (`mcp__fs__read_file`); they are
     /// never implicit and carry no patterns.

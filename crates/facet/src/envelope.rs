@@ -1,13 +1,21 @@
 //! The hook envelope: the JSON event a harness writes on the hook's stdin.
 //!
-//! Two dialects share one shape. Claude Code (and DeepSeek Harness's Claude Code
-//! hook bridge, which sends the same) and Codex both send
+//! Three dialects share one shape. Claude Code (and DeepSeek Harness's Claude Code
+//! hook bridge, which sends the same), Codex and Gemini CLI all send
 //! `{session_id, transcript_path, cwd, hook_event_name, tool_name, tool_input,
 //! tool_use_id, permission_mode?}`. They differ in what `tool_input` holds —
 //! Codex's shell and `apply_patch` tools carry one `{command}` string, its MCP
 //! tools their resolved arguments — and in what an answer may say: Codex honours
 //! `deny` only (an `ask` is rejected by its output parser as unsupported), so the
 //! Codex dialect never has an approval channel.
+//!
+//! Gemini CLI (0.61.0) names its events `SessionStart`, `BeforeAgent` (a prompt),
+//! `BeforeTool` and `AfterTool`; they are read as `SessionStart`, `UserPromptSubmit`,
+//! `PreToolUse` and `PostToolUse`. It sends no `permission_mode` and no
+//! `tool_use_id`, and reads a refusal only in its own shape
+//! (`{"decision":"deny","reason":…}`, see [`crate::output`]). It accepts `ask`, but a
+//! headless run then waits for an answer nobody can give, and its event does not say
+//! whether a person is there: the Gemini dialect never asks.
 //!
 //! ## Invariants
 //! - Parsing never panics and never trusts a field's type: every field is read
@@ -22,6 +30,9 @@ use std::fmt;
 
 use serde_json::{Map, Value};
 
+/// The `--dialect` values, for a usage error.
+pub const DIALECT_FLAG_VALUES: &str = "claude-code, codex or gemini";
+
 /// Which harness wrote the envelope, and therefore what an answer may contain.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dialect {
@@ -30,6 +41,9 @@ pub enum Dialect {
     /// OpenAI Codex: `tool_input` is `{command}` for shell and `apply_patch`; only
     /// `deny` is honoured.
     Codex,
+    /// Gemini CLI: its own event names and answer shape, its own tool table
+    /// ([`facet_core::ToolTable::gemini_cli`]); facet never asks it.
+    Gemini,
 }
 
 impl Dialect {
@@ -38,6 +52,7 @@ impl Dialect {
         match value {
             "claude-code" | "claude" | "dsh" => Some(Self::ClaudeCode),
             "codex" => Some(Self::Codex),
+            "gemini" => Some(Self::Gemini),
             _ => None,
         }
     }
@@ -209,8 +224,9 @@ fn unicode_escape_at(input: &[u8], at: usize) -> Option<u32> {
     u32::from_str_radix(hex, 16).ok()
 }
 
-/// Whether raw bytes that could not be decoded show a `PreToolUse` event: the key
-/// `"hook_event_name"`, then (whitespace allowed) `:` and `"PreToolUse"`.
+/// Whether raw bytes that could not be decoded show a tool call event: the key
+/// `"hook_event_name"`, then (whitespace allowed) `:` and `"PreToolUse"` (or Gemini
+/// CLI's `"BeforeTool"`).
 ///
 /// Used only to fail closed on an event the host considers valid but serde_json
 /// cannot read (nesting deeper than its recursion limit, an event over the size
@@ -218,7 +234,7 @@ fn unicode_escape_at(input: &[u8], at: usize) -> Option<u32> {
 /// inside some string) can only turn an unreadable event into a refusal.
 pub fn looks_like_pre_tool_use(input: &[u8]) -> bool {
     const KEY: &[u8] = b"\"hook_event_name\"";
-    const VALUE: &[u8] = b"\"PreToolUse\"";
+    const VALUES: [&[u8]; 2] = [b"\"PreToolUse\"", b"\"BeforeTool\""];
     let mut from = 0;
     while let Some(found) = find(&input[from..], KEY) {
         let mut at = from + found + KEY.len();
@@ -226,7 +242,7 @@ pub fn looks_like_pre_tool_use(input: &[u8]) -> bool {
         if input.get(at) == Some(&b':') {
             at += 1;
             at += leading_whitespace(&input[at..]);
-            if input[at..].starts_with(VALUE) {
+            if VALUES.iter().any(|value| input[at..].starts_with(value)) {
                 return true;
             }
         }
@@ -276,12 +292,13 @@ fn from_object(mut object: Map<String, Value>) -> Result<Envelope, EnvelopeError
 
     let event = match event_name.as_str() {
         "SessionStart" => HookEvent::SessionStart,
-        "UserPromptSubmit" => HookEvent::UserPromptSubmit,
-        "PreToolUse" => HookEvent::PreToolUse {
+        // Gemini CLI's names for the same moments (no host uses the other's names).
+        "UserPromptSubmit" | "BeforeAgent" => HookEvent::UserPromptSubmit,
+        "PreToolUse" | "BeforeTool" => HookEvent::PreToolUse {
             tool_name: required_string(&object, "tool_name")?,
             tool_input: tool_input(&mut object)?,
         },
-        "PostToolUse" => HookEvent::PostToolUse {
+        "PostToolUse" | "AfterTool" => HookEvent::PostToolUse {
             tool_name: required_string(&object, "tool_name")?,
             tool_input: tool_input(&mut object)?,
             tool_response: object.remove("tool_response"),
@@ -394,6 +411,41 @@ mod tests {
         assert!(
             matches!(envelope.event, HookEvent::PreToolUse { ref tool_name, .. } if tool_name == "apply_patch")
         );
+    }
+
+    #[test]
+    fn reads_gemini_cli_events_by_their_own_names() {
+        // As Gemini CLI 0.61.0 sent it to a BeforeTool command hook.
+        let envelope = parse(&bytes(json!({
+            "session_id": "4c18b038-5dba-495e-b8e8-6b81621a69be",
+            "transcript_path": "/h/.gemini/tmp/proj/chats/session-4c18b038.jsonl",
+            "cwd": "/w/proj",
+            "hook_event_name": "BeforeTool",
+            "timestamp": "2026-12-07T01:13:34.068Z",
+            "tool_name": "glob",
+            "tool_input": {"pattern": "../outside/*.txt"}
+        })))
+        .unwrap();
+        assert_eq!(
+            envelope.event,
+            HookEvent::PreToolUse {
+                tool_name: "glob".into(),
+                tool_input: json!({"pattern": "../outside/*.txt"}),
+            }
+        );
+        let event = |name: &str| {
+            parse(&bytes(
+                json!({"session_id": "s", "cwd": "/w", "hook_event_name": name,
+                "tool_name": "read_file", "tool_input": {}, "tool_response": {}}),
+            ))
+            .unwrap()
+            .event
+        };
+        assert_eq!(event("BeforeAgent"), HookEvent::UserPromptSubmit);
+        assert!(matches!(event("AfterTool"), HookEvent::PostToolUse { .. }));
+        assert!(looks_like_pre_tool_use(
+            br#"{"hook_event_name": "BeforeTool", "x": [[["#
+        ));
     }
 
     #[test]

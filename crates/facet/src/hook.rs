@@ -9,7 +9,7 @@
 //! | anything else | no opinion |
 //!
 //! ## Decisions
-//! - The approval channel exists unless the dialect cannot ask (Codex), the
+//! - The approval channel exists unless the dialect cannot ask (Codex, Gemini CLI), the
 //!   event says `permission_mode: bypassPermissions`, or the hook was started with
 //!   `--no-approval`. Without it every ask becomes a deny, widening included.
 //! - A `PreToolUse` of a tool the guard does not know never touches the state
@@ -35,6 +35,9 @@
 //!   a `workdir` when sent); a shell command that runs `apply_patch` in any other
 //!   form, or names another environment, is judged as outside: refused, never let
 //!   through (see [`apply_patch`]).
+//! - Gemini CLI: its own tool table; a bare search in a scoped session is pinned to
+//!   the session folder (see [`pinned_search`]), since Gemini would search every
+//!   workspace folder.
 //! - Not done: `Bash` is judged only where it runs or carries a patch; `allow` is
 //!   never answered.
 
@@ -58,7 +61,7 @@ pub fn answer(input: &[u8], config: &HookConfig) -> HookAnswer {
         Err(error @ envelope::EnvelopeError::NotJson(_))
             if envelope::looks_like_pre_tool_use(input) =>
         {
-            return unreadable_tool_call(&error.to_string());
+            return unreadable_tool_call(config.dialect, &error.to_string());
         }
         Err(error) => {
             return HookAnswer::non_blocking_error(format!(
@@ -72,6 +75,7 @@ pub fn answer(input: &[u8], config: &HookConfig) -> HookAnswer {
             // Fail closed: the user's tool list is unknown, so any tool may be one
             // the guard should judge.
             HookEvent::PreToolUse { .. } => HookAnswer::json(output::decision(
+                config.dialect,
                 Permission::Deny,
                 &format!(
                     "facet could not use its configuration, so the call is refused: {problem}. \
@@ -81,7 +85,7 @@ pub fn answer(input: &[u8], config: &HookConfig) -> HookAnswer {
             _ => HookAnswer::non_blocking_error(format!("facet hook: {problem}")),
         };
     }
-    let policy = Policy::new(&config.core).with_guarded(guarded_locations(config));
+    let policy = policy_for(config);
     let can_ask = config.can_ask(&envelope);
     if envelope.session_id.is_empty() {
         return sessionless(&envelope, config, &policy, can_ask);
@@ -110,16 +114,23 @@ pub fn answer(input: &[u8], config: &HookConfig) -> HookAnswer {
     }
 }
 
-fn guarded_locations(config: &HookConfig) -> Vec<PathBuf> {
-    state::guarded_locations(config.state_dir.as_deref())
+/// The guard for this dialect: Gemini CLI's own tool table (its names collide with
+/// DeepSeek Harness's), the built-in tables otherwise; facet's own folders guarded.
+fn policy_for(config: &HookConfig) -> Policy {
+    let policy = Policy::new(&config.core);
+    let policy = match config.dialect {
+        Dialect::Gemini => policy.with_table(facet_core::ToolTable::gemini_cli(), &config.core),
+        Dialect::ClaudeCode | Dialect::Codex => policy,
+    };
+    policy.with_guarded(state::guarded_locations(config.state_dir.as_deref()))
 }
 
 /// Answer an event larger than the hook reads (`input` is its first bytes): a
 /// `PreToolUse` is refused, anything else is a non-blocking error.
-pub fn answer_too_large(input: &[u8], limit: usize) -> HookAnswer {
+pub fn answer_too_large(input: &[u8], limit: usize, dialect: Dialect) -> HookAnswer {
     let problem = format!("the event is larger than {} MiB", limit / (1024 * 1024));
     if envelope::looks_like_pre_tool_use(input) {
-        return unreadable_tool_call(&problem);
+        return unreadable_tool_call(dialect, &problem);
     }
     HookAnswer::non_blocking_error(format!("facet hook: {problem}. The event was not judged."))
 }
@@ -127,8 +138,9 @@ pub fn answer_too_large(input: &[u8], limit: usize) -> HookAnswer {
 /// A `PreToolUse` the hook cannot decode (nesting past the JSON reader's depth
 /// limit, an event over the size cap) though the host considers it valid: refused,
 /// because a non-blocking error would let the tool run unjudged. Fail closed.
-fn unreadable_tool_call(problem: &str) -> HookAnswer {
+fn unreadable_tool_call(dialect: Dialect, problem: &str) -> HookAnswer {
     HookAnswer::json(output::decision(
+        dialect,
         Permission::Deny,
         &format!("facet could not read this tool call ({problem}); refused."),
     ))
@@ -178,6 +190,7 @@ fn session_start(envelope: &Envelope, config: &HookConfig, can_ask: bool) -> Hoo
     match told {
         Ok(context) if context.is_empty() => HookAnswer::no_opinion(),
         Ok(context) => HookAnswer::json(output::additional_context(
+            config.dialect,
             "SessionStart",
             &format!("{}\n\n{context}", facet_core::seed::facet_rule_text()),
         )),
@@ -207,9 +220,11 @@ fn user_prompt_submit(envelope: &Envelope, config: &HookConfig, can_ask: bool) -
     });
     match changed {
         // An empty text contributes nothing, as the seed's context text intends.
-        Ok(Some(context)) if !context.is_empty() => {
-            HookAnswer::json(output::additional_context("UserPromptSubmit", &context))
-        }
+        Ok(Some(context)) if !context.is_empty() => HookAnswer::json(output::additional_context(
+            config.dialect,
+            "UserPromptSubmit",
+            &context,
+        )),
         Ok(_) => HookAnswer::no_opinion(),
         Err(error) => state_failure(&error),
     }
@@ -261,8 +276,8 @@ fn judged_call<'a>(
 ) -> Option<Judged<'a>> {
     let patch = match config.dialect {
         Dialect::Codex => apply_patch::classify(tool_name, tool_input),
-        // Claude Code has no such tool, and its shell is not judged.
-        Dialect::ClaudeCode => apply_patch::PatchCall::NotPatch,
+        // Claude Code and Gemini CLI have no such tool, and their shells are not judged.
+        Dialect::ClaudeCode | Dialect::Gemini => apply_patch::PatchCall::NotPatch,
     };
     match patch {
         apply_patch::PatchCall::Placed { paths, folders } => Some(Judged::Patch { paths, folders }),
@@ -290,6 +305,7 @@ fn decide(
             // Fail closed: a call the guard would judge is refused when the facet
             // cannot be known, and the reason says why and what to do.
             return HookAnswer::json(output::decision(
+                config.dialect,
                 Permission::Deny,
                 &format!(
                     "facet could not read this session's state, so the call is refused: {error}. \
@@ -299,6 +315,10 @@ fn decide(
         }
     };
     let cwd = Path::new(&envelope.cwd);
+    let call = match &judged {
+        Judged::Call(tool, input) => Some((*tool, *input)),
+        _ => None,
+    };
     let decision = match judged {
         Judged::Call(tool, input) => policy.judge(tool, input, cwd, &session, can_ask),
         Judged::Patch { paths, folders } => {
@@ -318,16 +338,48 @@ fn decide(
         Judged::Unplaceable(why) => policy.judge_unplaceable(why, &session, can_ask),
     };
     match decision {
-        Decision::NoOpinion => HookAnswer::no_opinion(),
-        Decision::Ask(reason) if config.dialect.honours_ask() => {
-            HookAnswer::json(output::decision(Permission::Ask, &reason))
+        Decision::NoOpinion => pinned_search(config, policy, &session, envelope, call)
+            .map_or_else(HookAnswer::no_opinion, HookAnswer::json),
+        // A dialect that cannot ask is sent `deny` by `output::decision` itself.
+        Decision::Ask(reason) => {
+            HookAnswer::json(output::decision(config.dialect, Permission::Ask, &reason))
         }
-        // Unreachable with can_ask false, but a dialect that cannot ask must never
-        // be sent an ask: refuse instead.
-        Decision::Ask(reason) | Decision::Deny(reason) => {
-            HookAnswer::json(output::decision(Permission::Deny, &reason))
+        Decision::Deny(reason) => {
+            HookAnswer::json(output::decision(config.dialect, Permission::Deny, &reason))
         }
     }
+}
+
+/// Gemini CLI runs a search that names no folder (`glob`, `grep_search` without
+/// `dir_path`) in *every* workspace folder — the session's, and any the user added
+/// (`--include-directories`) — which the event does not list. facet judged the
+/// session folder, so in a scoped session it pins the search there: the call's whole
+/// input (Gemini replaces it, and tells the model it did) with `dir_path` set to the
+/// event's `cwd`. `None` for every other call and dialect.
+fn pinned_search(
+    config: &HookConfig,
+    policy: &Policy,
+    session: &Session,
+    envelope: &Envelope,
+    call: Option<(&str, &Value)>,
+) -> Option<String> {
+    if config.dialect != Dialect::Gemini
+        || session.mode == Mode::Off
+        || session.facet_root().is_none()
+    {
+        return None;
+    }
+    let (tool, input) = call?;
+    let spec = policy.tools().get(tool)?;
+    let folder_argument = spec.path_args.first()?;
+    let names: Vec<&str> = spec.path_args.iter().map(String::as_str).collect();
+    if !spec.implicit_session_path || !facet_core::seed::string_arguments(input, &names).is_empty()
+    {
+        return None;
+    }
+    let mut pinned = input.as_object()?.clone();
+    pinned.insert(folder_argument.clone(), Value::String(envelope.cwd.clone()));
+    Some(output::pinned_tool_input(&Value::Object(pinned)))
 }
 
 fn post_tool_use(
@@ -348,6 +400,7 @@ fn post_tool_use(
     };
     if matches!(action, FacetAction::Add(_)) && !can_ask {
         return HookAnswer::json(output::additional_context(
+            config.dialect,
             "PostToolUse",
             &format!(
                 "The grant was not recorded: this session has no approval channel, so nobody \
@@ -374,6 +427,7 @@ fn post_tool_use(
         Ok(Some(recorded)) => Ok(recorded),
         Ok(None) => {
             return HookAnswer::json(output::additional_context(
+                config.dialect,
                 "PostToolUse",
                 "The grant was not recorded: facet is off for this session or it has no facet, \
                  so nobody was asked to approve it.",
@@ -383,10 +437,13 @@ fn post_tool_use(
     };
     match recorded {
         Ok((Ok(_), context)) if context.is_empty() => HookAnswer::no_opinion(),
-        Ok((Ok(_), context)) => {
-            HookAnswer::json(output::additional_context("PostToolUse", &context))
-        }
+        Ok((Ok(_), context)) => HookAnswer::json(output::additional_context(
+            config.dialect,
+            "PostToolUse",
+            &context,
+        )),
         Ok((Err(error), context)) => HookAnswer::json(output::additional_context(
+            config.dialect,
             "PostToolUse",
             &format!("The facet was not changed: {error}.\n{context}"),
         )),

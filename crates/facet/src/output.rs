@@ -1,18 +1,27 @@
 //! What the hook writes back: the exact JSON shapes hosts read on stdout.
 //!
-//! One shape per purpose, shared by both dialects (Codex reads the same
-//! `hookSpecificOutput` block as Claude Code; it only refuses `ask`, which the
-//! caller never emits for Codex):
+//! One shape per purpose and dialect, written by one function each ([`decision`],
+//! [`additional_context`]), so no caller can send a host a shape it does not read.
+//! Codex reads the same `hookSpecificOutput` block as Claude Code, but rejects `ask`;
+//! Gemini CLI reads its own:
 //!
-//! - a decision: `{"hookSpecificOutput":{"hookEventName":"PreToolUse",
-//!   "permissionDecision":"ask"|"deny","permissionDecisionReason":"…"}}`;
+//! - a decision, Claude Code and Codex: `{"hookSpecificOutput":{"hookEventName":
+//!   "PreToolUse","permissionDecision":"ask"|"deny","permissionDecisionReason":"…"}}`;
+//!   Gemini CLI: `{"decision":"deny","reason":"…"}` (it ignores the Claude Code
+//!   block and runs the call — tested). A dialect that cannot ask is sent `deny`.
 //! - added context: `{"hookSpecificOutput":{"hookEventName":"SessionStart"|
-//!   "UserPromptSubmit"|"PostToolUse","additionalContext":"…"}}`;
+//!   "UserPromptSubmit"|"PostToolUse","additionalContext":"…"}}`; Gemini CLI reads
+//!   the same block (its event names: `SessionStart`, `BeforeAgent`, `AfterTool`);
+//! - a Gemini search pinned to the session folder ([`pinned_tool_input`]):
+//!   `{"hookSpecificOutput":{"hookEventName":"BeforeTool","tool_input":{…}}}`, the
+//!   call's whole input with `dir_path` added (Gemini replaces the input with it);
 //! - no opinion: nothing on stdout and exit code 0, so the host's own
 //!   permission rules stay in charge. `allow` is deliberately never emitted: it
 //!   would skip the host's prompt for a call the facet merely has no objection to.
 
 use serde::Serialize;
+
+use crate::envelope::Dialect;
 
 /// Exit code for "read, acted on, or had no opinion".
 pub const EXIT_OK: i32 = 0;
@@ -55,8 +64,29 @@ fn render(output: &Output<'_>) -> String {
     serde_json::to_string(output).unwrap_or_default()
 }
 
-/// A `PreToolUse` decision with its reason sentence.
-pub fn decision(permission: Permission, reason: &str) -> String {
+/// Gemini CLI's answer to a `BeforeTool` hook.
+#[derive(Serialize)]
+struct GeminiDecision<'a> {
+    decision: Permission,
+    reason: &'a str,
+}
+
+/// A `PreToolUse` decision with its reason sentence, in `dialect`'s shape. Every
+/// refusal and question the hook gives goes through here; a dialect that cannot ask
+/// ([`Dialect::honours_ask`]) is sent `deny` whatever `permission` says.
+pub fn decision(dialect: Dialect, permission: Permission, reason: &str) -> String {
+    let permission = if dialect.honours_ask() {
+        permission
+    } else {
+        Permission::Deny
+    };
+    if dialect == Dialect::Gemini {
+        return serde_json::to_string(&GeminiDecision {
+            decision: permission,
+            reason,
+        })
+        .unwrap_or_default();
+    }
     render(&Output {
         hook_specific_output: HookSpecificOutput {
             hook_event_name: "PreToolUse",
@@ -68,8 +98,13 @@ pub fn decision(permission: Permission, reason: &str) -> String {
 }
 
 /// Context added to the conversation on `event` (`SessionStart`,
-/// `UserPromptSubmit`, `PostToolUse`).
-pub fn additional_context(event: &str, context: &str) -> String {
+/// `UserPromptSubmit`, `PostToolUse`), named as `dialect` names it.
+pub fn additional_context(dialect: Dialect, event: &str, context: &str) -> String {
+    let event = match (dialect, event) {
+        (Dialect::Gemini, "UserPromptSubmit") => "BeforeAgent",
+        (Dialect::Gemini, "PostToolUse") => "AfterTool",
+        (_, event) => event,
+    };
     render(&Output {
         hook_specific_output: HookSpecificOutput {
             hook_event_name: event,
@@ -78,6 +113,15 @@ pub fn additional_context(event: &str, context: &str) -> String {
             additional_context: Some(context),
         },
     })
+}
+
+/// Gemini CLI's `BeforeTool` answer replacing a call's input with `tool_input`.
+pub fn pinned_tool_input(tool_input: &serde_json::Value) -> String {
+    serde_json::json!({"hookSpecificOutput": {
+        "hookEventName": "BeforeTool",
+        "tool_input": tool_input,
+    }})
+    .to_string()
 }
 
 /// What one hook run produces: stdout (if any), a stderr message (if any) and
@@ -124,12 +168,28 @@ mod tests {
     #[test]
     fn shapes_are_exactly_the_hosts() {
         assert_eq!(
-            decision(Permission::Ask, "why"),
+            decision(Dialect::ClaudeCode, Permission::Ask, "why"),
             r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"ask","permissionDecisionReason":"why"}}"#
         );
         assert_eq!(
-            additional_context("SessionStart", "ctx"),
+            additional_context(Dialect::ClaudeCode, "SessionStart", "ctx"),
             r#"{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"ctx"}}"#
+        );
+        // Codex rejects `ask`: it is sent the refusal.
+        assert_eq!(
+            decision(Dialect::Codex, Permission::Ask, "why"),
+            r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"why"}}"#
+        );
+        // Gemini CLI reads only its own shape, and is never asked.
+        for permission in [Permission::Ask, Permission::Deny] {
+            assert_eq!(
+                decision(Dialect::Gemini, permission, "why"),
+                r#"{"decision":"deny","reason":"why"}"#
+            );
+        }
+        assert_eq!(
+            additional_context(Dialect::Gemini, "UserPromptSubmit", "ctx"),
+            r#"{"hookSpecificOutput":{"hookEventName":"BeforeAgent","additionalContext":"ctx"}}"#
         );
     }
 }

@@ -1,4 +1,4 @@
-//! The hook's whole answer path on generated input, in both dialects (the fuzz
+//! The hook's whole answer path on generated input, in every dialect (the fuzz
 //! target `facet_hook_envelope` runs the same property without bounds): it never
 //! panics, exits 0 or 1 only, and whatever it writes is one of the host's shapes.
 #![allow(clippy::unwrap_used)]
@@ -9,7 +9,7 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 
 fn check(input: &[u8], state: &std::path::Path) {
-    for dialect in [Dialect::ClaudeCode, Dialect::Codex] {
+    for dialect in [Dialect::ClaudeCode, Dialect::Codex, Dialect::Gemini] {
         let reply = answer(
             input,
             &HookConfig::with_state_dir(dialect, state.to_path_buf()),
@@ -26,6 +26,20 @@ fn check(input: &[u8], state: &std::path::Path) {
         }
         if let Some(stdout) = reply.stdout {
             let value: Value = serde_json::from_str(&stdout).unwrap();
+            if dialect == Dialect::Gemini && value.get("hookSpecificOutput").is_none() {
+                // Gemini's own refusal shape; never an ask, never Claude Code's block.
+                assert_eq!(value["decision"], "deny", "{value}");
+                assert!(value["reason"].is_string(), "{value}");
+                continue;
+            }
+            if dialect == Dialect::Gemini {
+                let specific = &value["hookSpecificOutput"];
+                assert!(specific.get("permissionDecision").is_none(), "{value}");
+                if specific["hookEventName"] == "BeforeTool" {
+                    assert!(specific["tool_input"]["dir_path"].is_string(), "{value}");
+                    continue;
+                }
+            }
             let event = value["hookSpecificOutput"]["hookEventName"]
                 .as_str()
                 .unwrap();
@@ -34,7 +48,9 @@ fn check(input: &[u8], state: &std::path::Path) {
                     "SessionStart",
                     "UserPromptSubmit",
                     "PreToolUse",
-                    "PostToolUse"
+                    "PostToolUse",
+                    "BeforeAgent",
+                    "AfterTool"
                 ]
                 .contains(&event)
             );
@@ -72,6 +88,9 @@ fn envelope() -> impl Strategy<Value = Value> {
         "PreToolUse",
         "PostToolUse",
         "Stop",
+        "BeforeTool",
+        "AfterTool",
+        "BeforeAgent",
     ]);
     let tools = prop::sample::select(vec![
         "Read",
@@ -83,6 +102,10 @@ fn envelope() -> impl Strategy<Value = Value> {
         "mcp__facet__facet",
         "LS",
         "unknown",
+        "read_file",
+        "glob",
+        "grep_search",
+        "mcp_facet_facet",
     ]);
     let input = prop::collection::btree_map(
         prop::sample::select(vec![
@@ -95,6 +118,8 @@ fn envelope() -> impl Strategy<Value = Value> {
             "paths",
             "focus",
             "notebook_path",
+            "dir_path",
+            "include_pattern",
         ]),
         prop_oneof![
             scalar(),

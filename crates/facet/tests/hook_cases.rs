@@ -378,3 +378,318 @@ fn modes_from_the_panel_change_the_decision() {
     tree.hook(&[], &pre_tool_use("modes", &room, "Read", outside))
         .assert_no_opinion("mode off");
 }
+
+/// Every (tool, path argument) of Gemini CLI 0.61.0's own table.
+const GEMINI_PATH_ARGUMENTS: &[(&str, &str)] = &[
+    ("read_file", "file_path"),
+    ("write_file", "file_path"),
+    ("replace", "file_path"),
+    ("list_directory", "dir_path"),
+    ("glob", "dir_path"),
+    ("grep_search", "dir_path"),
+];
+
+/// The refusal Gemini CLI gets for `raw` (it cannot ask): the seed's no-channel
+/// sentence, naming the panel command that grants it to this session.
+fn gemini_refusal_holds(reason: &str, shown: &str, root: &Path, session: &str) -> bool {
+    reason.starts_with(&format!(
+        "{shown} is refused — this session's facet is {}, and this session has no approval channel, so nobody can be asked to grant it here. Ask the user to run `facet grant ",
+        root.display()
+    )) && reason.ends_with(&format!(
+        " --session {session}` in a terminal, or work within the facet."
+    ))
+}
+
+fn gemini_hook(tree: &Tree, current_dir: &Path, event: &serde_json::Value) -> Run {
+    run_facet(
+        &["hook", "--dialect", "gemini"],
+        &serde_json::to_vec(event).unwrap(),
+        &tree.state(),
+        current_dir,
+    )
+}
+
+#[test]
+fn every_case_for_every_path_argument_of_gemini_cli_refused_in_its_own_shape() {
+    let tree = Tree::new();
+    build_links(&tree);
+    let room = tree.room();
+    let guard_dir = tree.path("project/src/other");
+    let mut failures = Vec::new();
+    for (tool, argument) in GEMINI_PATH_ARGUMENTS {
+        for (raw, expect) in cases(&tree) {
+            // A search naming its folder is judged by it; the pattern is harmless.
+            let event = support::gemini_event(
+                "table",
+                &room,
+                "BeforeTool",
+                tool,
+                json!({ *argument: raw, "pattern": "x" }),
+            );
+            let run = gemini_hook(&tree, &guard_dir, &event);
+            let what = format!("{tool} {argument}={raw:?}");
+            if run.code != 0 {
+                failures.push(format!("{what}: exit {} ({})", run.code, run.stderr));
+                continue;
+            }
+            match (expect, run.gemini_decision()) {
+                (Expect::Inside, None) => {}
+                (Expect::Outside, Some((decision, reason))) => {
+                    let shown = named(&tree, &raw);
+                    if decision != "deny" || !gemini_refusal_holds(&reason, &shown, &room, "table")
+                    {
+                        failures.push(format!("{what}: got {decision}: {reason}"));
+                    }
+                }
+                (expect, got) => failures.push(format!("{what}: expected {expect:?}, got {got:?}")),
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+/// google-gemini/gemini-cli#29075: Gemini's `glob` checks `dir_path` against its
+/// workspace but not the pattern, so `../` in the pattern lists files outside (seen
+/// with 0.61.0: `../outside/*.txt` found `/…/outside/secret.txt`). facet judges the
+/// pattern's fixed prefix, with or without a `dir_path`.
+#[test]
+fn gemini_glob_patterns_that_climb_out_are_refused() {
+    let tree = Tree::new();
+    let room = tree.room();
+    let elsewhere = tree.path("elsewhere");
+    for (args, judged) in [
+        (json!({"pattern": "../../x/*.rs"}), "../../x"),
+        (json!({"pattern": "../other/*.txt"}), "../other"),
+        (json!({"pattern": "/etc/*.conf"}), "/etc"),
+        (json!({"pattern": "../*", "dir_path": "."}), "./.."),
+        (
+            json!({"pattern": "x", "include_pattern": "../../shared/*.rs"}),
+            "../../shared",
+        ),
+    ] {
+        let tool = if args.get("include_pattern").is_some() {
+            "grep_search"
+        } else {
+            "glob"
+        };
+        let run = gemini_hook(
+            &tree,
+            &elsewhere,
+            &support::gemini_event("g29075", &room, "BeforeTool", tool, args.clone()),
+        );
+        let (decision, reason) = run
+            .gemini_decision()
+            .unwrap_or_else(|| panic!("{args}: let through"));
+        assert_eq!(decision, "deny", "{args}");
+        assert!(
+            gemini_refusal_holds(&reason, judged, &room, "g29075"),
+            "{args}: {reason}"
+        );
+    }
+}
+
+/// Gemini's `glob` names its folder `dir_path`, DeepSeek Harness's `path`: under the
+/// Claude Code dialect's tables a Gemini `glob` of `/etc` would be a bare search of
+/// the session folder — which is why Gemini has a table of its own.
+#[test]
+fn gemini_tools_are_read_by_gemini_s_table_only() {
+    let tree = Tree::new();
+    let room = tree.room();
+    let args = json!({"pattern": "*", "dir_path": "/etc"});
+    let event = support::gemini_event("tables", &room, "BeforeTool", "glob", args.clone());
+    let (decision, _) = gemini_hook(&tree, &room, &event).gemini_decision().unwrap();
+    assert_eq!(decision, "deny");
+    tree.hook(&[], &pre_tool_use("tables", &room, "glob", args))
+        .assert_no_opinion("dsh's glob has no dir_path");
+    // And the other way: DeepSeek Harness's and Claude Code's names mean nothing to
+    // Gemini, which has no such tools.
+    for tool in ["read", "Read"] {
+        let event = support::gemini_event(
+            "tables",
+            &room,
+            "BeforeTool",
+            tool,
+            json!({"file_path": "/etc/passwd"}),
+        );
+        gemini_hook(&tree, &room, &event).assert_no_opinion(tool);
+    }
+}
+
+/// A Gemini search naming no folder runs in every workspace folder, which the event
+/// does not list; in a scoped session facet pins it to the session folder by
+/// answering the call's whole input with `dir_path` added.
+#[test]
+fn gemini_searches_naming_no_folder_are_pinned_to_the_session_folder() {
+    let tree = Tree::new();
+    let room = tree.room();
+    for tool in ["glob", "grep_search"] {
+        let input = json!({"pattern": "*.rs", "total_max_matches": 5});
+        let run = gemini_hook(
+            &tree,
+            &room,
+            &support::gemini_event("pin", &room, "BeforeTool", tool, input),
+        );
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        assert_eq!(
+            run.json().unwrap(),
+            json!({"hookSpecificOutput": {"hookEventName": "BeforeTool", "tool_input": {
+                "pattern": "*.rs", "total_max_matches": 5, "dir_path": room}}}),
+            "{tool}"
+        );
+        // Naming a folder: judged by it, nothing to pin.
+        let named = json!({"pattern": "*.rs", "dir_path": "src"});
+        gemini_hook(
+            &tree,
+            &room,
+            &support::gemini_event("pin", &room, "BeforeTool", tool, named),
+        )
+        .assert_no_opinion(tool);
+    }
+    // An unscoped session (the project's top level) is left alone.
+    let top = tree.path("project");
+    gemini_hook(
+        &tree,
+        &top,
+        &support::gemini_event("top", &top, "BeforeTool", "glob", json!({"pattern": "*"})),
+    )
+    .assert_no_opinion("unscoped");
+    // Focused on a narrower folder, a bare search is refused, not pinned.
+    std::fs::create_dir_all(room.join("sub")).unwrap();
+    assert_eq!(tree.panel(&["focus", "sub", "--session", "pin"]).code, 0);
+    let (decision, reason) = gemini_hook(
+        &tree,
+        &room,
+        &support::gemini_event("pin", &room, "BeforeTool", "glob", json!({"pattern": "*"})),
+    )
+    .gemini_decision()
+    .unwrap();
+    assert_eq!(decision, "deny");
+    assert!(
+        reason.starts_with("This search names no `path`"),
+        "{reason}"
+    );
+}
+
+#[test]
+fn gemini_session_start_and_prompts_carry_the_rule_and_the_binding() {
+    let tree = Tree::new();
+    let room = tree.room();
+    let start = gemini_hook(
+        &tree,
+        &room,
+        &support::gemini_event("ctx", &room, "SessionStart", "", json!({})),
+    );
+    let (event, context) = start.context().unwrap();
+    assert_eq!(event, "SessionStart");
+    assert!(context.starts_with("# Facet scope"), "{context}");
+    assert!(
+        context.contains(&format!("facet: {}", room.display())),
+        "{context}"
+    );
+    // Gemini cannot ask: the binding says so, and names no `facet action=add` that
+    // could be granted.
+    assert!(context.contains("no approval channel"), "{context}");
+    // Unchanged binding: the prompt adds nothing; after a grant it restates it.
+    gemini_hook(
+        &tree,
+        &room,
+        &support::gemini_event("ctx", &room, "BeforeAgent", "", json!({})),
+    )
+    .assert_no_opinion("unchanged");
+    let other = tree.path("project/src/other");
+    let grant = tree.panel(&["grant", &other.display().to_string(), "--session", "ctx"]);
+    assert_eq!(grant.code, 0, "{}", grant.stderr);
+    let (event, context) = gemini_hook(
+        &tree,
+        &room,
+        &support::gemini_event("ctx", &room, "BeforeAgent", "", json!({})),
+    )
+    .context()
+    .unwrap();
+    assert_eq!(event, "BeforeAgent");
+    assert!(
+        context.contains(&format!("granted outside it: {}", other.display())),
+        "{context}"
+    );
+}
+
+/// A dialect facet does not speak is a usage error naming every one it does: never a
+/// hook that answers in a shape its host ignores.
+#[test]
+fn an_unknown_dialect_is_a_usage_error_listing_every_dialect() {
+    let tree = Tree::new();
+    let run = run_facet(
+        &["hook", "--dialect", "gemni"],
+        b"{}",
+        &tree.state(),
+        &tree.room(),
+    );
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    insta::assert_snapshot!(run.stderr, @"
+    error: invalid value 'gemni' for '--dialect <DIALECT>': unknown dialect `gemni`: use claude-code, codex or gemini
+
+    For more information, try '--help'.
+    ");
+}
+
+/// Gemini's `AfterTool` of the facet tool records a narrowing the server made, and the
+/// new binding goes back to the model as `AfterTool` context; an `add` that got there
+/// is not recorded (nobody could approve it).
+#[test]
+fn gemini_after_tool_records_a_narrowing_and_never_an_unasked_grant() {
+    let tree = Tree::new();
+    let room = tree.room();
+    let other = tree.path("project/src/other");
+    let hook = |event: serde_json::Value| {
+        run_facet(
+            &[
+                "hook",
+                "--dialect",
+                "gemini",
+                "--facet-tool",
+                "mcp_facet_facet",
+            ],
+            &serde_json::to_vec(&event).unwrap(),
+            &tree.state(),
+            &room,
+        )
+    };
+    let after = |input: serde_json::Value| {
+        let mut event =
+            support::gemini_event("after", &room, "AfterTool", "mcp_facet_facet", input);
+        event["tool_response"] = json!({"llmContent": "ok", "returnDisplay": "ok"});
+        event
+    };
+    hook(support::gemini_event(
+        "after",
+        &room,
+        "SessionStart",
+        "",
+        json!({}),
+    ));
+    let grant = tree.panel(&["grant", &other.display().to_string(), "--session", "after"]);
+    assert_eq!(grant.code, 0, "{}", grant.stderr);
+
+    let added = hook(after(json!({"action": "add", "paths": ["../../shared"]})));
+    let (event, context) = added.context().unwrap();
+    assert_eq!(event, "AfterTool");
+    assert!(
+        context.starts_with("The grant was not recorded"),
+        "{context}"
+    );
+
+    let removed = hook(after(
+        json!({"action": "remove", "paths": [other.display().to_string()]}),
+    ));
+    let (event, context) = removed.context().unwrap();
+    assert_eq!(event, "AfterTool");
+    assert!(!context.contains("granted outside it"), "{context}");
+    let status = tree.panel(&["status", "--session", "after", "--json"]);
+    let value: serde_json::Value = serde_json::from_str(&status.stdout).unwrap();
+    assert_eq!(value["binding"]["granted"], json!([]), "{value}");
+}

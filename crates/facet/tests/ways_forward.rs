@@ -1,8 +1,8 @@
 //! Every sentence facet writes names a way forward that works in the state it is
 //! written in (issue 21, finding 1): host × mode × approval channel.
 //!
-//! For each host (Claude Code's hook, Codex's hook, the dsh bridge — and in each, the
-//! `facet` tool's own `add`), each mode (`ask`, `deny`) and each channel state (can
+//! For each host (Claude Code's hook, Codex's hook, Gemini CLI's hook, the dsh bridge —
+//! and in each, the `facet` tool's own `add`), each mode (`ask`, `deny`) and each channel state (can
 //! ask / cannot), every sentence the model and the person read — the refusal or
 //! question of a call outside the facet, of a write of a new file, of a bare search,
 //! of `facet action=add`, and the binding — is checked by *taking the way forward it
@@ -23,15 +23,20 @@ use serde_json::{Value, json};
 use support::{Tree, pre_tool_use, run_facet, session_event};
 
 const FACET_TOOL: &str = "mcp__facet__facet";
+/// What Gemini CLI calls the facet tool of an MCP server named `facet`.
+const GEMINI_FACET_TOOL: &str = "mcp_facet_facet";
 
 /// Where a session runs and what its host can do.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 enum Host {
     /// Claude Code's hook; `bypass`: `permission_mode: bypassPermissions`;
     /// `no_approval`: `facet hook --no-approval`.
     ClaudeCode { bypass: bool, no_approval: bool },
     /// Codex's hook: it never honours `ask`.
     Codex,
+    /// Gemini CLI's hook (`--dialect gemini`): never asked, its own tool names and
+    /// answer shape.
+    Gemini,
     /// The dsh bridge; `service`: dsh's approval service is composed; `policy`: the
     /// session's approval policy.
     Dsh { service: bool, policy: &'static str },
@@ -44,7 +49,7 @@ impl Host {
                 bypass,
                 no_approval,
             } => !bypass && !no_approval,
-            Host::Codex => false,
+            Host::Codex | Host::Gemini => false,
             Host::Dsh { service, policy } => service && policy != "never",
         }
     }
@@ -128,6 +133,7 @@ impl World {
                 no_approval: true, ..
             } => vec!["--no-approval"],
             Host::Codex => vec!["--dialect", "codex"],
+            Host::Gemini => vec!["--dialect", "gemini", "--facet-tool", GEMINI_FACET_TOOL],
             _ => Vec::new(),
         }
     }
@@ -152,6 +158,19 @@ impl World {
                 "facet".to_owned(),
                 json!({"action": "add", "paths": ["../../shared"]}),
             ),
+            (Call::Widen, Host::Gemini) => (
+                GEMINI_FACET_TOOL.to_owned(),
+                json!({"action": "add", "paths": ["../../shared"]}),
+            ),
+            (Call::ReadOutside, Host::Gemini) => (
+                "read_file".to_owned(),
+                json!({"file_path": "../../shared/types.rs"}),
+            ),
+            (Call::WriteNew, Host::Gemini) => (
+                "write_file".to_owned(),
+                json!({"file_path": "../../shared/new.rs", "content": "n"}),
+            ),
+            (Call::BareSearch, Host::Gemini) => ("grep_search".to_owned(), json!({"pattern": "x"})),
             (Call::Widen, _) => (
                 FACET_TOOL.to_owned(),
                 json!({"action": "add", "paths": ["../../shared"]}),
@@ -207,6 +226,30 @@ impl World {
                 other => panic!("unexpected dsh answer {other:?}: {answer}"),
             };
         }
+        if self.host == Host::Gemini {
+            let event = support::gemini_event(
+                self.session,
+                &self.tree.room(),
+                "BeforeTool",
+                &tool,
+                arguments,
+            );
+            let run = self.tree.hook(&self.hook_flags(), &event);
+            assert_eq!(run.code, 0, "{}", run.stderr);
+            // A bare search pinned to the session folder goes through.
+            if run.json().is_some_and(|answer| {
+                answer["hookSpecificOutput"]["tool_input"]["dir_path"].is_string()
+            }) {
+                return Said::Nothing;
+            }
+            return match run.gemini_decision() {
+                None => Said::Nothing,
+                Some((decision, reason)) => {
+                    assert_eq!(decision, "deny");
+                    Said::Deny(reason)
+                }
+            };
+        }
         let mut event = pre_tool_use(self.session, &self.tree.room(), &tool, arguments);
         if let Host::ClaudeCode { bypass: true, .. } = self.host {
             event["permission_mode"] = json!("bypassPermissions");
@@ -233,7 +276,12 @@ impl World {
             );
             return out[0]["result"]["text"].as_str().unwrap().to_owned();
         }
-        let mut event = session_event(self.session, &self.tree.room(), "UserPromptSubmit");
+        let prompt = if self.host == Host::Gemini {
+            "BeforeAgent"
+        } else {
+            "UserPromptSubmit"
+        };
+        let mut event = session_event(self.session, &self.tree.room(), prompt);
         if let Host::ClaudeCode { bypass: true, .. } = self.host {
             event["permission_mode"] = json!("bypassPermissions");
         }
@@ -360,6 +408,7 @@ fn hosts() -> Vec<Host> {
             no_approval: true,
         },
         Host::Codex,
+        Host::Gemini,
         Host::Dsh {
             service: true,
             policy: "on-request",
@@ -414,5 +463,5 @@ fn every_sentence_names_a_way_forward_that_works_where_it_is_said() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 7 * 2 * 5 - 2);
+    assert_eq!(checked, 8 * 2 * 5 - 2);
 }

@@ -1,7 +1,7 @@
 //! # model-script
 //!
 //! Test support: a model server on loopback whose words are scripted, for driving real
-//! agent programs (codex, codex-acp, claude-code, pi) in tests. The agent, its tool
+//! agent programs (codex, codex-acp, claude-code, pi, gemini) in tests. The agent, its tool
 //! calls and its process tree are real; only the model's replies come from a script.
 //!
 //! ## Design
@@ -15,7 +15,8 @@
 //!   the same turn in its own wire format: [`responses`] (OpenAI Responses streaming,
 //!   what codex speaks), [`chat`] (OpenAI Chat Completions streaming, what
 //!   DeepSeek Harness speaks), [`anthropic`]
-//!   (Anthropic Messages streaming, what Claude Code speaks).
+//!   (Anthropic Messages streaming, what Claude Code speaks), [`gemini`] (the Gemini
+//!   API's `streamGenerateContent`, what Gemini CLI speaks).
 //! * [`ScriptedServer::start`] serves every protocol at once on an ephemeral loopback
 //!   port (its own thread and runtime, so it outlives any one test runtime) and
 //!   records each request ([`Recorded`]: path, headers that matter, JSON body).
@@ -32,6 +33,7 @@
 
 pub mod anthropic;
 pub mod chat;
+pub mod gemini;
 pub mod responses;
 mod server;
 mod sse;

@@ -14,7 +14,8 @@ use crate::{EXHAUSTED_TEXT, Script, Turn};
 pub struct Recorded {
     /// The request path, e.g. `/v1/responses`.
     pub path: String,
-    /// The `authorization` header, if any (to check what a client sent; tests only).
+    /// The `authorization` header, else Gemini's `x-goog-api-key`, if any (to check
+    /// what a client sent; tests only).
     pub authorization: Option<String>,
     /// The JSON body (`null` when it was not JSON).
     pub body: serde_json::Value,
@@ -36,13 +37,16 @@ struct Shared {
 /// * `POST /v1/responses` — [`crate::responses`];
 /// * `POST /v1/chat/completions` — [`crate::chat`] (dsh's title requests answered without a turn);
 /// * `POST /v1/messages` — [`crate::anthropic`] (side requests answered without a turn);
+/// * `POST /v1beta/models/MODEL:streamGenerateContent` — [`crate::gemini`] (its
+///   `:generateContent` and `:countTokens` side requests answered without a turn);
 /// * `GET /v1/models` — a one-model list (`scripted`).
 ///
 /// Stops when the process exits (its thread is detached).
 pub struct ScriptedServer {
     /// `http://127.0.0.1:PORT/v1`.
     pub base_url: String,
-    /// `http://127.0.0.1:PORT` (Anthropic clients append `/v1/messages` themselves).
+    /// `http://127.0.0.1:PORT` (Anthropic clients append `/v1/messages` themselves,
+    /// Gemini's `GOOGLE_GEMINI_BASE_URL` is this and it appends `/v1beta/models/…`).
     pub origin: String,
     shared: Arc<Shared>,
 }
@@ -79,6 +83,7 @@ impl ScriptedServer {
                     .route("/v1/messages", post(messages))
                     .route("/v1/messages/count_tokens", post(count_tokens))
                     .route("/v1/models", get(models))
+                    .route("/v1beta/models/{action}", post(gemini))
                     .fallback(fallback)
                     .with_state(state);
                 if let Err(e) = axum::serve(listener, app).await {
@@ -124,6 +129,7 @@ impl Shared {
     fn record(&self, path: &str, headers: &HeaderMap, body: &[u8]) {
         let authorization = headers
             .get("authorization")
+            .or_else(|| headers.get("x-goog-api-key"))
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
         let body = serde_json::from_slice(body).unwrap_or(serde_json::Value::Null);
@@ -186,6 +192,23 @@ async fn messages(
     }
     let (turn, n) = shared.next_turn();
     crate::anthropic::render(&turn, n)
+}
+
+async fn gemini(
+    State(shared): State<Arc<Shared>>,
+    axum::extract::Path(action): axum::extract::Path<String>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    shared.record(uri.path(), &headers, &body);
+    match crate::gemini::action(&action) {
+        crate::gemini::Action::Stream { model } => {
+            let (turn, _) = shared.next_turn();
+            crate::gemini::render(&turn, &model)
+        }
+        crate::gemini::Action::Side { action } => crate::gemini::side_reply(&action),
+    }
 }
 
 async fn count_tokens() -> impl IntoResponse {

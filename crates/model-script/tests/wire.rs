@@ -117,3 +117,47 @@ fn a_namespaced_call_carries_its_namespace_on_responses_and_a_flat_name_elsewher
     );
     assert!(!messages.contains("namespace"), "{messages}");
 }
+
+#[test]
+fn gemini_streams_turns_and_answers_side_requests_without_one() {
+    let server = ScriptedServer::start(Script::new(vec![
+        Turn::tool_call("c1", "read_file", serde_json::json!({"file_path": "a.txt"})),
+        Turn::text("read it").with_usage(7, 3),
+    ]));
+    let models = format!("{}/v1beta/models", server.origin);
+    // The model router's classifier and a token count: not conversation turns.
+    let side = post(
+        &format!("{models}/gemini-3.5-flash-lite:generateContent"),
+        "{}",
+    );
+    assert!(side.contains(r#""finishReason":"STOP""#), "{side}");
+    assert!(!side.contains("text/event-stream"), "{side}");
+    let count = post(&format!("{models}/gemini-2.5-flash:countTokens"), "{}");
+    assert!(count.contains(r#""totalTokens":10"#), "{count}");
+    let first = post(
+        &format!("{models}/gemini-2.5-flash:streamGenerateContent?alt=sse"),
+        r#"{"contents":[]}"#,
+    );
+    assert!(first.contains("text/event-stream"), "{first}");
+    assert!(
+        first.contains(
+            r#"data: {"candidates":[{"content":{"role":"model","parts":[{"functionCall":{"name":"read_file","args":{"file_path":"a.txt"}}}]},"index":0}],"modelVersion":"gemini-2.5-flash"}"#
+        ),
+        "{first}"
+    );
+    let second = post(
+        &format!("{models}/gemini-2.5-flash:streamGenerateContent?alt=sse"),
+        "{}",
+    );
+    assert!(second.contains(r#"{"text":"re"}"#), "{second}");
+    assert!(second.contains(r#""promptTokenCount":7"#), "{second}");
+    assert!(second.contains(r#""finishReason":"STOP""#), "{second}");
+    assert_eq!(server.turns_served(), 2);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 4);
+    assert_eq!(
+        requests[2].path,
+        "/v1beta/models/gemini-2.5-flash:streamGenerateContent"
+    );
+    assert_eq!(requests[2].body["contents"], serde_json::json!([]));
+}

@@ -50,6 +50,20 @@ impl Run {
         ))
     }
 
+    /// `(decision, reason)` of a Gemini CLI `BeforeTool` answer, which must be in
+    /// Gemini's own shape (Gemini ignores the Claude Code block and runs the call).
+    pub fn gemini_decision(&self) -> Option<(String, String)> {
+        let value = self.json()?;
+        assert!(
+            value.get("hookSpecificOutput").is_none(),
+            "a Gemini refusal in another host's shape: {value}"
+        );
+        Some((
+            value["decision"].as_str().unwrap().to_owned(),
+            value["reason"].as_str().unwrap().to_owned(),
+        ))
+    }
+
     /// `additionalContext` of an answer, with the event it names.
     pub fn context(&self) -> Option<(String, String)> {
         let value = self.json()?;
@@ -218,6 +232,22 @@ pub fn pre_tool_use(session: &str, cwd: &Path, tool: &str, input: Value) -> Valu
         "tool_input": input,
         "tool_use_id": "toolu_test",
         "permission_mode": "default",
+    })
+}
+
+/// A Gemini CLI event (`BeforeTool`, `AfterTool`, `SessionStart`, `BeforeAgent`),
+/// as Gemini CLI 0.61.0 writes it.
+pub fn gemini_event(session: &str, cwd: &Path, event: &str, tool: &str, input: Value) -> Value {
+    json!({
+        "session_id": session,
+        "transcript_path": "/dev/null",
+        "cwd": cwd,
+        "hook_event_name": event,
+        "timestamp": "2026-12-07T01:13:34.068Z",
+        "tool_name": tool,
+        "tool_input": input,
+        "source": "startup",
+        "prompt": "hello",
     })
 }
 
