@@ -384,12 +384,11 @@ impl Gemini {
     fn kind_args(
         &self,
         policy: &ToolPolicy,
-    ) -> Result<(Vec<String>, Option<tempfile::NamedTempFile>), String> {
+    ) -> Result<(Vec<String>, Option<tempfile::NamedTempFile>), ArgsError> {
         let mut args: Vec<String> = RUN_FLAGS.iter().map(|s| (*s).to_owned()).collect();
-        let file = match tool_args(policy).map_err(|refused| refused.0)? {
+        let file = match tool_args(policy).map_err(ArgsError::Refused)? {
             Some(text) => {
-                let file = policy_file(text)
-                    .map_err(|e| format!("cannot write the tool policy for gemini: {e}"))?;
+                let file = policy_file(text).map_err(ArgsError::PolicyFile)?;
                 args.push(format!("--policy={}", file.path().display()));
                 Some(file)
             }
@@ -401,6 +400,17 @@ impl Gemini {
         }
         Ok((args, file))
     }
+}
+
+/// Why a run's arguments could not be made.
+#[derive(Debug, thiserror::Error)]
+enum ArgsError {
+    /// The tool policy asks for what Gemini cannot do.
+    #[error("{}", .0.0)]
+    Refused(ToolPolicyRefused),
+    /// The policy file could not be written.
+    #[error("cannot write the tool policy for gemini: {0}")]
+    PolicyFile(std::io::Error),
 }
 
 fn policy_file(text: &str) -> std::io::Result<tempfile::NamedTempFile> {
@@ -483,11 +493,13 @@ impl AgentCli for Gemini {
             ));
         }
         let (args, policy) = self.kind_args(&request.tool_policy).map_err(|problem| {
-            Error::new(
-                ErrorCode::ToolRejected,
-                format!("backend `{name}`: {problem}"),
-                SideEffects::None,
-            )
+            // A policy Gemini cannot honour is the caller's to change; a file we could
+            // not write is ours.
+            let code = match problem {
+                ArgsError::Refused(_) => ErrorCode::ToolRejected,
+                ArgsError::PolicyFile(_) => ErrorCode::Internal,
+            };
+            Error::new(code, format!("backend `{name}`: {problem}"), SideEffects::None)
         })?;
         let prompt = match resume {
             Some(_) => agent_program::render_continuation(request),
@@ -559,7 +571,7 @@ impl AgentCli for Gemini {
         let port = agent_program::refused_loopback_port()?;
         let (mut args, _policy) = self
             .kind_args(&request.tool_policy)
-            .map_err(ProbeError::Setup)?;
+            .map_err(|problem| ProbeError::Setup(problem.to_string()))?;
         args.extend(self.config.args.iter().cloned());
         args.extend(resume_tail(probe.resume));
         let settings = folder.home.join(".gemini");
