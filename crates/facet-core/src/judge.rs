@@ -58,8 +58,13 @@ impl Default for Policy {
 impl Policy {
     /// The built-in tables plus the configured tools.
     pub fn new(config: &Config) -> Policy {
+        Policy::with_table(ToolTable::builtin(), config)
+    }
+
+    /// `table` (a host's own, e.g. [`ToolTable::copilot`]) plus the configured tools.
+    pub fn with_table(table: ToolTable, config: &Config) -> Policy {
         Policy {
-            tools: ToolTable::builtin().with_tools(&config.tools),
+            tools: table.with_tools(&config.tools),
             facet_tool_names: config.facet_tool_names.clone(),
             guarded: Vec::new(),
         }

@@ -40,7 +40,7 @@
 
 use std::path::{Path, PathBuf};
 
-use facet_core::{Decision, FacetAction, Mode, Policy, Session};
+use facet_core::{Decision, FacetAction, Mode, Policy, Session, ToolTable};
 use serde_json::Value;
 
 use crate::apply_patch;
@@ -53,12 +53,19 @@ pub use crate::hook_config::HookConfig;
 
 /// Answer one event. Never panics, whatever `input` holds.
 pub fn answer(input: &[u8], config: &HookConfig) -> HookAnswer {
-    let envelope = match envelope::parse(input) {
+    let dialect = config.dialect;
+    let envelope = match envelope::parse_as(input, dialect) {
         Ok(envelope) => envelope,
-        Err(error @ envelope::EnvelopeError::NotJson(_))
-            if envelope::looks_like_pre_tool_use(input) =>
+        // Copilot refuses a tool call whose hook failed, so there every unreadable
+        // tool call is refused with the cause (a refusal the model can read); Claude
+        // Code and Codex would run the tool after a failed hook, so there only what
+        // the reader cannot decode at all is refused.
+        Err(error)
+            if (matches!(error, envelope::EnvelopeError::NotJson(_))
+                || dialect == Dialect::Copilot)
+                && envelope::may_be_tool_call(input, dialect) =>
         {
-            return unreadable_tool_call(&error.to_string());
+            return unreadable_tool_call(dialect, &error.to_string());
         }
         Err(error) => {
             return HookAnswer::non_blocking_error(format!(
@@ -72,6 +79,7 @@ pub fn answer(input: &[u8], config: &HookConfig) -> HookAnswer {
             // Fail closed: the user's tool list is unknown, so any tool may be one
             // the guard should judge.
             HookEvent::PreToolUse { .. } => HookAnswer::json(output::decision(
+                dialect,
                 Permission::Deny,
                 &format!(
                     "facet could not use its configuration, so the call is refused: {problem}. \
@@ -81,7 +89,8 @@ pub fn answer(input: &[u8], config: &HookConfig) -> HookAnswer {
             _ => HookAnswer::non_blocking_error(format!("facet hook: {problem}")),
         };
     }
-    let policy = Policy::new(&config.core).with_guarded(guarded_locations(config));
+    let policy = Policy::with_table(tool_table(dialect), &config.core)
+        .with_guarded(guarded_locations(config));
     let can_ask = config.can_ask(&envelope);
     if envelope.session_id.is_empty() {
         return sessionless(&envelope, config, &policy, can_ask);
@@ -110,16 +119,24 @@ pub fn answer(input: &[u8], config: &HookConfig) -> HookAnswer {
     }
 }
 
+/// The host's own tool table: Copilot's names collide with DeepSeek Harness's.
+fn tool_table(dialect: Dialect) -> ToolTable {
+    match dialect {
+        Dialect::ClaudeCode | Dialect::Codex => ToolTable::builtin(),
+        Dialect::Copilot => ToolTable::copilot(),
+    }
+}
+
 fn guarded_locations(config: &HookConfig) -> Vec<PathBuf> {
     state::guarded_locations(config.state_dir.as_deref())
 }
 
 /// Answer an event larger than the hook reads (`input` is its first bytes): a
 /// `PreToolUse` is refused, anything else is a non-blocking error.
-pub fn answer_too_large(input: &[u8], limit: usize) -> HookAnswer {
+pub fn answer_too_large(input: &[u8], limit: usize, dialect: Dialect) -> HookAnswer {
     let problem = format!("the event is larger than {} MiB", limit / (1024 * 1024));
-    if envelope::looks_like_pre_tool_use(input) {
-        return unreadable_tool_call(&problem);
+    if envelope::may_be_tool_call(input, dialect) {
+        return unreadable_tool_call(dialect, &problem);
     }
     HookAnswer::non_blocking_error(format!("facet hook: {problem}. The event was not judged."))
 }
@@ -127,8 +144,9 @@ pub fn answer_too_large(input: &[u8], limit: usize) -> HookAnswer {
 /// A `PreToolUse` the hook cannot decode (nesting past the JSON reader's depth
 /// limit, an event over the size cap) though the host considers it valid: refused,
 /// because a non-blocking error would let the tool run unjudged. Fail closed.
-fn unreadable_tool_call(problem: &str) -> HookAnswer {
+fn unreadable_tool_call(dialect: Dialect, problem: &str) -> HookAnswer {
     HookAnswer::json(output::decision(
+        dialect,
         Permission::Deny,
         &format!("facet could not read this tool call ({problem}); refused."),
     ))
@@ -178,6 +196,7 @@ fn session_start(envelope: &Envelope, config: &HookConfig, can_ask: bool) -> Hoo
     match told {
         Ok(context) if context.is_empty() => HookAnswer::no_opinion(),
         Ok(context) => HookAnswer::json(output::additional_context(
+            config.dialect,
             "SessionStart",
             &format!("{}\n\n{context}", facet_core::seed::facet_rule_text()),
         )),
@@ -207,9 +226,11 @@ fn user_prompt_submit(envelope: &Envelope, config: &HookConfig, can_ask: bool) -
     });
     match changed {
         // An empty text contributes nothing, as the seed's context text intends.
-        Ok(Some(context)) if !context.is_empty() => {
-            HookAnswer::json(output::additional_context("UserPromptSubmit", &context))
-        }
+        Ok(Some(context)) if !context.is_empty() => HookAnswer::json(output::additional_context(
+            config.dialect,
+            "UserPromptSubmit",
+            &context,
+        )),
         Ok(_) => HookAnswer::no_opinion(),
         Err(error) => state_failure(&error),
     }
@@ -261,12 +282,22 @@ fn judged_call<'a>(
 ) -> Option<Judged<'a>> {
     let patch = match config.dialect {
         Dialect::Codex => apply_patch::classify(tool_name, tool_input),
+        Dialect::Copilot => apply_patch::classify_copilot(tool_name, tool_input),
         // Claude Code has no such tool, and its shell is not judged.
         Dialect::ClaudeCode => apply_patch::PatchCall::NotPatch,
     };
     match patch {
         apply_patch::PatchCall::Placed { paths, folders } => Some(Judged::Patch { paths, folders }),
         apply_patch::PatchCall::Unplaceable(why) => Some(Judged::Unplaceable(why)),
+        // Arguments that are not an object (Copilot's `toolArgs` sent as text that
+        // holds no JSON object) name no path the table can read: refused, never let
+        // through as a call naming nothing.
+        apply_patch::PatchCall::NotPatch
+            if (policy.is_facet_tool(tool_name) || policy.tools().get(tool_name).is_some())
+                && !tool_input.is_object() =>
+        {
+            Some(Judged::Unplaceable(UNREADABLE_ARGUMENTS))
+        }
         apply_patch::PatchCall::NotPatch
             if policy.is_facet_tool(tool_name) || policy.tools().get(tool_name).is_some() =>
         {
@@ -275,6 +306,9 @@ fn judged_call<'a>(
         apply_patch::PatchCall::NotPatch => None,
     }
 }
+
+/// The refusal of a judged tool whose arguments are not an object.
+const UNREADABLE_ARGUMENTS: &str = "facet could not read this call's arguments (they are not a JSON object), so it is refused. Send the arguments as an object, with paths inside the facet.";
 
 fn decide(
     envelope: &Envelope,
@@ -290,6 +324,7 @@ fn decide(
             // Fail closed: a call the guard would judge is refused when the facet
             // cannot be known, and the reason says why and what to do.
             return HookAnswer::json(output::decision(
+                config.dialect,
                 Permission::Deny,
                 &format!(
                     "facet could not read this session's state, so the call is refused: {error}. \
@@ -320,12 +355,12 @@ fn decide(
     match decision {
         Decision::NoOpinion => HookAnswer::no_opinion(),
         Decision::Ask(reason) if config.dialect.honours_ask() => {
-            HookAnswer::json(output::decision(Permission::Ask, &reason))
+            HookAnswer::json(output::decision(config.dialect, Permission::Ask, &reason))
         }
         // Unreachable with can_ask false, but a dialect that cannot ask must never
         // be sent an ask: refuse instead.
         Decision::Ask(reason) | Decision::Deny(reason) => {
-            HookAnswer::json(output::decision(Permission::Deny, &reason))
+            HookAnswer::json(output::decision(config.dialect, Permission::Deny, &reason))
         }
     }
 }
@@ -348,6 +383,7 @@ fn post_tool_use(
     };
     if matches!(action, FacetAction::Add(_)) && !can_ask {
         return HookAnswer::json(output::additional_context(
+            config.dialect,
             "PostToolUse",
             &format!(
                 "The grant was not recorded: this session has no approval channel, so nobody \
@@ -374,6 +410,7 @@ fn post_tool_use(
         Ok(Some(recorded)) => Ok(recorded),
         Ok(None) => {
             return HookAnswer::json(output::additional_context(
+                config.dialect,
                 "PostToolUse",
                 "The grant was not recorded: facet is off for this session or it has no facet, \
                  so nobody was asked to approve it.",
@@ -383,10 +420,13 @@ fn post_tool_use(
     };
     match recorded {
         Ok((Ok(_), context)) if context.is_empty() => HookAnswer::no_opinion(),
-        Ok((Ok(_), context)) => {
-            HookAnswer::json(output::additional_context("PostToolUse", &context))
-        }
+        Ok((Ok(_), context)) => HookAnswer::json(output::additional_context(
+            config.dialect,
+            "PostToolUse",
+            &context,
+        )),
         Ok((Err(error), context)) => HookAnswer::json(output::additional_context(
+            config.dialect,
             "PostToolUse",
             &format!("The facet was not changed: {error}.\n{context}"),
         )),
@@ -402,12 +442,17 @@ fn current_context(config: &HookConfig, envelope: &Envelope, can_ask: bool) -> S
 
 /// Whether a `tool_response` reports a failed call: an MCP result with
 /// `isError: true`, sent as an object or — as Claude Code sends an MCP tool's
-/// result — as that object's JSON text. Text that is not a JSON object (DeepSeek
+/// result — as that object's JSON text; Copilot's `toolResult` with a
+/// `resultType` other than `success`. Text that is not a JSON object (DeepSeek
 /// Harness's bridge sends the result's joined text) carries no error flag to read.
 fn is_error_response(response: &Value) -> bool {
     let flagged = |object: &Value| {
         object.get("isError").and_then(Value::as_bool) == Some(true)
             || object.get("is_error").and_then(Value::as_bool) == Some(true)
+            || object
+                .get("resultType")
+                .and_then(Value::as_str)
+                .is_some_and(|kind| kind != "success")
     };
     match response {
         Value::String(text) => serde_json::from_str::<Value>(text)

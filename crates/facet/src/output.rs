@@ -1,24 +1,34 @@
 //! What the hook writes back: the exact JSON shapes hosts read on stdout.
 //!
-//! One shape per purpose, shared by both dialects (Codex reads the same
-//! `hookSpecificOutput` block as Claude Code; it only refuses `ask`, which the
-//! caller never emits for Codex):
+//! One shape per purpose and dialect; every decision and every added context goes
+//! through [`decision`] and [`additional_context`], which pick the dialect's shape.
+//! Claude Code and Codex read the same `hookSpecificOutput` block (Codex only
+//! refuses `ask`, which the caller never emits for Codex):
 //!
 //! - a decision: `{"hookSpecificOutput":{"hookEventName":"PreToolUse",
 //!   "permissionDecision":"ask"|"deny","permissionDecisionReason":"…"}}`;
 //! - added context: `{"hookSpecificOutput":{"hookEventName":"SessionStart"|
 //!   "UserPromptSubmit"|"PostToolUse","additionalContext":"…"}}`;
+//!
+//! GitHub Copilot CLI reads the same fields at the top level, with no event name
+//! (its hook knows which event it ran): `{"permissionDecision":"deny",
+//! "permissionDecisionReason":"…"}`, `{"additionalContext":"…"}`.
+//!
 //! - no opinion: nothing on stdout and exit code 0, so the host's own
 //!   permission rules stay in charge. `allow` is deliberately never emitted: it
 //!   would skip the host's prompt for a call the facet merely has no objection to.
 
 use serde::Serialize;
 
+use crate::envelope::Dialect;
+
 /// Exit code for "read, acted on, or had no opinion".
 pub const EXIT_OK: i32 = 0;
 /// Exit code for a hook that could not do its job but must not block the host:
 /// Claude Code, Codex and the DeepSeek Harness bridge all treat any code other
-/// than 0 and 2 as a non-blocking failure and log stderr. 2 would block.
+/// than 0 and 2 as a non-blocking failure and log stderr. 2 would block. Copilot
+/// CLI refuses a tool call whose `preToolUse` hook exits with any code but 0 (and
+/// logs the failure of any other hook), so there it fails closed.
 pub const EXIT_NON_BLOCKING_ERROR: i32 = 1;
 
 /// The permission decisions facet ever gives.
@@ -49,35 +59,60 @@ struct Output<'a> {
     hook_specific_output: HookSpecificOutput<'a>,
 }
 
-fn render(output: &Output<'_>) -> String {
-    // Serializing a struct of strings and a unit enum cannot fail; the fallback
-    // keeps the no-unwrap rule without inventing an output.
-    serde_json::to_string(output).unwrap_or_default()
+/// Copilot's answer: the same fields, top level, no event name.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct CopilotOutput<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    permission_decision: Option<Permission>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    permission_decision_reason: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    additional_context: Option<&'a str>,
 }
 
-/// A `PreToolUse` decision with its reason sentence.
-pub fn decision(permission: Permission, reason: &str) -> String {
-    render(&Output {
-        hook_specific_output: HookSpecificOutput {
+fn render(dialect: Dialect, output: HookSpecificOutput<'_>) -> String {
+    // Serializing a struct of strings and a unit enum cannot fail; the fallback
+    // keeps the no-unwrap rule without inventing an output.
+    match dialect {
+        Dialect::ClaudeCode | Dialect::Codex => serde_json::to_string(&Output {
+            hook_specific_output: output,
+        }),
+        Dialect::Copilot => serde_json::to_string(&CopilotOutput {
+            permission_decision: output.permission_decision,
+            permission_decision_reason: output.permission_decision_reason,
+            additional_context: output.additional_context,
+        }),
+    }
+    .unwrap_or_default()
+}
+
+/// A `PreToolUse` decision with its reason sentence, in `dialect`'s shape: the one
+/// place every ask and refusal of the hook is written.
+pub fn decision(dialect: Dialect, permission: Permission, reason: &str) -> String {
+    render(
+        dialect,
+        HookSpecificOutput {
             hook_event_name: "PreToolUse",
             permission_decision: Some(permission),
             permission_decision_reason: Some(reason),
             additional_context: None,
         },
-    })
+    )
 }
 
 /// Context added to the conversation on `event` (`SessionStart`,
-/// `UserPromptSubmit`, `PostToolUse`).
-pub fn additional_context(event: &str, context: &str) -> String {
-    render(&Output {
-        hook_specific_output: HookSpecificOutput {
+/// `UserPromptSubmit`, `PostToolUse`), in `dialect`'s shape.
+pub fn additional_context(dialect: Dialect, event: &str, context: &str) -> String {
+    render(
+        dialect,
+        HookSpecificOutput {
             hook_event_name: event,
             permission_decision: None,
             permission_decision_reason: None,
             additional_context: Some(context),
         },
-    })
+    )
 }
 
 /// What one hook run produces: stdout (if any), a stderr message (if any) and
@@ -123,13 +158,23 @@ mod tests {
 
     #[test]
     fn shapes_are_exactly_the_hosts() {
+        for dialect in [Dialect::ClaudeCode, Dialect::Codex] {
+            assert_eq!(
+                decision(dialect, Permission::Ask, "why"),
+                r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"ask","permissionDecisionReason":"why"}}"#
+            );
+            assert_eq!(
+                additional_context(dialect, "SessionStart", "ctx"),
+                r#"{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"ctx"}}"#
+            );
+        }
         assert_eq!(
-            decision(Permission::Ask, "why"),
-            r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"ask","permissionDecisionReason":"why"}}"#
+            decision(Dialect::Copilot, Permission::Deny, "why"),
+            r#"{"permissionDecision":"deny","permissionDecisionReason":"why"}"#
         );
         assert_eq!(
-            additional_context("SessionStart", "ctx"),
-            r#"{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"ctx"}}"#
+            additional_context(Dialect::Copilot, "SessionStart", "ctx"),
+            r#"{"additionalContext":"ctx"}"#
         );
     }
 }

@@ -1,4 +1,4 @@
-//! The hook's whole answer path on generated input, in both dialects (the fuzz
+//! The hook's whole answer path on generated input, in every dialect (the fuzz
 //! target `facet_hook_envelope` runs the same property without bounds): it never
 //! panics, exits 0 or 1 only, and whatever it writes is one of the host's shapes.
 #![allow(clippy::unwrap_used)]
@@ -9,7 +9,7 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 
 fn check(input: &[u8], state: &std::path::Path) {
-    for dialect in [Dialect::ClaudeCode, Dialect::Codex] {
+    for dialect in [Dialect::ClaudeCode, Dialect::Codex, Dialect::Copilot] {
         let reply = answer(
             input,
             &HookConfig::with_state_dir(dialect, state.to_path_buf()),
@@ -26,6 +26,23 @@ fn check(input: &[u8], state: &std::path::Path) {
         }
         if let Some(stdout) = reply.stdout {
             let value: Value = serde_json::from_str(&stdout).unwrap();
+            if dialect == Dialect::Copilot {
+                // Copilot's shape: top-level fields only, one of the two purposes.
+                let object = value.as_object().unwrap();
+                assert!(object.keys().all(|key| {
+                    [
+                        "permissionDecision",
+                        "permissionDecisionReason",
+                        "additionalContext",
+                    ]
+                    .contains(&key.as_str())
+                }));
+                assert!(
+                    object.contains_key("additionalContext")
+                        ^ object.contains_key("permissionDecision")
+                );
+                continue;
+            }
             let event = value["hookSpecificOutput"]["hookEventName"]
                 .as_str()
                 .unwrap();
@@ -82,6 +99,9 @@ fn envelope() -> impl Strategy<Value = Value> {
         "Bash",
         "mcp__facet__facet",
         "LS",
+        "view",
+        "rg",
+        "facet-facet",
         "unknown",
     ]);
     let input = prop::collection::btree_map(
@@ -123,6 +143,60 @@ fn envelope() -> impl Strategy<Value = Value> {
         })
 }
 
+/// GitHub Copilot CLI's envelope: no event name, the event read from which fields
+/// are there (`toolResult`, `error`, `source`, `prompt`); `toolArgs` an object,
+/// text, JSON text or anything else.
+fn copilot_envelope() -> impl Strategy<Value = Value> {
+    let tools = prop::sample::select(vec![
+        "view",
+        "create",
+        "edit",
+        "grep",
+        "rg",
+        "glob",
+        "apply_patch",
+        "bash",
+        "facet-facet",
+        "Read",
+    ]);
+    let args = prop_oneof![
+        prop::collection::btree_map(
+            prop::sample::select(vec!["path", "paths", "pattern", "glob", "action", "input"]),
+            prop_oneof![
+                scalar(),
+                prop::collection::vec(scalar(), 0..3).prop_map(Value::Array)
+            ],
+            0..4,
+        )
+        .prop_map(|map| json!(map)),
+        scalar(),
+        Just(json!("{\"path\":\"/etc/passwd\"}")),
+        Just(json!(
+            "*** Begin Patch\n*** Add File: ../x\n+y\n*** End Patch\n"
+        )),
+    ];
+    let extra = prop::sample::select(vec!["", "toolResult", "error", "source", "prompt"]);
+    (
+        prop_oneof![Just(json!("s")), scalar()],
+        prop_oneof![Just(json!("/")), Just(json!("/tmp")), scalar()],
+        prop::option::of(tools),
+        args,
+        extra,
+        prop::option::of(scalar()),
+    )
+        .prop_map(|(session, cwd, tool, args, extra, value)| {
+            let mut event = json!({"sessionId": session, "timestamp": 1, "cwd": cwd});
+            if let Some(tool) = tool {
+                event["toolName"] = json!(tool);
+                event["toolArgs"] = args;
+            }
+            if !extra.is_empty() {
+                event[extra] = value.unwrap_or(json!({"resultType": "success"}));
+            }
+            event
+        })
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
 
@@ -134,6 +208,12 @@ proptest! {
 
     #[test]
     fn generated_envelopes_never_panic(event in envelope()) {
+        let state = tempfile::tempdir().unwrap();
+        check(&serde_json::to_vec(&event).unwrap(), state.path());
+    }
+
+    #[test]
+    fn generated_copilot_envelopes_never_panic(event in copilot_envelope()) {
         let state = tempfile::tempdir().unwrap();
         check(&serde_json::to_vec(&event).unwrap(), state.path());
     }
