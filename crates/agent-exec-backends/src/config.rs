@@ -38,25 +38,26 @@ use serde::Deserialize;
 use crate::agent_program::ProgramConfig;
 use crate::command::{self, CommandBackend, CommandConfig};
 use crate::openai::{self, OpenAiBackend, OpenAiConfig};
-use crate::{acp, claude_code, codex, pi};
+use crate::{acp, claude_code, codex, copilot, pi};
 
 /// The environment variable naming the config file.
 pub const CONFIG_ENV: &str = "AGENT_EXEC_CONFIG";
 
 /// The kinds of backend a config can declare.
-pub const KINDS: [&str; 6] = [
+pub const KINDS: [&str; 7] = [
     command::KIND,
     openai::KIND,
     codex::KIND,
     claude_code::KIND,
     pi::KIND,
     acp::KIND,
+    copilot::KIND,
 ];
 
 /// The agent programs available without any config, under their kind's name, each
 /// running the program found on PATH with its own login and settings. A
 /// `[backends.NAME]` table of the same name replaces the built-in one.
-pub const BUILT_IN: [&str; 3] = [codex::KIND, claude_code::KIND, pi::KIND];
+pub const BUILT_IN: [&str; 4] = [codex::KIND, claude_code::KIND, pi::KIND, copilot::KIND];
 
 /// An agent program driven headless; the table is the same for every kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,6 +66,7 @@ pub enum AgentKind {
     ClaudeCode,
     AgentNative,
     Acp,
+    Copilot,
 }
 
 impl AgentKind {
@@ -77,6 +79,7 @@ impl AgentKind {
             pi::KIND => (AgentKind::AgentNative, false),
             pi::DEPRECATED_ALIAS => (AgentKind::AgentNative, true),
             acp::KIND => (AgentKind::Acp, false),
+            copilot::KIND => (AgentKind::Copilot, false),
             _ => return None,
         })
     }
@@ -87,6 +90,7 @@ impl AgentKind {
             AgentKind::ClaudeCode => claude_code::KIND,
             AgentKind::AgentNative => pi::KIND,
             AgentKind::Acp => acp::KIND,
+            AgentKind::Copilot => copilot::KIND,
         }
     }
 
@@ -96,6 +100,7 @@ impl AgentKind {
             AgentKind::ClaudeCode => Arc::new(claude_code::ClaudeCodeBackend::new(config)),
             AgentKind::AgentNative => Arc::new(pi::PiBackend::new(config)),
             AgentKind::Acp => Arc::new(acp::AcpBackend::new(config)),
+            AgentKind::Copilot => Arc::new(copilot::CopilotBackend::new(config)),
         }
     }
 }

@@ -51,6 +51,7 @@ pub mod claude_code;
 pub mod codex;
 pub mod command;
 pub mod config;
+pub mod copilot;
 pub(crate) mod locate;
 pub mod openai;
 pub(crate) mod output;
