@@ -715,3 +715,40 @@ fn copilots_claude_style_envelope_passes_the_claude_dialect_and_is_refused_by_co
         "{reason}"
     );
 }
+
+/// github/copilot-cli#3579: Copilot's repository hooks cannot be scoped to a
+/// sub-folder of a monorepo — they apply to the whole repository. facet scopes a
+/// Copilot session started in `project/src/room` to that folder: a file elsewhere in
+/// the same repository is outside, one in the folder is not, and a search of the
+/// repository's top level is outside too.
+#[test]
+fn copilot_cli_3579_a_session_in_a_repository_sub_folder_is_scoped_to_it() {
+    let tree = Tree::new();
+    let room = tree.room();
+    let elsewhere = tree.path("elsewhere");
+    let sibling = tree.path("project/src/other/secret.txt");
+    let hook = |tool: &str, args: serde_json::Value| {
+        copilot_hook(
+            &tree,
+            &elsewhere,
+            &copilot_pre_tool_use("monorepo", &room, tool, args),
+            &[],
+        )
+    };
+    let (decision, reason) = hook("view", json!({"path": sibling}))
+        .copilot_decision()
+        .expect("a file elsewhere in the repository is judged");
+    assert_eq!(decision, "ask");
+    assert_eq!(
+        reason,
+        outside_reason(&room, &sibling.display().to_string(), &room, "outside")
+    );
+    hook("view", json!({"path": room.join("inside.txt")})).assert_no_opinion("inside");
+    let (decision, _) = hook(
+        "grep",
+        json!({"pattern": "x", "paths": tree.path("project")}),
+    )
+    .copilot_decision()
+    .expect("a search of the repository's top level is judged");
+    assert_eq!(decision, "ask");
+}
