@@ -30,11 +30,14 @@ fn main() {
         Ok(call) => {
             let call: serde_json::Value =
                 serde_json::from_str(&call).expect("MODEL_SCRIPT_TOOL_CALL is JSON");
-            let name = call["name"].as_str().expect("MODEL_SCRIPT_TOOL_CALL names a tool");
+            let name = call["name"]
+                .as_str()
+                .expect("MODEL_SCRIPT_TOOL_CALL names a tool");
             (0..TURNS / 2)
                 .flat_map(|n| {
-                    let tool = Turn::tool_call(format!("call_{n}"), name, call["arguments"].clone())
-                        .with_usage(50, 5);
+                    let tool =
+                        Turn::tool_call(format!("call_{n}"), name, call["arguments"].clone())
+                            .with_usage(50, 5);
                     [tool, reply.clone()]
                 })
                 .collect()

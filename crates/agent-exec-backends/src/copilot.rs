@@ -17,7 +17,8 @@
 //! |------------------------------------------|-------------------------------------------|
 //! | `assistant.message_delta`                | `text_delta`                              |
 //! | `assistant.message` not streamed before  | `text_delta` (the whole content)          |
-//! | `assistant.reasoning_delta`              | `reasoning_delta`                         |
+//! | `assistant.reasoning_delta`, or          | `reasoning_delta`                         |
+//! | `assistant.reasoning` not streamed       |                                           |
 //! | `tool.execution_start`                   | `tool_execution_start` (tool, arguments)  |
 //! | `tool.execution_complete`                | `tool_execution_end` (same tool, result)  |
 //! | `result`, `exitCode` 0, no error         | [`Verdict::Completed`], the last message  |
@@ -150,8 +151,13 @@ pub enum Line {
         tools: bool,
         sub: bool,
     },
-    /// `assistant.reasoning_delta` / `assistant.reasoning`.
-    Reasoning(String),
+    /// `assistant.reasoning_delta` (`whole` false) / `assistant.reasoning` (true) of
+    /// reasoning `id`.
+    Reasoning {
+        id: String,
+        text: String,
+        whole: bool,
+    },
     /// `tool.execution_start`.
     ToolStart {
         id: String,
@@ -216,8 +222,16 @@ pub fn parse_line(line: &[u8]) -> Line {
                 .is_some_and(|requests| !requests.is_empty()),
             sub,
         },
-        "assistant.reasoning_delta" => Line::Reasoning(text(data, "deltaContent").to_owned()),
-        "assistant.reasoning" => Line::Reasoning(text(data, "content").to_owned()),
+        "assistant.reasoning_delta" => Line::Reasoning {
+            id: text(data, "reasoningId").to_owned(),
+            text: text(data, "deltaContent").to_owned(),
+            whole: false,
+        },
+        "assistant.reasoning" => Line::Reasoning {
+            id: text(data, "reasoningId").to_owned(),
+            text: text(data, "content").to_owned(),
+            whole: true,
+        },
         "tool.execution_start" => Line::ToolStart {
             id: text(data, "toolCallId").to_owned(),
             tool: text(data, "toolName").to_owned(),
@@ -281,7 +295,8 @@ pub struct CopilotStream {
     /// The session handle: the `--session-id`/`--resume` id this attempt runs, or the
     /// `result` line's.
     session: Option<String>,
-    /// Messages whose deltas were emitted (their whole text is not sent again).
+    /// Messages and reasonings whose deltas were emitted (their whole text is not sent
+    /// again); reasoning ids are kept with a `reasoning:` prefix.
     streamed: HashSet<String>,
     /// The last non-empty message of the main agent: the run's text.
     last_text: Option<String>,
@@ -304,6 +319,14 @@ impl CopilotStream {
         }
     }
 
+    /// Notes that `id`'s deltas were sent, within [`MAX_STREAMED`] ids (past it, a
+    /// message's whole text may be sent again: memory stays bounded).
+    fn remember_streamed(&mut self, id: String) {
+        if self.streamed.len() < MAX_STREAMED || self.streamed.contains(&id) {
+            self.streamed.insert(id);
+        }
+    }
+
     fn tool_event(kind: EventKind, tool: &str, detail: String) -> Event {
         Event {
             kind,
@@ -318,9 +341,7 @@ impl StreamParser for CopilotStream {
     fn line(&mut self, line: &[u8], events: &mut Vec<Event>) {
         match parse_line(line) {
             Line::TextDelta { id, text, sub } if !sub && !text.is_empty() => {
-                if self.streamed.len() < MAX_STREAMED || self.streamed.contains(&id) {
-                    self.streamed.insert(id);
-                }
+                self.remember_streamed(id);
                 events.push(Event::text_delta(text));
             }
             Line::TextDelta { .. } => {}
@@ -335,13 +356,24 @@ impl StreamParser for CopilotStream {
                 }
             }
             Line::Message { .. } => {}
-            Line::Reasoning(text) if !text.is_empty() => events.push(Event {
-                kind: EventKind::ReasoningDelta,
-                text,
-                tool: String::new(),
-                detail: String::new(),
-            }),
-            Line::Reasoning(_) => {}
+            Line::Reasoning { id, text, whole } if !text.is_empty() => {
+                let key = format!("reasoning:{id}");
+                let sent = if whole {
+                    self.streamed.remove(&key)
+                } else {
+                    self.remember_streamed(key);
+                    false
+                };
+                if !sent {
+                    events.push(Event {
+                        kind: EventKind::ReasoningDelta,
+                        text,
+                        tool: String::new(),
+                        detail: String::new(),
+                    });
+                }
+            }
+            Line::Reasoning { .. } => {}
             Line::ToolStart { id, tool, detail } => {
                 if self.tools.len() < MAX_OPEN_TOOLS {
                     self.tools.insert(id, tool.clone());
@@ -790,6 +822,26 @@ mod tests {
         assert_eq!(stream.verdict(), Verdict::Completed("whole".into()));
         // Not a UUID: not a session handle.
         assert_eq!(stream.session(), None);
+    }
+
+    #[test]
+    fn reasoning_is_sent_once_whether_streamed_or_whole() {
+        let (events, _) = events_of(&[
+            r#"{"type":"assistant.reasoning_delta","data":{"reasoningId":"r1","deltaContent":"think"}}"#,
+            r#"{"type":"assistant.reasoning","data":{"reasoningId":"r1","content":"think"}}"#,
+            r#"{"type":"assistant.reasoning","data":{"reasoningId":"r2","content":"again"}}"#,
+        ]);
+        let texts: Vec<(EventKind, &str)> = events
+            .iter()
+            .map(|e| (e.kind.clone(), e.text.as_str()))
+            .collect();
+        assert_eq!(
+            texts,
+            vec![
+                (EventKind::ReasoningDelta, "think"),
+                (EventKind::ReasoningDelta, "again")
+            ]
+        );
     }
 
     #[test]
