@@ -35,6 +35,13 @@
 //!   a `workdir` when sent); a shell command that runs `apply_patch` in any other
 //!   form, or names another environment, is judged as outside: refused, never let
 //!   through (see [`apply_patch`]).
+//! - GitHub Copilot CLI (`--dialect copilot`): its own envelope and answer shape
+//!   ([`envelope`], [`output`]) and its own tool table (its `grep`/`glob` collide with
+//!   DeepSeek Harness's names); its free-form `apply_patch` is judged where Copilot
+//!   writes it, in the session's folder. Copilot refuses a tool call whose hook failed,
+//!   so there every `preToolUse` facet cannot read is refused with the cause, and a
+//!   judged tool whose arguments are not an object (text that holds no JSON object) is
+//!   refused rather than read as naming no path.
 //! - Not done: `Bash` is judged only where it runs or carries a patch; `allow` is
 //!   never answered.
 
