@@ -82,7 +82,7 @@ pub const WORKDIR: &str = "facet cannot tell which folder this `apply_patch` wou
 pub const NOT_TEXT: &str = "facet could not read this `apply_patch` call (its `command` is not text), so it is refused. Send the patch as text, with paths inside the facet.";
 
 /// The refusal of a Copilot `apply_patch` call whose patch is not text.
-pub const COPILOT_NOT_TEXT: &str = "facet could not read this `apply_patch` call (its patch is not text), so it is refused. Send the patch as text, with paths inside the facet.";
+pub const COPILOT_NOT_TEXT: &str = "facet could not read this `apply_patch` call (its patch is not text), so it cannot tell which files the patch writes. Send the patch as text, with paths inside the facet.";
 
 /// What a GitHub Copilot CLI tool call would patch. Copilot's `apply_patch` (GPT-5
 /// family models) is a free-form tool: its hook `toolArgs` is the patch text itself

@@ -153,7 +153,7 @@ impl fmt::Display for EnvelopeError {
                 "the hook event is Copilot's Claude-style `PreToolUse` form, whose tool names \
                  (`Read`) do not match its arguments (`path`); register `facet hook --dialect \
                  copilot` under the camelCase events (`preToolUse`, …) as \
-                 integrations/copilot/hooks.json does"
+                 integrations/copilot/facet.json does"
             ),
             Self::Invalid { field, problem } => {
                 write!(f, "the hook event's `{field}` field {problem}")

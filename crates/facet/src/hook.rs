@@ -315,7 +315,7 @@ fn judged_call<'a>(
 }
 
 /// The refusal of a judged tool whose arguments are not an object.
-const UNREADABLE_ARGUMENTS: &str = "facet could not read this call's arguments (they are not a JSON object), so it is refused. Send the arguments as an object, with paths inside the facet.";
+const UNREADABLE_ARGUMENTS: &str = "facet could not read this call's arguments (they are not a JSON object), so it cannot tell which paths the call names. Send the arguments as an object, with paths inside the facet.";
 
 fn decide(
     envelope: &Envelope,
