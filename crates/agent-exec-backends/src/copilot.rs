@@ -672,9 +672,10 @@ impl AgentCli for Copilot {
     /// A real run with the run's own flags (the default tool policy's
     /// `--available-tools` with `probe.tools`), its provider a refused loopback port
     /// (`COPILOT_PROVIDER_BASE_URL`, offline, a throw-away `COPILOT_HOME`). Proven
-    /// when the stream shows the prompt as a `user.message` and a turn starting; the
-    /// probe stops there (Copilot would retry the provider for some 20 s). The model
-    /// request never leaves the machine.
+    /// when the stream shows the prompt as a `user.message` and a turn starting (and,
+    /// for a fresh probe, the session's `events.jsonl` holds the prompt, so the resume
+    /// probe can find it); the probe stops there (Copilot would retry the provider for
+    /// some 20 s). The model request never leaves the machine.
     ///
     /// `probe.resume`: `--resume=ID` on the first probe's session in the same
     /// `COPILOT_HOME`; for an id it has no session for, Copilot prints an error and no
@@ -715,6 +716,23 @@ impl AgentCli for Copilot {
             env.insert("COPILOT_MODEL".to_owned(), "gpt-4.1".to_owned());
         }
         let (mut prompted, mut turn) = (false, false);
+        // A fresh probe's session must be on disk before the probe stops it, or the
+        // resume probe finds nothing: Copilot writes the session's events file beside
+        // its stream, and under load the stream can be ahead of it.
+        let events_file = folder
+            .home
+            .join("session-state")
+            .join(&session)
+            .join("events.jsonl");
+        let kept = || {
+            probe.resume.is_some()
+                || agent_exec_runtime::input::read_capped(&events_file, MAX_USAGE_FILE * 4)
+                    .is_ok_and(|bytes| {
+                        bytes
+                            .windows(b"\"user.message\"".len())
+                            .any(|window| window == b"\"user.message\"")
+                    })
+        };
         let format = agent_program::FormatProbe {
             program: &run.program,
             args: &run.args,
@@ -733,7 +751,7 @@ impl AgentCli for Copilot {
                 Some("assistant.turn_start") if prompted => turn = true,
                 _ => {}
             }
-            prompted && turn
+            prompted && turn && kept()
         })
         .await?;
         seen.proof(|| match probe.resume {

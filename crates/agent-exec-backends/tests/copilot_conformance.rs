@@ -17,8 +17,9 @@ use stand_in::StandInHarness;
 
 /// The stand-in: `--version` and the verify probes (no execution id in the
 /// environment) answer as Copilot does; a run says what `$SCENARIO` says. Sessions are
-/// files under `$COPILOT_HOME` (the probe's) or beside the invocation log, so
-/// `--resume` of a session that was never started fails as Copilot's does.
+/// folders with an `events.jsonl` under `$COPILOT_HOME` (the probe's) or beside the
+/// invocation log, as Copilot keeps them, so `--resume` of a session that was never
+/// started fails as Copilot's does.
 const STAND_IN: &str = r#"#!/bin/sh
 [ "$1" = --version ] && { echo "GitHub Copilot CLI 1.0.102."; exit 0; }
 home=${COPILOT_HOME:-$(dirname "$INVOCATIONS")/copilot-home}
@@ -33,8 +34,9 @@ for arg in "$@"; do
     --usage-output-file=*) usage=${arg#--usage-output-file=} ;;
   esac
 done
-touch "$home/session-state/$session"
+mkdir -p "$home/session-state/$session"
 body=$(cat)
+echo '{"type":"user.message","data":{}}' >> "$home/session-state/$session/events.jsonl"
 # printf, not echo: dash's echo reads backslashes as escapes.
 json=$(printf '%s' "$body" | sed 's/\\/\\\\/g; s/"/\\"/g' | awk 'NR > 1 { printf "%s", "\\n" } { printf "%s", $0 }')
 echo '{"type":"session.tools_updated","data":{"model":"gpt-4.1"},"ephemeral":true}'
