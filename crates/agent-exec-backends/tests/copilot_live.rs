@@ -7,6 +7,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod agents;
+use agents::{drain, gone, wait_for_pid};
 
 use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
@@ -16,7 +17,7 @@ use std::time::Duration;
 use agent_exec_backends::agent_program::ProgramConfig;
 use agent_exec_backends::copilot::CopilotBackend;
 use agent_exec_contract::{
-    Backend, CancelCause, Capability, ContractRequest, ErrorCode, Event, EventKind, EventSink,
+    Backend, CancelCause, Capability, ContractRequest, ErrorCode, EventKind, EventSink,
     ExecutionContext, Outcome, SideEffects, ToolPolicy, WorkspaceHandle,
 };
 use model_script::{Script, ScriptedServer, Turn};
@@ -90,14 +91,6 @@ impl Setup {
             ..Default::default()
         }
     }
-}
-
-fn drain(rx: &mut futures::channel::mpsc::UnboundedReceiver<Event>) -> Vec<Event> {
-    let mut events = Vec::new();
-    while let Ok(event) = rx.try_recv() {
-        events.push(event);
-    }
-    events
 }
 
 #[tokio::test]
@@ -225,29 +218,6 @@ fn sleeping_script(root: &Path) -> Vec<Turn> {
         ),
         Turn::text("slept"),
     ]
-}
-
-async fn wait_for_pid(
-    pidfile: &Path,
-    run: &mut tokio::task::JoinHandle<agent_exec_contract::ContractResult>,
-) -> i32 {
-    for _ in 0..1200 {
-        if let Some(pid) = std::fs::read_to_string(pidfile)
-            .ok()
-            .and_then(|text| text.trim().parse().ok())
-        {
-            return pid;
-        }
-        if run.is_finished() {
-            panic!("the run ended before its tool started: {:#?}", run.await);
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("the tool never started");
-}
-
-fn gone(pid: i32) -> bool {
-    agent_exec_runtime::procfs::stat(pid).is_none_or(|stat| stat.is_gone())
 }
 
 #[tokio::test]
