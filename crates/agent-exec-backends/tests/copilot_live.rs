@@ -303,3 +303,62 @@ async fn verify_proves_what_the_backend_declares() {
         verification.adapter_version
     );
 }
+
+/// Resume, end to end on the real Copilot: attempt 1 runs a `bash` tool, then
+/// `copilot` is SIGKILLed while its next model request is in flight; the session id
+/// the backend reported up front (`--session-id`) goes back in as `ctx.resume`, and
+/// attempt 2 (`--resume=ID`) continues that session: its model request carries the
+/// earlier tool call and its output.
+#[tokio::test]
+async fn a_killed_run_resumes_its_own_session_and_the_model_sees_the_earlier_turns() {
+    let server = ScriptedServer::start(Script::new(vec![
+        Turn::tool_call(
+            "call_r1",
+            "bash",
+            json!({"command": "echo TOOL-OUTPUT-c41", "description": "marker"}),
+        ),
+        // The model never answers the tool's output: copilot is killed while it waits.
+        Turn::default().ending(model_script::Ending::Hang),
+        Turn::text("resumed and done"),
+    ]));
+    let s = setup_at(&server.base_url);
+    let request = s.request("run the marker command", "workspace");
+    let backend: Arc<dyn Backend> = s.backend.clone();
+    let (first, reported) =
+        agents::run_until_killed(backend.clone(), request.clone(), "copilot", || {
+            server.requests().len() >= 2
+        })
+        .await;
+    assert_eq!(first.outcome, Outcome::Unknown, "{first:#?}");
+    assert_eq!(
+        reported.len(),
+        1,
+        "one session, reported once: {reported:?}"
+    );
+    let session = reported[0].clone();
+
+    let mut continuation = request.clone();
+    continuation.prompt = "please continue".into();
+    let (second, again) = agents::run_resumed(
+        backend,
+        continuation,
+        agent_exec_contract::ResumeFrom {
+            session: session.clone(),
+            attempt: 1,
+            original_prompt: request.prompt.clone(),
+        },
+    )
+    .await;
+    assert_eq!(second.outcome, Outcome::Succeeded, "{second:#?}");
+    assert_eq!(second.text, "resumed and done");
+    assert_eq!(again, [session], "Copilot continued the same session");
+    let requests = server.requests();
+    let resumed = requests.last().unwrap().body["messages"].to_string();
+    for earlier in ["run the marker command", "call_r1", "TOOL-OUTPUT-c41"] {
+        assert!(
+            resumed.contains(earlier),
+            "the resumed request lacks {earlier:?}: {resumed}"
+        );
+    }
+    assert!(resumed.contains("please continue"), "{resumed}");
+}
