@@ -61,6 +61,15 @@ impl Dialect {
         }
     }
 
+    /// What the host calls the `facet` MCP tool of a server named `facet`: Claude
+    /// Code and Codex `mcp__facet__facet`, Copilot `facet-facet` (seen live).
+    pub fn facet_tool_name(self) -> &'static str {
+        match self {
+            Self::ClaudeCode | Self::Codex => crate::facet_tool::DEFAULT_HOST_TOOL_NAME,
+            Self::Copilot => "facet-facet",
+        }
+    }
+
     /// Whether an `ask` answer can reach a person in this dialect at all.
     pub fn honours_ask(self) -> bool {
         matches!(self, Self::ClaudeCode | Self::Copilot)

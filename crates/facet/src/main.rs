@@ -36,9 +36,10 @@ enum Command {
         /// Code bridge), codex or copilot (GitHub Copilot CLI).
         #[arg(long, default_value = "claude-code", value_parser = parse_dialect)]
         dialect: Dialect,
-        /// The host-qualified name of the facet MCP tool.
-        #[arg(long, env = "FACET_TOOL_NAME", default_value = facet::facet_tool::DEFAULT_HOST_TOOL_NAME)]
-        facet_tool: String,
+        /// The host-qualified name of the facet MCP tool (default: the dialect's own,
+        /// `mcp__facet__facet`, or `facet-facet` for copilot).
+        #[arg(long, env = "FACET_TOOL_NAME")]
+        facet_tool: Option<String>,
         /// The host has no way to put a question to the user (for example DeepSeek
         /// Harness's danger-full-access preset, or Copilot CLI run with `-p`): refuse
         /// instead of asking. Also set by FACET_NO_APPROVAL=1 (or true; 0 and false
@@ -103,7 +104,11 @@ fn main() -> ExitCode {
             facet_tool,
             no_approval,
         } => match no_approval_from_env() {
-            Ok(from_env) => run_hook(dialect, facet_tool, no_approval || from_env),
+            Ok(from_env) => run_hook(
+                dialect,
+                facet_tool.unwrap_or_else(|| dialect.facet_tool_name().to_owned()),
+                no_approval || from_env,
+            ),
             Err(error) => {
                 eprintln!("{error}");
                 ExitCode::from(EXIT_USAGE)

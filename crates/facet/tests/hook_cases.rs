@@ -752,3 +752,28 @@ fn copilot_cli_3579_a_session_in_a_repository_sub_folder_is_scoped_to_it() {
     .expect("a search of the repository's top level is judged");
     assert_eq!(decision, "ask");
 }
+
+/// Copilot names the `facet` tool of the MCP server `facet` `facet-facet`: the copilot
+/// dialect knows it without `--facet-tool`, so a widening through it is put to the
+/// user (never let through as an unknown tool), and refused without a channel.
+#[test]
+fn copilots_facet_tool_is_known_without_the_flag() {
+    let tree = Tree::new();
+    let room = tree.room();
+    let elsewhere = tree.path("elsewhere");
+    let add = copilot_pre_tool_use(
+        "copilot-add",
+        &room,
+        "facet-facet",
+        json!({"action": "add", "paths": ["../../shared"]}),
+    );
+    let (decision, reason) = copilot_hook(&tree, &elsewhere, &add, &[])
+        .copilot_decision()
+        .expect("the widening is judged");
+    assert_eq!(decision, "ask");
+    assert!(reason.starts_with("Grant "), "{reason}");
+    let (decision, _) = copilot_hook(&tree, &elsewhere, &add, &[("FACET_NO_APPROVAL", "1")])
+        .copilot_decision()
+        .unwrap();
+    assert_eq!(decision, "deny");
+}
