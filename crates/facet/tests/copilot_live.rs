@@ -321,3 +321,32 @@ fn copilot_apply_patch_outside_is_refused_inside_is_applied() {
         .unwrap_or_else(|_| panic!("the patch inside was not applied:\n{}", run.output));
     assert_eq!(made.trim(), "PATCHED");
 }
+
+/// The `facet` tool as install.sh registers it (`facet serve`, which Copilot offers as
+/// `facet-facet`): the model's `status` call reaches the server, its answer comes back,
+/// and the hook's `postToolUse` adds the session's binding.
+#[test]
+fn copilot_runs_the_facet_mcp_tool_and_the_hook_states_the_binding() {
+    let tree = Tree::new();
+    let copilot = Copilot::install(&tree, "facet-tool");
+    let run = copilot.run(
+        vec![
+            Turn::tool_call("call_status", "facet-facet", json!({"action": "status"})),
+            Turn::text("done"),
+        ],
+        &[],
+        &[],
+    );
+    let all = run.all();
+    assert!(
+        all.contains("\"facet-facet\""),
+        "not offered: {}",
+        run.output
+    );
+    assert!(all.contains("recordedBy"), "{}", run.output);
+    assert!(
+        all.contains(&format!("facet: {}", tree.room().display())),
+        "{}",
+        run.output
+    );
+}
