@@ -525,7 +525,14 @@ old-review = "review"
         let registry = config.registry().unwrap();
         assert_eq!(
             registry.names(),
-            ["agent-native", "claude-code", "codex", "deep", "review"],
+            [
+                "agent-native",
+                "claude-code",
+                "codex",
+                "copilot",
+                "deep",
+                "review"
+            ],
             "the configured backends and the built-in agent programs"
         );
         let (canonical, warning) = registry.canonical("old-review").unwrap();
@@ -593,14 +600,25 @@ program = "/opt/pi/bin/pi"
         let registry = config.registry().unwrap();
         assert_eq!(
             registry.names(),
-            ["agent-native", "claude-code", "codex", "old", "reviewer"]
+            [
+                "agent-native",
+                "claude-code",
+                "codex",
+                "copilot",
+                "old",
+                "reviewer"
+            ]
         );
+        assert_eq!(config.kind_of("copilot"), Some("copilot"), "built in");
         let (canonical, warning) = registry.canonical("pi-native").unwrap();
         assert_eq!(canonical, "agent-native");
         assert!(warning.is_some_and(|w| w.contains("deprecated")));
 
         let empty = Config::default().registry().unwrap();
-        assert_eq!(empty.names(), ["agent-native", "claude-code", "codex"]);
+        assert_eq!(
+            empty.names(),
+            ["agent-native", "claude-code", "codex", "copilot"]
+        );
     }
 
     #[test]
