@@ -9,7 +9,7 @@
 #   PROFILE=debug scripts/bench-agent-exec-gemini.sh   # the debug build (no release build)
 #
 # The model is model-script's Gemini API on loopback (the `model_script_serve` example
-# with MODEL_SCRIPT_TOOL): every run gets a `read_file` call of `notes.txt`, then the
+# with MODEL_SCRIPT_TOOL_CALL): every run gets a `read_file` call of `notes.txt`, then the
 # answer "bench: done". Both sides run Gemini's own tools (agent-exec's tool profile
 # `workspace`), in the same workspace, with the same private HOME and dummy key; the
 # direct argv is checked before timing to be exactly what agent-exec runs.
@@ -40,7 +40,7 @@ serve="$target/$profile/examples/model_script_serve"
 
 work=$(mktemp -d)
 export XDG_STATE_HOME="$work/state"
-coproc SERVER { MODEL_SCRIPT_TOOL=read_file MODEL_SCRIPT_TOOL_ARGS='{"file_path":"notes.txt"}' "$serve"; }
+coproc SERVER { MODEL_SCRIPT_TOOL_CALL='{"name":"read_file","arguments":{"file_path":"notes.txt"}}' "$serve"; }
 server_pid=$SERVER_PID
 server_in=${SERVER[1]}
 IFS= read -r line <&"${SERVER[0]}"

@@ -1,4 +1,5 @@
-//! The hook's whole answer path on arbitrary stdin bytes, in every dialect:
+//! The hook's whole answer path on arbitrary stdin bytes, in every dialect
+//! (Claude Code, Codex, Gemini CLI, GitHub Copilot CLI):
 //! envelope parsing, apply_patch extraction (the patch body, the shell forms Codex
 //! intercepts, where it lands), the glob-pattern reading, the decision and the state
 //! store.
@@ -11,22 +12,29 @@ fuzz_target!(|data: &[u8]| {
     // State goes to a throwaway folder so the fuzzer never touches a real one.
     let state = std::env::temp_dir().join("facet-fuzz-state");
     use facet::envelope::Dialect;
-    for dialect in [Dialect::ClaudeCode, Dialect::Codex, Dialect::Gemini] {
+    for dialect in [Dialect::ClaudeCode, Dialect::Codex, Dialect::Gemini, Dialect::Copilot] {
         let config = facet::hook::HookConfig::with_state_dir(dialect, state.clone());
         let answer = facet::hook::answer(data, &config);
         assert!(answer.exit_code == 0 || answer.exit_code == 1);
         if let Some(stdout) = answer.stdout {
             let value: serde_json::Value = serde_json::from_str(&stdout).expect("answer is JSON");
-            if dialect == Dialect::Gemini && value.get("hookSpecificOutput").is_none() {
-                // Gemini CLI's own refusal, never an ask.
-                assert_eq!(value["decision"], "deny");
-            } else {
-                assert!(value.get("hookSpecificOutput").is_some());
+            match dialect {
+                // Gemini CLI's own refusal, never an ask (its context and pinned
+                // searches use the block).
+                Dialect::Gemini if value.get("hookSpecificOutput").is_none() => {
+                    assert_eq!(value["decision"], "deny")
+                }
+                Dialect::Copilot => assert!(
+                    value.get("permissionDecision").is_some()
+                        || value.get("additionalContext").is_some()
+                ),
+                _ => assert!(value.get("hookSpecificOutput").is_some()),
             }
         }
     }
     if let Ok(text) = std::str::from_utf8(data) {
         let _ = facet::apply_patch::patch_paths(text);
+        let _ = facet::apply_patch::classify_copilot("apply_patch", &serde_json::json!(text));
         for tool in ["Bash", "apply_patch"] {
             let input = serde_json::json!({"command": text, "workdir": text});
             if let facet::apply_patch::PatchCall::Placed { paths, folders } =

@@ -7,9 +7,9 @@
 //! direct, see the same model. Prints `base_url=…` and `origin=…` on stdout, then runs
 //! until stdin closes, and prints how many requests it answered on stderr.
 //!
-//! With `MODEL_SCRIPT_TOOL=NAME` and `MODEL_SCRIPT_TOOL_ARGS=JSON`, the turns alternate
-//! a call of that tool and [`REPLY`]: every run that makes one tool call, then answers,
-//! sees the same model (`scripts/bench-agent-exec-gemini.sh`).
+//! With `MODEL_SCRIPT_TOOL_CALL` set to `{"name": …, "arguments": {…}}`, every run is
+//! a one-tool run instead: the turns alternate between that tool call and [`REPLY`]
+//! (so each run must make exactly two model requests, one after the other).
 //!
 //! Run: `cargo run --release -p agent-exec-backends --example model_script_serve`.
 #![allow(clippy::unwrap_used)]
@@ -26,13 +26,21 @@ const TURNS: usize = 100_000;
 
 fn main() {
     let reply = Turn::text(REPLY).with_usage(50, 5);
-    let turns = match std::env::var("MODEL_SCRIPT_TOOL") {
-        Ok(tool) => {
-            let args = std::env::var("MODEL_SCRIPT_TOOL_ARGS").unwrap_or_else(|_| "{}".into());
-            let args: serde_json::Value =
-                serde_json::from_str(&args).expect("MODEL_SCRIPT_TOOL_ARGS is not JSON");
-            let call = Turn::tool_call("bench-call", tool, args).with_usage(50, 5);
-            [call, reply].into_iter().cycle().take(TURNS).collect()
+    let turns = match std::env::var("MODEL_SCRIPT_TOOL_CALL") {
+        Ok(call) => {
+            let call: serde_json::Value =
+                serde_json::from_str(&call).expect("MODEL_SCRIPT_TOOL_CALL is JSON");
+            let name = call["name"]
+                .as_str()
+                .expect("MODEL_SCRIPT_TOOL_CALL names a tool");
+            (0..TURNS / 2)
+                .flat_map(|n| {
+                    let tool =
+                        Turn::tool_call(format!("call_{n}"), name, call["arguments"].clone())
+                            .with_usage(50, 5);
+                    [tool, reply.clone()]
+                })
+                .collect()
         }
         Err(_) => vec![reply; TURNS],
     };

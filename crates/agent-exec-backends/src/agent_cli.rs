@@ -103,6 +103,18 @@ pub trait AgentCli: Send + Sync + 'static {
         probe: Probe<'_>,
     ) -> Result<SessionSeen, ProbeError>;
 
+    /// After the program exited, before [`Attempt::keep`] and [`Attempt::keep_dirs`]
+    /// are removed: the usage the program reported outside its stream (Copilot writes
+    /// it to a file), which replaces the stream's. `None` (the default) keeps the
+    /// stream's; a problem worth knowing goes to `notes` (the run's logs).
+    fn usage_after_exit(
+        &self,
+        _parser: &Self::Parser,
+        _notes: &mut Vec<String>,
+    ) -> Option<agent_exec_contract::Usage> {
+        None
+    }
+
     /// Why `resume` cannot be offered on this machine even though the program resumes
     /// (pi with no state directory to keep sessions in). `None` by default.
     fn resume_unavailable(&self) -> Option<&'static str> {
@@ -129,6 +141,9 @@ pub struct Attempt<P> {
     /// Files the program reads at start (an output schema, instructions): removed once
     /// the program exited.
     pub keep: Vec<tempfile::NamedTempFile>,
+    /// Folders the program writes into (Copilot's usage file): removed once the
+    /// program exited and [`AgentCli::usage_after_exit`] read them.
+    pub keep_dirs: Vec<tempfile::TempDir>,
     /// Notes for the run's logs (a session that will not be kept, …).
     pub notes: Vec<String>,
 }
@@ -140,6 +155,7 @@ impl<P> Attempt<P> {
             run,
             parser,
             keep: Vec::new(),
+            keep_dirs: Vec::new(),
             notes: Vec::new(),
         }
     }
@@ -474,6 +490,7 @@ impl<C: AgentCli> Backend for AgentCliBackend<C> {
             mut run,
             mut parser,
             keep,
+            keep_dirs,
             mut notes,
         } = match attempt {
             Ok(attempt) => attempt,
@@ -484,7 +501,11 @@ impl<C: AgentCli> Backend for AgentCliBackend<C> {
             ctx.attempt,
         ));
         let mut result = agent_program::drive(run, &mut parser, &ctx).await;
+        if let Some(usage) = self.cli.usage_after_exit(&parser, &mut notes) {
+            result.usage = usage;
+        }
         drop(keep);
+        drop(keep_dirs);
         self.cli
             .after_run(request, &ctx, &parser, &result, &mut notes);
         for note in &notes {

@@ -38,13 +38,13 @@ use serde::Deserialize;
 use crate::agent_program::ProgramConfig;
 use crate::command::{self, CommandBackend, CommandConfig};
 use crate::openai::{self, OpenAiBackend, OpenAiConfig};
-use crate::{acp, claude_code, codex, gemini, pi};
+use crate::{acp, claude_code, codex, copilot, gemini, pi};
 
 /// The environment variable naming the config file.
 pub const CONFIG_ENV: &str = "AGENT_EXEC_CONFIG";
 
 /// The kinds of backend a config can declare.
-pub const KINDS: [&str; 7] = [
+pub const KINDS: [&str; 8] = [
     command::KIND,
     openai::KIND,
     codex::KIND,
@@ -52,12 +52,19 @@ pub const KINDS: [&str; 7] = [
     pi::KIND,
     acp::KIND,
     gemini::KIND,
+    copilot::KIND,
 ];
 
 /// The agent programs available without any config, under their kind's name, each
 /// running the program found on PATH with its own login and settings. A
 /// `[backends.NAME]` table of the same name replaces the built-in one.
-pub const BUILT_IN: [&str; 4] = [codex::KIND, claude_code::KIND, pi::KIND, gemini::KIND];
+pub const BUILT_IN: [&str; 5] = [
+    codex::KIND,
+    claude_code::KIND,
+    pi::KIND,
+    gemini::KIND,
+    copilot::KIND,
+];
 
 /// An agent program driven headless; the table is the same for every kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,6 +74,7 @@ pub enum AgentKind {
     AgentNative,
     Acp,
     Gemini,
+    Copilot,
 }
 
 impl AgentKind {
@@ -80,6 +88,7 @@ impl AgentKind {
             pi::DEPRECATED_ALIAS => (AgentKind::AgentNative, true),
             acp::KIND => (AgentKind::Acp, false),
             gemini::KIND => (AgentKind::Gemini, false),
+            copilot::KIND => (AgentKind::Copilot, false),
             _ => return None,
         })
     }
@@ -91,6 +100,7 @@ impl AgentKind {
             AgentKind::AgentNative => pi::KIND,
             AgentKind::Acp => acp::KIND,
             AgentKind::Gemini => gemini::KIND,
+            AgentKind::Copilot => copilot::KIND,
         }
     }
 
@@ -101,6 +111,7 @@ impl AgentKind {
             AgentKind::AgentNative => Arc::new(pi::PiBackend::new(config)),
             AgentKind::Acp => Arc::new(acp::AcpBackend::new(config)),
             AgentKind::Gemini => Arc::new(gemini::GeminiBackend::new(config)),
+            AgentKind::Copilot => Arc::new(copilot::CopilotBackend::new(config)),
         }
     }
 }
@@ -540,6 +551,7 @@ old-review = "review"
                 "agent-native",
                 "claude-code",
                 "codex",
+                "copilot",
                 "deep",
                 "gemini",
                 "review"
@@ -615,11 +627,13 @@ program = "/opt/pi/bin/pi"
                 "agent-native",
                 "claude-code",
                 "codex",
+                "copilot",
                 "gemini",
                 "old",
                 "reviewer"
             ]
         );
+        assert_eq!(config.kind_of("copilot"), Some("copilot"), "built in");
         let (canonical, warning) = registry.canonical("pi-native").unwrap();
         assert_eq!(canonical, "agent-native");
         assert!(warning.is_some_and(|w| w.contains("deprecated")));
@@ -627,7 +641,7 @@ program = "/opt/pi/bin/pi"
         let empty = Config::default().registry().unwrap();
         assert_eq!(
             empty.names(),
-            ["agent-native", "claude-code", "codex", "gemini"]
+            ["agent-native", "claude-code", "codex", "copilot", "gemini"]
         );
     }
 

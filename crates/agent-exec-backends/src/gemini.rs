@@ -499,7 +499,11 @@ impl AgentCli for Gemini {
                 ArgsError::Refused(_) => ErrorCode::ToolRejected,
                 ArgsError::PolicyFile(_) => ErrorCode::Internal,
             };
-            Error::new(code, format!("backend `{name}`: {problem}"), SideEffects::None)
+            Error::new(
+                code,
+                format!("backend `{name}`: {problem}"),
+                SideEffects::None,
+            )
         })?;
         let prompt = match resume {
             Some(_) => agent_program::render_continuation(request),

@@ -54,6 +54,7 @@ pub mod claude_code;
 pub mod codex;
 pub mod command;
 pub mod config;
+pub mod copilot;
 pub mod execution;
 pub mod gemini;
 pub(crate) mod locate;

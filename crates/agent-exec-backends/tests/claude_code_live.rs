@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod agents;
+use agents::{drain, gone, wait_for_pid};
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -95,14 +96,6 @@ impl Setup {
             ..Default::default()
         }
     }
-}
-
-fn drain(rx: &mut futures::channel::mpsc::UnboundedReceiver<Event>) -> Vec<Event> {
-    let mut events = Vec::new();
-    while let Ok(event) = rx.try_recv() {
-        events.push(event);
-    }
-    events
 }
 
 fn position(events: &[Event], what: impl Fn(&Event) -> bool) -> usize {
@@ -229,33 +222,6 @@ async fn the_default_reasoning_policy_gives_claude_no_tools_at_all() {
     );
     assert_eq!(result.outcome, Outcome::Succeeded, "{result:#?}");
     assert_eq!(result.text, "no tools here");
-}
-
-/// Waits for the pid the scripted command wrote, or panics with the run's result.
-async fn wait_for_pid(
-    pidfile: &Path,
-    run: &mut tokio::task::JoinHandle<agent_exec_contract::ContractResult>,
-) -> i32 {
-    // Generous: Claude Code starts in ~0.5 s, far slower on a loaded CI machine.
-    for _ in 0..1200 {
-        let text = std::fs::read_to_string(pidfile).unwrap_or_default();
-        // The shell creates the file before it writes the pid and its newline.
-        if let (true, Ok(pid)) = (text.ends_with('\n'), text.trim().parse()) {
-            return pid;
-        }
-        if run.is_finished() {
-            panic!("the run ended before the tool started: {:#?}", run.await);
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!(
-        "the scripted Bash command never wrote {}",
-        pidfile.display()
-    );
-}
-
-fn gone(pid: i32) -> bool {
-    agent_exec_runtime::procfs::stat(pid).is_none_or(|s| s.state == 'Z')
 }
 
 /// A script whose Bash call writes its pid and sleeps in Claude Code's shell.

@@ -477,7 +477,14 @@ fn backends_lists_aliases_and_declared_and_verified_capabilities() {
         .collect();
     assert_eq!(
         names,
-        ["agent-native", "claude-code", "codex", "gemini", "review"],
+        [
+            "agent-native",
+            "claude-code",
+            "codex",
+            "copilot",
+            "gemini",
+            "review"
+        ],
         "configured and built-in backends, by name"
     );
     let v = &all.as_array().unwrap()[4..];

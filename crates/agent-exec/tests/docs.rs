@@ -29,6 +29,11 @@ fn agent_exec_agent_native_md() {
 }
 
 #[test]
+fn agent_exec_copilot_md() {
+    doc("docs/agent-exec-copilot.md");
+}
+
+#[test]
 fn agent_exec_acp_md() {
     doc("docs/agent-exec-acp.md");
 }

@@ -58,18 +58,17 @@ impl Default for Policy {
 impl Policy {
     /// The built-in tables plus the configured tools.
     pub fn new(config: &Config) -> Policy {
+        Policy::with_table(ToolTable::builtin(), config)
+    }
+
+    /// `table` (a host's own, e.g. [`ToolTable::copilot`] or [`ToolTable::gemini_cli`],
+    /// whose names collide with the built-in tables) plus the configured tools.
+    pub fn with_table(table: ToolTable, config: &Config) -> Policy {
         Policy {
-            tools: ToolTable::builtin().with_tools(&config.tools),
+            tools: table.with_tools(&config.tools),
             facet_tool_names: config.facet_tool_names.clone(),
             guarded: Vec::new(),
         }
-    }
-
-    /// The same policy judging the tools of `table` (a host whose names collide with
-    /// the built-in tables, e.g. [`ToolTable::gemini_cli`]) plus the configured tools.
-    pub fn with_table(mut self, table: ToolTable, config: &Config) -> Policy {
-        self.tools = table.with_tools(&config.tools);
-        self
     }
 
     /// The same policy, refusing any judged call whose canonical target lies in one of

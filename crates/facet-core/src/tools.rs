@@ -1,10 +1,16 @@
 //! Which arguments of which tool name a location, per harness.
 //!
-//! One table serves every dialect: DeepSeek Harness names tools in lower case (`read`,
-//! `grep`), Claude Code capitalized (`Read`, `Grep`), and MCP tools arrive
-//! host-qualified (`mcp__server__tool`), so the names never collide and the guard need
-//! not know which harness is calling. Codex edits files through `apply_patch` bodies,
-//! whose paths the hook extracts and hands to [`crate::Policy::judge_paths`].
+//! One table serves DeepSeek Harness, Claude Code and Codex: DeepSeek Harness names
+//! tools in lower case (`read`, `grep`), Claude Code capitalized (`Read`, `Grep`), and
+//! MCP tools arrive host-qualified (`mcp__server__tool`), so the names never collide
+//! and the guard need not know which of them is calling. Codex edits files through
+//! `apply_patch` bodies, whose paths the hook extracts and hands to
+//! [`crate::Policy::judge_paths`].
+//!
+//! GitHub Copilot CLI gets a table of its own ([`ToolTable::copilot`]): its `grep` and
+//! `glob` collide with DeepSeek Harness's names but take other arguments (`paths`, a
+//! string or a list, where dsh has `path`), so one shared table would read one host's
+//! call with the other's arguments.
 
 use std::collections::BTreeMap;
 
@@ -36,6 +42,12 @@ pub struct ToolSpec {
     /// configuration reaches it, not only a path inside it. `LS` lists one level and
     /// is not one.
     pub searches_below: bool,
+    /// Top-level arguments that name one path as a string *or* several as a list of
+    /// strings (Copilot's `paths`). Every element is judged like a path argument; an
+    /// empty list names none (the tool's own default applies); a list holding anything
+    /// but strings is judged as the filesystem root, since the guard cannot tell what
+    /// the tool would make of it (fail closed).
+    pub list_path_args: Vec<String>,
 }
 
 impl ToolSpec {
@@ -46,6 +58,15 @@ impl ToolSpec {
             pattern_args: pattern_args.iter().map(|name| name.to_string()).collect(),
             filter_args: Vec::new(),
             searches_below: false,
+            list_path_args: Vec::new(),
+        }
+    }
+
+    /// A spec whose only path arguments take a string or a list of strings.
+    fn listing(list_path_args: &[&str], implicit: bool, pattern_args: &[&str]) -> ToolSpec {
+        ToolSpec {
+            list_path_args: list_path_args.iter().map(|name| name.to_string()).collect(),
+            ..ToolSpec::new(&[], implicit, pattern_args)
         }
     }
 
@@ -150,6 +171,36 @@ impl ToolTable {
         ToolTable { tools }
     }
 
+    /// GitHub Copilot CLI's built-in file tools (1.0.102, read from the tool schemas it
+    /// sends the model; which of them a session gets depends on the model):
+    /// - `view`, `create`, `edit`: `path` (absolute, by the schema; a relative one is
+    ///   judged against the session directory like any other);
+    /// - `grep` (and `rg`, its name for GPT-5 codex models): `paths`, a string or a
+    ///   list, searching the session directory when absent; `glob` is a file filter;
+    /// - `glob`: `pattern`, taken below each of `paths` (or the session directory).
+    ///
+    /// `apply_patch` (GPT-5 family models) carries a patch body, not arguments: the
+    /// hook reads its file headers. `bash` is not judged, as in every table.
+    pub fn copilot() -> ToolTable {
+        let mut tools = BTreeMap::new();
+        for tool in ["view", "create", "edit"] {
+            tools.insert(tool.to_string(), ToolSpec::new(&["path"], false, &[]));
+        }
+        for tool in ["grep", "rg"] {
+            tools.insert(
+                tool.to_string(),
+                ToolSpec::listing(&["paths"], true, &[])
+                    .with_filters(&["glob"])
+                    .searching(),
+            );
+        }
+        tools.insert(
+            "glob".to_string(),
+            ToolSpec::listing(&["paths"], true, &["pattern"]).searching(),
+        );
+        ToolTable { tools }
+    }
+
     /// Add (or replace) user-configured tools: name → path argument names. MCP tools
     /// are listed by the name the host calls them (`mcp__fs__read_file`); they are
     /// never implicit and carry no patterns.
@@ -195,13 +246,19 @@ pub enum Location {
 /// The locations a call names, per its spec. Empty: the call names none (no opinion).
 pub fn locations(spec: &ToolSpec, args: &Value) -> Vec<Location> {
     let names: Vec<&str> = spec.path_args.iter().map(String::as_str).collect();
-    let paths = string_arguments(args, &names);
+    let mut paths = string_arguments(args, &names);
+    let mut raws = untrimmed(args, &names);
+    for name in &spec.list_path_args {
+        let (listed, listed_raws) = list_argument(args, name);
+        paths.extend(listed);
+        raws.extend(listed_raws);
+    }
     let mut out: Vec<Location> = paths.iter().cloned().map(Location::Named).collect();
     // The seed judges trimmed paths, but the tool opens the string as sent: `"link "`
     // is another entry than `"link"`, and may be a symbolic link out. Where trimming
     // changed a path, the untrimmed one is judged too (after the trimmed one, so the
     // reason names what the model meant when both are outside).
-    for raw in untrimmed(args, &names) {
+    for raw in raws {
         out.push(Location::Named(raw));
     }
 
@@ -218,13 +275,21 @@ pub fn locations(spec: &ToolSpec, args: &Value) -> Vec<Location> {
         }
         for prefix in prefixes {
             patterned |= is_root;
-            let judged = match paths.first() {
-                Some(base) if !prefix.starts_with(['/', '~']) => {
-                    format!("{}/{prefix}", base.trim_end_matches('/'))
-                }
-                _ => prefix,
+            if prefix.starts_with(['/', '~']) || paths.is_empty() {
+                out.push(Location::Named(prefix));
+                continue;
+            }
+            // A relative prefix is taken below the search's root; with a list of
+            // roots (Copilot's `paths`), below each of them.
+            let bases = if spec.list_path_args.is_empty() {
+                &paths[..1]
+            } else {
+                &paths[..]
             };
-            out.push(Location::Named(judged));
+            for base in bases {
+                let judged = format!("{}/{prefix}", base.trim_end_matches('/'));
+                out.push(Location::Named(judged));
+            }
         }
     }
     // A pattern with an absolute or climbing prefix is the search's real root, so the
@@ -233,6 +298,40 @@ pub fn locations(spec: &ToolSpec, args: &Value) -> Vec<Location> {
         out.push(Location::SessionDefault);
     }
     out
+}
+
+/// The paths a string-or-list argument names: (trimmed, non-empty ones; untrimmed
+/// ones whose trimmed form differs), as [`string_arguments`] and [`untrimmed`] read a
+/// string. A list element that is not a string makes the whole argument `/`: the
+/// guard cannot tell what the tool would search, so it judges the widest root.
+fn list_argument(args: &Value, name: &str) -> (Vec<String>, Vec<String>) {
+    let texts: Vec<&str> = match args.get(name) {
+        Some(Value::String(text)) => vec![text.as_str()],
+        Some(Value::Array(items)) => {
+            let texts: Vec<&str> = items.iter().filter_map(Value::as_str).collect();
+            if texts.len() != items.len() {
+                return (vec!["/".to_string()], Vec::new());
+            }
+            texts
+        }
+        // Absent or `null`: the tool's default. Any other type is no list of paths
+        // the tool can use; judged as the widest root, like a bad element.
+        None | Some(Value::Null) => Vec::new(),
+        Some(_) => return (vec!["/".to_string()], Vec::new()),
+    };
+    let mut paths = Vec::new();
+    let mut raws = Vec::new();
+    for text in texts {
+        let trimmed = js_trim(text);
+        if trimmed.is_empty() {
+            continue;
+        }
+        paths.push(trimmed.to_string());
+        if trimmed != text {
+            raws.push(text.to_string());
+        }
+    }
+    (paths, raws)
 }
 
 /// The named string arguments whose trimmed form differs from what was sent (and is

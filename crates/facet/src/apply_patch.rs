@@ -1,4 +1,4 @@
-//! What a Codex tool call would patch, and in which folder.
+//! What a Codex (or GitHub Copilot CLI) tool call would patch, and in which folder.
 //!
 //! Codex edits files through `apply_patch`, whose hook `tool_input` is
 //! `{"command": "<patch text>"}`. The patch names every file it touches in a
@@ -80,6 +80,30 @@ pub const WORKDIR: &str = "facet cannot tell which folder this `apply_patch` wou
 
 /// The refusal of an `apply_patch` call whose patch is not text.
 pub const NOT_TEXT: &str = "facet could not read this `apply_patch` call (its `command` is not text), so it is refused. Send the patch as text, with paths inside the facet.";
+
+/// The refusal of a Copilot `apply_patch` call whose patch is not text.
+pub const COPILOT_NOT_TEXT: &str = "facet could not read this `apply_patch` call (its patch is not text), so it cannot tell which files the patch writes. Send the patch as text, with paths inside the facet.";
+
+/// What a GitHub Copilot CLI tool call would patch. Copilot's `apply_patch` (GPT-5
+/// family models) is a free-form tool: its hook `toolArgs` is the patch text itself
+/// (an `{"input": …}` object is read too, the shape a Chat Completions function call
+/// for it takes), and Copilot applies the patch's relative paths in the session's
+/// directory, the event's `cwd` (1.0.102, seen live). Its shell has no `apply_patch`
+/// helper, so no other tool carries a patch.
+pub fn classify_copilot(tool_name: &str, tool_input: &Value) -> PatchCall {
+    if tool_name != "apply_patch" {
+        return PatchCall::NotPatch;
+    }
+    let body = match tool_input {
+        Value::String(body) => body.as_str(),
+        Value::Object(_) => match tool_input.get("input") {
+            Some(Value::String(body)) => body.as_str(),
+            _ => return PatchCall::Unplaceable(COPILOT_NOT_TEXT),
+        },
+        _ => return PatchCall::Unplaceable(COPILOT_NOT_TEXT),
+    };
+    placed(body, Vec::new())
+}
 
 /// Codex's shell tools, as its hooks name them (`Bash` for all of them since
 /// 0.124; the others as older versions and `local_shell` spell them).

@@ -1,7 +1,8 @@
 //! The hook envelope: the JSON event a harness writes on the hook's stdin.
 //!
-//! Three dialects share one shape. Claude Code (and DeepSeek Harness's Claude Code
-//! hook bridge, which sends the same), Codex and Gemini CLI all send
+//! Three dialects share one shape, a fourth has its own. Claude Code (and DeepSeek
+//! Harness's Claude Code hook bridge, which sends the same), Codex and Gemini CLI all
+//! send
 //! `{session_id, transcript_path, cwd, hook_event_name, tool_name, tool_input,
 //! tool_use_id, permission_mode?}`. They differ in what `tool_input` holds —
 //! Codex's shell and `apply_patch` tools carry one `{command}` string, its MCP
@@ -16,6 +17,16 @@
 //! (`{"decision":"deny","reason":…}`, see [`crate::output`]). It accepts `ask`, but a
 //! headless run then waits for an answer nobody can give, and its event does not say
 //! whether a person is there: the Gemini dialect never asks.
+//! GitHub Copilot CLI (1.0.102, hooks configured under camelCase event names such as
+//! `preToolUse`) sends `{sessionId, timestamp, cwd, toolName, toolArgs}` for a tool
+//! call, `toolResult` added after it, `{…, source, initialPrompt}` at session start and
+//! `{…, prompt}` for a prompt — and no event name: which hook ran is read from the
+//! fields ([`copilot_event`]). `toolArgs` is the arguments object, or text: a
+//! free-form tool's input (`apply_patch`'s patch), or JSON text, which is read as the
+//! object it holds. Copilot also accepts Claude-style `PreToolUse` entries and then
+//! sends Claude's envelope with Claude's tool names (`Read`) over Copilot's arguments
+//! (`path`): the Copilot dialect refuses that form ([`EnvelopeError::ClaudeForm`])
+//! rather than judge Copilot's arguments under Claude's names.
 //!
 //! ## Invariants
 //! - Parsing never panics and never trusts a field's type: every field is read
@@ -30,9 +41,6 @@ use std::fmt;
 
 use serde_json::{Map, Value};
 
-/// The `--dialect` values, for a usage error.
-pub const DIALECT_FLAG_VALUES: &str = "claude-code, codex or gemini";
-
 /// Which harness wrote the envelope, and therefore what an answer may contain.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dialect {
@@ -44,22 +52,40 @@ pub enum Dialect {
     /// Gemini CLI: its own event names and answer shape, its own tool table
     /// ([`facet_core::ToolTable::gemini_cli`]); facet never asks it.
     Gemini,
+    /// GitHub Copilot CLI's own hook format (camelCase events: `preToolUse`, …).
+    /// `ask` is honoured in an interactive session; a headless one (`-p`) refuses it
+    /// itself, which is why its setup runs the hook with `FACET_NO_APPROVAL=1` there.
+    Copilot,
 }
 
 impl Dialect {
+    /// Every `--dialect` value, as a usage error lists them.
+    pub const FLAG_VALUES: &'static str = "claude-code (also claude, dsh), codex, copilot, gemini";
+
     /// Parse the `--dialect` flag value.
     pub fn from_flag(value: &str) -> Option<Self> {
         match value {
             "claude-code" | "claude" | "dsh" => Some(Self::ClaudeCode),
             "codex" => Some(Self::Codex),
             "gemini" => Some(Self::Gemini),
+            "copilot" => Some(Self::Copilot),
             _ => None,
+        }
+    }
+
+    /// What the host calls the `facet` MCP tool of a server named `facet`: Claude
+    /// Code and Codex `mcp__facet__facet`, Copilot `facet-facet` (seen live).
+    pub fn facet_tool_name(self) -> &'static str {
+        match self {
+            Self::ClaudeCode | Self::Codex => crate::facet_tool::DEFAULT_HOST_TOOL_NAME,
+            Self::Copilot => "facet-facet",
+            Self::Gemini => "mcp_facet_facet",
         }
     }
 
     /// Whether an `ask` answer can reach a person in this dialect at all.
     pub fn honours_ask(self) -> bool {
-        matches!(self, Self::ClaudeCode)
+        matches!(self, Self::ClaudeCode | Self::Copilot)
     }
 }
 
@@ -124,6 +150,10 @@ pub enum EnvelopeError {
     NotAnObject,
     /// A required field is absent.
     Missing(&'static str),
+    /// Claude's envelope sent to the Copilot dialect: Copilot's Claude-style
+    /// (`PreToolUse`) hook entries rename its tools (`view` → `Read`) but keep its
+    /// arguments (`path`), which no table here reads together.
+    ClaudeForm,
     /// A field has the wrong type or an unusable value.
     Invalid {
         /// The field.
@@ -140,6 +170,13 @@ impl fmt::Display for EnvelopeError {
             Self::NotJson(error) => write!(f, "the hook event on stdin is not JSON: {error}"),
             Self::NotAnObject => write!(f, "the hook event on stdin is not a JSON object"),
             Self::Missing(field) => write!(f, "the hook event has no `{field}` field"),
+            Self::ClaudeForm => write!(
+                f,
+                "the hook event is Copilot's Claude-style `PreToolUse` form, whose tool names \
+                 (`Read`) do not match its arguments (`path`); register `facet hook --dialect \
+                 copilot` under the camelCase events (`preToolUse`, …) as \
+                 integrations/copilot/facet.json does"
+            ),
             Self::Invalid { field, problem } => {
                 write!(f, "the hook event's `{field}` field {problem}")
             }
@@ -149,8 +186,13 @@ impl fmt::Display for EnvelopeError {
 
 impl std::error::Error for EnvelopeError {}
 
-/// Read an envelope from the bytes on stdin. Never panics.
+/// Read a Claude Code or Codex envelope from the bytes on stdin. Never panics.
 pub fn parse(input: &[u8]) -> Result<Envelope, EnvelopeError> {
+    parse_as(input, Dialect::ClaudeCode)
+}
+
+/// Read an envelope in `dialect`'s format from the bytes on stdin. Never panics.
+pub fn parse_as(input: &[u8], dialect: Dialect) -> Result<Envelope, EnvelopeError> {
     if input.iter().all(u8::is_ascii_whitespace) {
         return Err(EnvelopeError::Empty);
     }
@@ -163,7 +205,10 @@ pub fn parse(input: &[u8]) -> Result<Envelope, EnvelopeError> {
     let Value::Object(object) = value else {
         return Err(EnvelopeError::NotAnObject);
     };
-    from_object(object)
+    match dialect {
+        Dialect::ClaudeCode | Dialect::Codex | Dialect::Gemini => from_object(object),
+        Dialect::Copilot => from_copilot_object(object),
+    }
 }
 
 /// `input` with every lone UTF-16 surrogate escape (`\uD800`–`\uDFFF` not part of a
@@ -224,6 +269,18 @@ fn unicode_escape_at(input: &[u8], at: usize) -> Option<u32> {
     u32::from_str_radix(hex, 16).ok()
 }
 
+/// Whether raw bytes that could not be decoded may be a tool call in `dialect`'s
+/// format: [`looks_like_pre_tool_use`], or for Copilot (whose events carry no name)
+/// any event with a `"toolName"` key. Fail closed: a false positive only refuses.
+pub fn may_be_tool_call(input: &[u8], dialect: Dialect) -> bool {
+    match dialect {
+        Dialect::ClaudeCode | Dialect::Codex | Dialect::Gemini => looks_like_pre_tool_use(input),
+        Dialect::Copilot => {
+            looks_like_pre_tool_use(input) || find(input, b"\"toolName\"").is_some()
+        }
+    }
+}
+
 /// Whether raw bytes that could not be decoded show a tool call event: the key
 /// `"hook_event_name"`, then (whitespace allowed) `:` and `"PreToolUse"` (or Gemini
 /// CLI's `"BeforeTool"`).
@@ -271,22 +328,7 @@ fn from_object(mut object: Map<String, Value>) -> Result<Envelope, EnvelopeError
         Some(Value::String(text)) if text.is_empty() => String::new(),
         _ => required_string(&object, "session_id")?,
     };
-    let cwd = required_string(&object, "cwd")?;
-    if cwd.contains('\0') {
-        return Err(EnvelopeError::Invalid {
-            field: "cwd",
-            problem: "contains a NUL byte",
-        });
-    }
-    if !cwd.starts_with('/') {
-        // Relative paths are resolved against the session directory; a relative
-        // session directory would make them relative to the hook's own cwd,
-        // which is exactly the leak the design forbids.
-        return Err(EnvelopeError::Invalid {
-            field: "cwd",
-            problem: "is not an absolute path",
-        });
-    }
+    let cwd = absolute_cwd(required_string(&object, "cwd")?)?;
     let event_name = required_string(&object, "hook_event_name")?;
     let permission_mode = optional_string(&object, "permission_mode")?;
 
@@ -311,6 +353,100 @@ fn from_object(mut object: Map<String, Value>) -> Result<Envelope, EnvelopeError
         permission_mode,
         event,
     })
+}
+
+/// Which Copilot hook wrote `object`, from its fields (Copilot sends no event name):
+/// `toolResult` after a tool (`postToolUse`), `error` beside a tool name after a
+/// failed one (`postToolUseFailure`), `toolName` before one (`preToolUse`),
+/// `source` at session start, `prompt` with a prompt. A tool call is recognised
+/// before anything else, so an event facet misreads can only be judged, never let
+/// through unjudged.
+pub fn copilot_event(object: &Map<String, Value>) -> &'static str {
+    let has = |field: &str| object.get(field).is_some_and(|value| !value.is_null());
+    if has("toolName") {
+        if has("toolResult") {
+            "postToolUse"
+        } else if has("error") {
+            "postToolUseFailure"
+        } else {
+            "preToolUse"
+        }
+    } else if has("source") {
+        "sessionStart"
+    } else if has("prompt") {
+        "userPromptSubmitted"
+    } else {
+        "other"
+    }
+}
+
+fn from_copilot_object(mut object: Map<String, Value>) -> Result<Envelope, EnvelopeError> {
+    if object.contains_key("hook_event_name") {
+        return Err(EnvelopeError::ClaudeForm);
+    }
+    let session_id = match object.get("sessionId") {
+        Some(Value::String(text)) if text.is_empty() => String::new(),
+        _ => required_string(&object, "sessionId")?,
+    };
+    let cwd = absolute_cwd(required_string(&object, "cwd")?)?;
+    let event = match copilot_event(&object) {
+        "preToolUse" => HookEvent::PreToolUse {
+            tool_name: required_string(&object, "toolName")?,
+            tool_input: copilot_tool_args(&mut object)?,
+        },
+        "postToolUse" => HookEvent::PostToolUse {
+            tool_name: required_string(&object, "toolName")?,
+            tool_input: copilot_tool_args(&mut object)?,
+            tool_response: object.remove("toolResult"),
+        },
+        "sessionStart" => HookEvent::SessionStart,
+        "userPromptSubmitted" => HookEvent::UserPromptSubmit,
+        other => HookEvent::Other(other.to_string()),
+    };
+    Ok(Envelope {
+        session_id,
+        cwd,
+        permission_mode: None,
+        event,
+    })
+}
+
+/// Copilot's `toolArgs`: an object as is; text holding a JSON object as that object;
+/// any other text as text (a free-form tool's input, `apply_patch`'s patch — the hook
+/// refuses text for a tool whose arguments it must read); absent or `null` as no
+/// arguments.
+fn copilot_tool_args(object: &mut Map<String, Value>) -> Result<Value, EnvelopeError> {
+    match object.remove("toolArgs") {
+        None | Some(Value::Null) => Ok(Value::Object(Map::new())),
+        Some(value @ Value::Object(_)) => Ok(value),
+        Some(Value::String(text)) => match serde_json::from_str::<Value>(&text) {
+            Ok(value @ Value::Object(_)) => Ok(value),
+            _ => Ok(Value::String(text)),
+        },
+        Some(_) => Err(EnvelopeError::Invalid {
+            field: "toolArgs",
+            problem: "is neither an object nor text",
+        }),
+    }
+}
+
+/// The session directory, checked: relative paths are resolved against it, so a
+/// relative one would make them relative to the hook's own cwd, which is exactly the
+/// leak the design forbids; a NUL byte names no directory.
+fn absolute_cwd(cwd: String) -> Result<String, EnvelopeError> {
+    if cwd.contains('\0') {
+        return Err(EnvelopeError::Invalid {
+            field: "cwd",
+            problem: "contains a NUL byte",
+        });
+    }
+    if !cwd.starts_with('/') {
+        return Err(EnvelopeError::Invalid {
+            field: "cwd",
+            problem: "is not an absolute path",
+        });
+    }
+    Ok(cwd)
 }
 
 fn required_string(

@@ -38,12 +38,19 @@
 //! - Gemini CLI: its own tool table; a bare search in a scoped session is pinned to
 //!   the session folder (see [`pinned_search`]), since Gemini would search every
 //!   workspace folder.
+//! - GitHub Copilot CLI (`--dialect copilot`): its own envelope and answer shape
+//!   ([`envelope`], [`output`]) and its own tool table (its `grep`/`glob` collide with
+//!   DeepSeek Harness's names); its free-form `apply_patch` is judged where Copilot
+//!   writes it, in the session's folder. Copilot refuses a tool call whose hook failed,
+//!   so there every `preToolUse` facet cannot read is refused with the cause, and a
+//!   judged tool whose arguments are not an object (text that holds no JSON object) is
+//!   refused rather than read as naming no path.
 //! - Not done: `Bash` is judged only where it runs or carries a patch; `allow` is
 //!   never answered.
 
 use std::path::{Path, PathBuf};
 
-use facet_core::{Decision, FacetAction, Mode, Policy, Session};
+use facet_core::{Decision, FacetAction, Mode, Policy, Session, ToolTable};
 use serde_json::Value;
 
 use crate::apply_patch;
@@ -56,12 +63,19 @@ pub use crate::hook_config::HookConfig;
 
 /// Answer one event. Never panics, whatever `input` holds.
 pub fn answer(input: &[u8], config: &HookConfig) -> HookAnswer {
-    let envelope = match envelope::parse(input) {
+    let dialect = config.dialect;
+    let envelope = match envelope::parse_as(input, dialect) {
         Ok(envelope) => envelope,
-        Err(error @ envelope::EnvelopeError::NotJson(_))
-            if envelope::looks_like_pre_tool_use(input) =>
+        // Copilot refuses a tool call whose hook failed, so there every unreadable
+        // tool call is refused with the cause (a refusal the model can read); Claude
+        // Code and Codex would run the tool after a failed hook, so there only what
+        // the reader cannot decode at all is refused.
+        Err(error)
+            if (matches!(error, envelope::EnvelopeError::NotJson(_))
+                || dialect == Dialect::Copilot)
+                && envelope::may_be_tool_call(input, dialect) =>
         {
-            return unreadable_tool_call(config.dialect, &error.to_string());
+            return unreadable_tool_call(dialect, &error.to_string());
         }
         Err(error) => {
             return HookAnswer::non_blocking_error(format!(
@@ -75,7 +89,7 @@ pub fn answer(input: &[u8], config: &HookConfig) -> HookAnswer {
             // Fail closed: the user's tool list is unknown, so any tool may be one
             // the guard should judge.
             HookEvent::PreToolUse { .. } => HookAnswer::json(output::decision(
-                config.dialect,
+                dialect,
                 Permission::Deny,
                 &format!(
                     "facet could not use its configuration, so the call is refused: {problem}. \
@@ -85,7 +99,8 @@ pub fn answer(input: &[u8], config: &HookConfig) -> HookAnswer {
             _ => HookAnswer::non_blocking_error(format!("facet hook: {problem}")),
         };
     }
-    let policy = policy_for(config);
+    let policy = Policy::with_table(tool_table(dialect), &config.core)
+        .with_guarded(guarded_locations(config));
     let can_ask = config.can_ask(&envelope);
     if envelope.session_id.is_empty() {
         return sessionless(&envelope, config, &policy, can_ask);
@@ -114,22 +129,25 @@ pub fn answer(input: &[u8], config: &HookConfig) -> HookAnswer {
     }
 }
 
-/// The guard for this dialect: Gemini CLI's own tool table (its names collide with
-/// DeepSeek Harness's), the built-in tables otherwise; facet's own folders guarded.
-fn policy_for(config: &HookConfig) -> Policy {
-    let policy = Policy::new(&config.core);
-    let policy = match config.dialect {
-        Dialect::Gemini => policy.with_table(facet_core::ToolTable::gemini_cli(), &config.core),
-        Dialect::ClaudeCode | Dialect::Codex => policy,
-    };
-    policy.with_guarded(state::guarded_locations(config.state_dir.as_deref()))
+/// The host's own tool table: Gemini CLI's and Copilot's names collide with DeepSeek
+/// Harness's.
+fn tool_table(dialect: Dialect) -> ToolTable {
+    match dialect {
+        Dialect::ClaudeCode | Dialect::Codex => ToolTable::builtin(),
+        Dialect::Gemini => ToolTable::gemini_cli(),
+        Dialect::Copilot => ToolTable::copilot(),
+    }
+}
+
+fn guarded_locations(config: &HookConfig) -> Vec<PathBuf> {
+    state::guarded_locations(config.state_dir.as_deref())
 }
 
 /// Answer an event larger than the hook reads (`input` is its first bytes): a
 /// `PreToolUse` is refused, anything else is a non-blocking error.
 pub fn answer_too_large(input: &[u8], limit: usize, dialect: Dialect) -> HookAnswer {
     let problem = format!("the event is larger than {} MiB", limit / (1024 * 1024));
-    if envelope::looks_like_pre_tool_use(input) {
+    if envelope::may_be_tool_call(input, dialect) {
         return unreadable_tool_call(dialect, &problem);
     }
     HookAnswer::non_blocking_error(format!("facet hook: {problem}. The event was not judged."))
@@ -276,12 +294,22 @@ fn judged_call<'a>(
 ) -> Option<Judged<'a>> {
     let patch = match config.dialect {
         Dialect::Codex => apply_patch::classify(tool_name, tool_input),
+        Dialect::Copilot => apply_patch::classify_copilot(tool_name, tool_input),
         // Claude Code and Gemini CLI have no such tool, and their shells are not judged.
         Dialect::ClaudeCode | Dialect::Gemini => apply_patch::PatchCall::NotPatch,
     };
     match patch {
         apply_patch::PatchCall::Placed { paths, folders } => Some(Judged::Patch { paths, folders }),
         apply_patch::PatchCall::Unplaceable(why) => Some(Judged::Unplaceable(why)),
+        // Arguments that are not an object (Copilot's `toolArgs` sent as text that
+        // holds no JSON object) name no path the table can read: refused, never let
+        // through as a call naming nothing.
+        apply_patch::PatchCall::NotPatch
+            if (policy.is_facet_tool(tool_name) || policy.tools().get(tool_name).is_some())
+                && !tool_input.is_object() =>
+        {
+            Some(Judged::Unplaceable(UNREADABLE_ARGUMENTS))
+        }
         apply_patch::PatchCall::NotPatch
             if policy.is_facet_tool(tool_name) || policy.tools().get(tool_name).is_some() =>
         {
@@ -290,6 +318,9 @@ fn judged_call<'a>(
         apply_patch::PatchCall::NotPatch => None,
     }
 }
+
+/// The refusal of a judged tool whose arguments are not an object.
+const UNREADABLE_ARGUMENTS: &str = "facet could not read this call's arguments (they are not a JSON object), so it cannot tell which paths the call names. Send the arguments as an object, with paths inside the facet.";
 
 fn decide(
     envelope: &Envelope,
@@ -340,11 +371,12 @@ fn decide(
     match decision {
         Decision::NoOpinion => pinned_search(config, policy, &session, envelope, call)
             .map_or_else(HookAnswer::no_opinion, HookAnswer::json),
-        // A dialect that cannot ask is sent `deny` by `output::decision` itself.
-        Decision::Ask(reason) => {
+        Decision::Ask(reason) if config.dialect.honours_ask() => {
             HookAnswer::json(output::decision(config.dialect, Permission::Ask, &reason))
         }
-        Decision::Deny(reason) => {
+        // Unreachable with can_ask false, but a dialect that cannot ask must never
+        // be sent an ask: refuse instead.
+        Decision::Ask(reason) | Decision::Deny(reason) => {
             HookAnswer::json(output::decision(config.dialect, Permission::Deny, &reason))
         }
     }
@@ -459,12 +491,17 @@ fn current_context(config: &HookConfig, envelope: &Envelope, can_ask: bool) -> S
 
 /// Whether a `tool_response` reports a failed call: an MCP result with
 /// `isError: true`, sent as an object or — as Claude Code sends an MCP tool's
-/// result — as that object's JSON text. Text that is not a JSON object (DeepSeek
+/// result — as that object's JSON text; Copilot's `toolResult` with a
+/// `resultType` other than `success`. Text that is not a JSON object (DeepSeek
 /// Harness's bridge sends the result's joined text) carries no error flag to read.
 fn is_error_response(response: &Value) -> bool {
     let flagged = |object: &Value| {
         object.get("isError").and_then(Value::as_bool) == Some(true)
             || object.get("is_error").and_then(Value::as_bool) == Some(true)
+            || object
+                .get("resultType")
+                .and_then(Value::as_str)
+                .is_some_and(|kind| kind != "success")
     };
     match response {
         Value::String(text) => serde_json::from_str::<Value>(text)

@@ -33,14 +33,17 @@ enum Command {
     /// Answer one host hook event: JSON on stdin, decision on stdout.
     Hook {
         /// Which host wrote the event: claude-code (also DeepSeek Harness's Claude
-        /// Code bridge), codex or gemini (Gemini CLI).
+        /// Code bridge), codex, copilot (GitHub Copilot CLI) or gemini (Gemini CLI).
         #[arg(long, default_value = "claude-code", value_parser = parse_dialect)]
         dialect: Dialect,
-        /// The host-qualified name of the facet MCP tool.
-        #[arg(long, env = "FACET_TOOL_NAME", default_value = facet::facet_tool::DEFAULT_HOST_TOOL_NAME)]
-        facet_tool: String,
+        /// The host-qualified name of the facet MCP tool (default: the dialect's own,
+        /// `mcp__facet__facet`, `facet-facet` for copilot, `mcp_facet_facet` for gemini).
+        #[arg(long, env = "FACET_TOOL_NAME")]
+        facet_tool: Option<String>,
         /// The host has no way to put a question to the user (for example DeepSeek
-        /// Harness's danger-full-access preset): refuse instead of asking.
+        /// Harness's danger-full-access preset, or Copilot CLI run with `-p`): refuse
+        /// instead of asking. Also set by FACET_NO_APPROVAL=1 (or true; 0 and false
+        /// leave it off; any other value is a usage error).
         #[arg(long)]
         no_approval: bool,
     },
@@ -61,10 +64,36 @@ enum Command {
 fn parse_dialect(value: &str) -> Result<Dialect, String> {
     Dialect::from_flag(value).ok_or_else(|| {
         format!(
-            "unknown dialect `{value}`: use {}",
-            facet::envelope::DIALECT_FLAG_VALUES
+            "unknown dialect `{value}`: use one of {}",
+            Dialect::FLAG_VALUES
         )
     })
+}
+
+/// Exit code of a usage error, as clap exits on one. A host that runs the hook
+/// reads it as a failed hook: Claude Code and Codex block on 2, Copilot CLI refuses
+/// the call on any code but 0 — a mistyped setup fails closed.
+const EXIT_USAGE: u8 = 2;
+
+/// `FACET_NO_APPROVAL`, the environment form of `--no-approval`, for hosts whose
+/// hook command line is shared between their interactive and headless runs (Copilot
+/// CLI's settings): set only where the run is headless. Read strictly: a value that
+/// is not `1`, `true`, `0` or `false` is an error, never silently "off" (an `ask`
+/// nobody can answer would be the result).
+fn no_approval_from_env() -> Result<bool, String> {
+    const NAME: &str = "FACET_NO_APPROVAL";
+    let Some(value) = std::env::var_os(NAME) else {
+        return Ok(false);
+    };
+    match value.to_str() {
+        Some("1" | "true") => Ok(true),
+        Some("0" | "false") => Ok(false),
+        _ => Err(format!(
+            "error: {NAME} must be 1 or true (no approval channel: refuse instead of \
+             asking) or 0 or false (ask where the host can); it is {value:?}. Fix or unset \
+             it."
+        )),
+    }
 }
 
 fn main() -> ExitCode {
@@ -74,7 +103,17 @@ fn main() -> ExitCode {
             dialect,
             facet_tool,
             no_approval,
-        } => run_hook(dialect, facet_tool, no_approval),
+        } => match no_approval_from_env() {
+            Ok(from_env) => run_hook(
+                dialect,
+                facet_tool.unwrap_or_else(|| dialect.facet_tool_name().to_owned()),
+                no_approval || from_env,
+            ),
+            Err(error) => {
+                eprintln!("{error}");
+                ExitCode::from(EXIT_USAGE)
+            }
+        },
         Command::Serve { session } => match facet::serve::run_stdio(session) {
             Ok(()) => ExitCode::SUCCESS,
             Err(error) => {

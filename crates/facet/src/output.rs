@@ -1,9 +1,10 @@
 //! What the hook writes back: the exact JSON shapes hosts read on stdout.
 //!
-//! One shape per purpose and dialect, written by one function each ([`decision`],
-//! [`additional_context`]), so no caller can send a host a shape it does not read.
-//! Codex reads the same `hookSpecificOutput` block as Claude Code, but rejects `ask`;
-//! Gemini CLI reads its own:
+//! One shape per purpose and dialect; every decision and every added context goes
+//! through [`decision`] and [`additional_context`], which pick the dialect's shape, so
+//! no caller can send a host a shape it does not read. Claude Code and Codex read the
+//! same `hookSpecificOutput` block (Codex rejects `ask`); Gemini CLI and Copilot CLI
+//! read their own:
 //!
 //! - a decision, Claude Code and Codex: `{"hookSpecificOutput":{"hookEventName":
 //!   "PreToolUse","permissionDecision":"ask"|"deny","permissionDecisionReason":"…"}}`;
@@ -15,6 +16,10 @@
 //! - a Gemini search pinned to the session folder ([`pinned_tool_input`]):
 //!   `{"hookSpecificOutput":{"hookEventName":"BeforeTool","tool_input":{…}}}`, the
 //!   call's whole input with `dir_path` added (Gemini replaces the input with it);
+//! - GitHub Copilot CLI reads the decision's and the context's fields at the top
+//!   level, with no event name (its hook knows which event it ran):
+//!   `{"permissionDecision":"deny","permissionDecisionReason":"…"}`,
+//!   `{"additionalContext":"…"}`;
 //! - no opinion: nothing on stdout and exit code 0, so the host's own
 //!   permission rules stay in charge. `allow` is deliberately never emitted: it
 //!   would skip the host's prompt for a call the facet merely has no objection to.
@@ -27,7 +32,9 @@ use crate::envelope::Dialect;
 pub const EXIT_OK: i32 = 0;
 /// Exit code for a hook that could not do its job but must not block the host:
 /// Claude Code, Codex and the DeepSeek Harness bridge all treat any code other
-/// than 0 and 2 as a non-blocking failure and log stderr. 2 would block.
+/// than 0 and 2 as a non-blocking failure and log stderr. 2 would block. Copilot
+/// CLI refuses a tool call whose `preToolUse` hook exits with any code but 0 (and
+/// logs the failure of any other hook), so there it fails closed.
 pub const EXIT_NON_BLOCKING_ERROR: i32 = 1;
 
 /// The permission decisions facet ever gives.
@@ -58,10 +65,32 @@ struct Output<'a> {
     hook_specific_output: HookSpecificOutput<'a>,
 }
 
-fn render(output: &Output<'_>) -> String {
+/// Copilot's answer: the same fields, top level, no event name.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct CopilotOutput<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    permission_decision: Option<Permission>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    permission_decision_reason: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    additional_context: Option<&'a str>,
+}
+
+fn render(dialect: Dialect, output: HookSpecificOutput<'_>) -> String {
     // Serializing a struct of strings and a unit enum cannot fail; the fallback
     // keeps the no-unwrap rule without inventing an output.
-    serde_json::to_string(output).unwrap_or_default()
+    match dialect {
+        Dialect::ClaudeCode | Dialect::Codex | Dialect::Gemini => serde_json::to_string(&Output {
+            hook_specific_output: output,
+        }),
+        Dialect::Copilot => serde_json::to_string(&CopilotOutput {
+            permission_decision: output.permission_decision,
+            permission_decision_reason: output.permission_decision_reason,
+            additional_context: output.additional_context,
+        }),
+    }
+    .unwrap_or_default()
 }
 
 /// Gemini CLI's answer to a `BeforeTool` hook.
@@ -71,8 +100,8 @@ struct GeminiDecision<'a> {
     reason: &'a str,
 }
 
-/// A `PreToolUse` decision with its reason sentence, in `dialect`'s shape. Every
-/// refusal and question the hook gives goes through here; a dialect that cannot ask
+/// A `PreToolUse` decision with its reason sentence, in `dialect`'s shape: the one
+/// place every ask and refusal of the hook is written. A dialect that cannot ask
 /// ([`Dialect::honours_ask`]) is sent `deny` whatever `permission` says.
 pub fn decision(dialect: Dialect, permission: Permission, reason: &str) -> String {
     let permission = if dialect.honours_ask() {
@@ -87,32 +116,35 @@ pub fn decision(dialect: Dialect, permission: Permission, reason: &str) -> Strin
         })
         .unwrap_or_default();
     }
-    render(&Output {
-        hook_specific_output: HookSpecificOutput {
+    render(
+        dialect,
+        HookSpecificOutput {
             hook_event_name: "PreToolUse",
             permission_decision: Some(permission),
             permission_decision_reason: Some(reason),
             additional_context: None,
         },
-    })
+    )
 }
 
 /// Context added to the conversation on `event` (`SessionStart`,
-/// `UserPromptSubmit`, `PostToolUse`), named as `dialect` names it.
+/// `UserPromptSubmit`, `PostToolUse`), in `dialect`'s shape and named as `dialect`
+/// names it.
 pub fn additional_context(dialect: Dialect, event: &str, context: &str) -> String {
     let event = match (dialect, event) {
         (Dialect::Gemini, "UserPromptSubmit") => "BeforeAgent",
         (Dialect::Gemini, "PostToolUse") => "AfterTool",
         (_, event) => event,
     };
-    render(&Output {
-        hook_specific_output: HookSpecificOutput {
+    render(
+        dialect,
+        HookSpecificOutput {
             hook_event_name: event,
             permission_decision: None,
             permission_decision_reason: None,
             additional_context: Some(context),
         },
-    })
+    )
 }
 
 /// Gemini CLI's `BeforeTool` answer replacing a call's input with `tool_input`.
@@ -171,9 +203,23 @@ mod tests {
             decision(Dialect::ClaudeCode, Permission::Ask, "why"),
             r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"ask","permissionDecisionReason":"why"}}"#
         );
+        for dialect in [Dialect::ClaudeCode, Dialect::Codex] {
+            assert_eq!(
+                additional_context(dialect, "SessionStart", "ctx"),
+                r#"{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"ctx"}}"#
+            );
+        }
         assert_eq!(
-            additional_context(Dialect::ClaudeCode, "SessionStart", "ctx"),
-            r#"{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"ctx"}}"#
+            decision(Dialect::Copilot, Permission::Ask, "why"),
+            r#"{"permissionDecision":"ask","permissionDecisionReason":"why"}"#
+        );
+        assert_eq!(
+            decision(Dialect::Copilot, Permission::Deny, "why"),
+            r#"{"permissionDecision":"deny","permissionDecisionReason":"why"}"#
+        );
+        assert_eq!(
+            additional_context(Dialect::Copilot, "SessionStart", "ctx"),
+            r#"{"additionalContext":"ctx"}"#
         );
         // Codex rejects `ask`: it is sent the refusal.
         assert_eq!(

@@ -9,7 +9,12 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 
 fn check(input: &[u8], state: &std::path::Path) {
-    for dialect in [Dialect::ClaudeCode, Dialect::Codex, Dialect::Gemini] {
+    for dialect in [
+        Dialect::ClaudeCode,
+        Dialect::Codex,
+        Dialect::Gemini,
+        Dialect::Copilot,
+    ] {
         let reply = answer(
             input,
             &HookConfig::with_state_dir(dialect, state.to_path_buf()),
@@ -39,6 +44,23 @@ fn check(input: &[u8], state: &std::path::Path) {
                     assert!(specific["tool_input"]["dir_path"].is_string(), "{value}");
                     continue;
                 }
+            }
+            if dialect == Dialect::Copilot {
+                // Copilot's shape: top-level fields only, one of the two purposes.
+                let object = value.as_object().unwrap();
+                assert!(object.keys().all(|key| {
+                    [
+                        "permissionDecision",
+                        "permissionDecisionReason",
+                        "additionalContext",
+                    ]
+                    .contains(&key.as_str())
+                }));
+                assert!(
+                    object.contains_key("additionalContext")
+                        ^ object.contains_key("permissionDecision")
+                );
+                continue;
             }
             let event = value["hookSpecificOutput"]["hookEventName"]
                 .as_str()
@@ -101,6 +123,9 @@ fn envelope() -> impl Strategy<Value = Value> {
         "Bash",
         "mcp__facet__facet",
         "LS",
+        "view",
+        "rg",
+        "facet-facet",
         "unknown",
         "read_file",
         "glob",
@@ -148,6 +173,60 @@ fn envelope() -> impl Strategy<Value = Value> {
         })
 }
 
+/// GitHub Copilot CLI's envelope: no event name, the event read from which fields
+/// are there (`toolResult`, `error`, `source`, `prompt`); `toolArgs` an object,
+/// text, JSON text or anything else.
+fn copilot_envelope() -> impl Strategy<Value = Value> {
+    let tools = prop::sample::select(vec![
+        "view",
+        "create",
+        "edit",
+        "grep",
+        "rg",
+        "glob",
+        "apply_patch",
+        "bash",
+        "facet-facet",
+        "Read",
+    ]);
+    let args = prop_oneof![
+        prop::collection::btree_map(
+            prop::sample::select(vec!["path", "paths", "pattern", "glob", "action", "input"]),
+            prop_oneof![
+                scalar(),
+                prop::collection::vec(scalar(), 0..3).prop_map(Value::Array)
+            ],
+            0..4,
+        )
+        .prop_map(|map| json!(map)),
+        scalar(),
+        Just(json!("{\"path\":\"/etc/passwd\"}")),
+        Just(json!(
+            "*** Begin Patch\n*** Add File: ../x\n+y\n*** End Patch\n"
+        )),
+    ];
+    let extra = prop::sample::select(vec!["", "toolResult", "error", "source", "prompt"]);
+    (
+        prop_oneof![Just(json!("s")), scalar()],
+        prop_oneof![Just(json!("/")), Just(json!("/tmp")), scalar()],
+        prop::option::of(tools),
+        args,
+        extra,
+        prop::option::of(scalar()),
+    )
+        .prop_map(|(session, cwd, tool, args, extra, value)| {
+            let mut event = json!({"sessionId": session, "timestamp": 1, "cwd": cwd});
+            if let Some(tool) = tool {
+                event["toolName"] = json!(tool);
+                event["toolArgs"] = args;
+            }
+            if !extra.is_empty() {
+                event[extra] = value.unwrap_or(json!({"resultType": "success"}));
+            }
+            event
+        })
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
 
@@ -159,6 +238,12 @@ proptest! {
 
     #[test]
     fn generated_envelopes_never_panic(event in envelope()) {
+        let state = tempfile::tempdir().unwrap();
+        check(&serde_json::to_vec(&event).unwrap(), state.path());
+    }
+
+    #[test]
+    fn generated_copilot_envelopes_never_panic(event in copilot_envelope()) {
         let state = tempfile::tempdir().unwrap();
         check(&serde_json::to_vec(&event).unwrap(), state.path());
     }

@@ -1,6 +1,7 @@
 //! Every case of `shared/spec/facet.md`, as real trees in a temp folder, through the
-//! real `facet hook` binary, for every path-carrying argument of every tool in both
-//! tables (DeepSeek Harness and Claude Code).
+//! real `facet hook` binary, for every path-carrying argument of every tool in the
+//! tables (DeepSeek Harness and Claude Code; Gemini CLI's and GitHub Copilot CLI's
+//! through their own dialects, envelopes and answers).
 #![allow(clippy::unwrap_used)]
 
 mod support;
@@ -8,7 +9,7 @@ mod support;
 use std::path::Path;
 
 use serde_json::json;
-use support::{Run, Tree, pre_tool_use, run_facet};
+use support::{Run, Tree, copilot_pre_tool_use, pre_tool_use, run_facet};
 
 /// Every (tool, path argument) the guard must read: DeepSeek Harness's table
 /// (the seed's, plus `lsp`) and Claude Code's.
@@ -631,7 +632,7 @@ fn an_unknown_dialect_is_a_usage_error_listing_every_dialect() {
     );
     assert_eq!(run.code, 2, "{}", run.stderr);
     insta::assert_snapshot!(run.stderr, @"
-    error: invalid value 'gemni' for '--dialect <DIALECT>': unknown dialect `gemni`: use claude-code, codex or gemini
+    error: invalid value 'gemni' for '--dialect <DIALECT>': unknown dialect `gemni`: use one of claude-code (also claude, dsh), codex, copilot, gemini
 
     For more information, try '--help'.
     ");
@@ -692,4 +693,387 @@ fn gemini_after_tool_records_a_narrowing_and_never_an_unasked_grant() {
     let status = tree.panel(&["status", "--session", "after", "--json"]);
     let value: serde_json::Value = serde_json::from_str(&status.stdout).unwrap();
     assert_eq!(value["binding"]["granted"], json!([]), "{value}");
+}
+
+/// Every (tool, path argument) of GitHub Copilot CLI 1.0.102's table.
+const COPILOT_PATH_ARGUMENTS: &[(&str, &str)] = &[
+    ("view", "path"),
+    ("create", "path"),
+    ("edit", "path"),
+    ("grep", "paths"),
+    ("rg", "paths"),
+    ("glob", "paths"),
+];
+
+/// How a Copilot call names `raw`: each argument as the string, as a one-item list
+/// and after an inside path in a list (`paths`); a patch naming it in each header.
+fn copilot_calls(tool: &str, argument: &str, raw: &str) -> Vec<serde_json::Value> {
+    let mut calls = vec![json!({ argument: raw })];
+    if argument == "paths" {
+        calls.push(json!({ argument: [raw] }));
+        calls.push(json!({ argument: ["inside.txt", raw] }));
+    }
+    if tool == "glob" {
+        for call in &mut calls {
+            call["pattern"] = json!("*.txt");
+        }
+    }
+    calls
+}
+
+fn copilot_hook(
+    tree: &Tree,
+    current_dir: &Path,
+    event: &serde_json::Value,
+    env: &[(&str, &str)],
+) -> Run {
+    let env: Vec<(&str, &std::ffi::OsStr)> = env
+        .iter()
+        .map(|(name, value)| (*name, std::ffi::OsStr::new(*value)))
+        .collect();
+    support::run_facet_with(
+        &["hook", "--dialect", "copilot"],
+        &serde_json::to_vec(event).unwrap(),
+        &tree.state(),
+        current_dir,
+        &env,
+    )
+}
+
+/// The Claude Code and Codex corpus through Copilot's envelope and answer: every
+/// case for every path argument of Copilot's tools (string and list forms), and for
+/// every header of an `apply_patch` body. The session runs in a sub-folder of a
+/// repository (`project/src/room`), the scoping Copilot's own hooks cannot do
+/// (github/copilot-cli#3579): a file elsewhere in the same repository is outside.
+#[test]
+fn every_case_for_every_path_argument_of_copilots_table() {
+    let tree = Tree::new();
+    build_links(&tree);
+    let room = tree.room();
+    let guard_dir = tree.path("project/src/other");
+    let mut failures = Vec::new();
+    let mut judged = 0;
+    let mut check = |what: String, run: Run, expect: Expect, raw: &str| {
+        judged += 1;
+        if run.code != 0 {
+            failures.push(format!("{what}: exit {} ({})", run.code, run.stderr));
+            return;
+        }
+        match (expect, run.copilot_decision()) {
+            (Expect::Inside, None) => {}
+            (Expect::Outside, Some((decision, reason))) => {
+                let expected = outside_reason(&room, &named(&tree, raw), &room, "outside");
+                if decision != "ask" || reason != expected {
+                    failures.push(format!("{what}: got {decision}: {reason}"));
+                }
+            }
+            (expect, got) => failures.push(format!("{what}: expected {expect:?}, got {got:?}")),
+        }
+    };
+    for (tool, argument) in COPILOT_PATH_ARGUMENTS {
+        for (raw, expect) in cases(&tree) {
+            for args in copilot_calls(tool, argument, &raw) {
+                let event = copilot_pre_tool_use("copilot-table", &room, tool, args.clone());
+                let run = copilot_hook(&tree, &guard_dir, &event, &[]);
+                check(format!("{tool} {args}"), run, expect, &raw);
+            }
+        }
+    }
+    for header in ["Add File", "Update File", "Delete File"] {
+        for (raw, expect) in cases(&tree) {
+            // Copilot joins a patch path to its folder lexically, as Codex does (seen
+            // live: `up/../x` landed beside `up`, not above the link's target), and
+            // facet places it the same way: these two read the other way round.
+            let expect = match raw.as_str() {
+                "up/../file.txt" => Expect::Inside,
+                "inner/../../x.rs" => Expect::Outside,
+                _ => expect,
+            };
+            let patch = format!("*** Begin Patch\n*** {header}: {raw}\n+x\n*** End Patch\n");
+            let event = copilot_pre_tool_use("copilot-table", &room, "apply_patch", json!(patch));
+            let run = copilot_hook(&tree, &guard_dir, &event, &[]);
+            check(format!("apply_patch {header}: {raw:?}"), run, expect, &raw);
+        }
+    }
+    let per_raw: usize = COPILOT_PATH_ARGUMENTS
+        .iter()
+        .map(|(tool, argument)| copilot_calls(tool, argument, "x").len())
+        .sum::<usize>()
+        + 3;
+    assert_eq!(judged, per_raw * cases(&tree).len());
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn copilot_searches_naming_no_paths_and_climbing_patterns_are_judged() {
+    let tree = Tree::new();
+    std::fs::create_dir_all(tree.path("project/src/room/sub")).unwrap();
+    let room = tree.room();
+    let elsewhere = tree.path("elsewhere");
+    let hook = |args: serde_json::Value, tool: &str| {
+        copilot_hook(
+            &tree,
+            &elsewhere,
+            &copilot_pre_tool_use("copilot-bare", &room, tool, args),
+            &[],
+        )
+    };
+    for tool in ["grep", "rg", "glob"] {
+        hook(json!({"pattern": "x"}), tool).assert_no_opinion(tool);
+        hook(json!({"pattern": "x", "paths": []}), tool).assert_no_opinion(tool);
+    }
+    assert_eq!(
+        tree.panel(&["focus", "sub", "--session", "copilot-bare"])
+            .code,
+        0
+    );
+    let sub = tree.path("project/src/room/sub");
+    for tool in ["grep", "rg", "glob"] {
+        for args in [
+            json!({"pattern": "x"}),
+            json!({"pattern": "x", "paths": []}),
+        ] {
+            let (decision, reason) = hook(args, tool)
+                .copilot_decision()
+                .unwrap_or_else(|| panic!("{tool}: no decision"));
+            assert_eq!(decision, "ask", "{tool}");
+            assert!(
+                reason.contains(&format!(
+                    "so it would cover this session's directory {} — and this session's facet is {}.",
+                    room.display(),
+                    sub.display()
+                )),
+                "{tool}: {reason}"
+            );
+        }
+        hook(json!({"pattern": "x", "paths": "sub"}), tool).assert_no_opinion(tool);
+        hook(json!({"pattern": "x", "paths": ["sub", "sub/."]}), tool).assert_no_opinion(tool);
+    }
+    // A pattern (glob's) or a filter (grep's) that climbs is judged by its prefix,
+    // below each listed root.
+    for (tool, args, judged) in [
+        ("glob", json!({"pattern": "../*"}), ".."),
+        ("glob", json!({"pattern": "/etc/*"}), "/etc"),
+        (
+            "glob",
+            json!({"pattern": "../x/*", "paths": ["sub", "sub/."]}),
+            "sub/../x",
+        ),
+        (
+            "grep",
+            json!({"pattern": "x", "paths": "sub", "glob": "../../*"}),
+            "sub/../..",
+        ),
+        ("rg", json!({"pattern": "x", "glob": "/etc/*"}), "/etc"),
+    ] {
+        // `sub/..` is the session directory: outside the focus on `sub`.
+        let run = hook(args.clone(), tool);
+        let (decision, reason) = run
+            .copilot_decision()
+            .unwrap_or_else(|| panic!("{tool} {args}: no decision"));
+        assert_eq!(decision, "ask", "{tool} {args}");
+        assert!(
+            reason.starts_with(&format!("{judged} is outside")),
+            "{tool} {args}: {reason}"
+        );
+    }
+    // A list holding anything but strings is judged as the widest root, `/` — which
+    // holds facet's own state, so the search is refused outright.
+    let (decision, reason) = hook(json!({"pattern": "x", "paths": ["sub", 7]}), "grep")
+        .copilot_decision()
+        .unwrap();
+    assert_eq!(decision, "deny");
+    assert!(reason.starts_with("This search would cover /,"), "{reason}");
+}
+
+/// Copilot sends `toolArgs` as an object, or as text: JSON text is the object it
+/// holds; other text for a tool whose arguments must be read is refused, never let
+/// through as a call naming no path.
+#[test]
+fn copilot_tool_args_as_text_are_read_or_refused() {
+    let tree = Tree::new();
+    let room = tree.room();
+    let elsewhere = tree.path("elsewhere");
+    let as_text = json!(json!({"path": "/etc/passwd"}).to_string());
+    let run = copilot_hook(
+        &tree,
+        &elsewhere,
+        &copilot_pre_tool_use("copilot-text", &room, "view", as_text),
+        &[],
+    );
+    let (decision, reason) = run.copilot_decision().unwrap();
+    assert_eq!(decision, "ask");
+    assert_eq!(
+        reason,
+        outside_reason(&room, "/etc/passwd", &room, "outside")
+    );
+
+    let run = copilot_hook(
+        &tree,
+        &elsewhere,
+        &copilot_pre_tool_use("copilot-text", &room, "view", json!("/etc/passwd")),
+        &[],
+    );
+    let (decision, reason) = run.copilot_decision().unwrap();
+    assert_eq!(decision, "ask");
+    assert!(
+        reason.contains("could not read this call's arguments"),
+        "{reason}"
+    );
+
+    // Tools no table names, text or not: no opinion.
+    for (tool, args) in [
+        ("bash", json!({"command": "cat /etc/passwd"})),
+        ("sql", json!("select 1")),
+        ("Read", json!({"file_path": "/etc/passwd"})),
+    ] {
+        copilot_hook(
+            &tree,
+            &elsewhere,
+            &copilot_pre_tool_use("copilot-text", &room, tool, args),
+            &[],
+        )
+        .assert_no_opinion(tool);
+    }
+}
+
+/// Headless Copilot (`-p`) refuses an `ask` itself, with its own words: run there
+/// with `FACET_NO_APPROVAL=1`, the hook refuses and names the panel command that
+/// widens the session. A value other than 1/true/0/false is a usage error (exit 2,
+/// which Copilot answers by refusing the call): a typo never turns approval back on.
+#[test]
+fn copilot_without_an_approval_channel_refuses_naming_the_panel() {
+    let tree = Tree::new();
+    let room = tree.room();
+    let elsewhere = tree.path("elsewhere");
+    let event = copilot_pre_tool_use(
+        "copilot-headless",
+        &room,
+        "view",
+        json!({"path": tree.path("outside/file.txt")}),
+    );
+    for value in ["1", "true"] {
+        let run = copilot_hook(&tree, &elsewhere, &event, &[("FACET_NO_APPROVAL", value)]);
+        let (decision, reason) = run.copilot_decision().unwrap();
+        assert_eq!(decision, "deny", "{value}");
+        assert!(
+            reason.contains(&format!(
+                "Ask the user to run `facet grant {} --session copilot-headless` in a terminal",
+                tree.path("outside/file.txt").display()
+            )),
+            "{reason}"
+        );
+    }
+    for value in ["0", "false"] {
+        let run = copilot_hook(&tree, &elsewhere, &event, &[("FACET_NO_APPROVAL", value)]);
+        assert_eq!(run.copilot_decision().unwrap().0, "ask", "{value}");
+    }
+    for value in ["yes", "", "TRUE", "2"] {
+        let run = copilot_hook(&tree, &elsewhere, &event, &[("FACET_NO_APPROVAL", value)]);
+        assert_eq!(run.code, 2, "{value:?}: {}", run.stderr);
+        assert!(run.stdout.is_empty(), "{value:?}: {}", run.stdout);
+        assert!(
+            run.stderr.contains("FACET_NO_APPROVAL must be 1 or true"),
+            "{}",
+            run.stderr
+        );
+    }
+}
+
+/// Copilot's Claude-style hook entries (`PreToolUse`) send Claude's envelope with
+/// Claude's tool names over Copilot's arguments: `view` arrives as `Read` with
+/// `path`, not `file_path`. Pinned here, both ways: the claude-code dialect reads
+/// no path in it and lets the read through (docs/hosts.md warns: do not register
+/// facet under that form); the copilot dialect refuses the form outright.
+#[test]
+fn copilots_claude_style_envelope_passes_the_claude_dialect_and_is_refused_by_copilots() {
+    let tree = Tree::new();
+    let room = tree.room();
+    let secret = tree.path("outside/file.txt");
+    // As Copilot 1.0.102 sent it for `view` under a `PreToolUse` entry.
+    let event = json!({
+        "hook_event_name": "PreToolUse",
+        "session_id": "claude-form",
+        "timestamp": "2026-12-07T01:14:33.857Z",
+        "cwd": room,
+        "tool_name": "Read",
+        "tool_input": {"path": secret},
+    });
+    tree.hook(&[], &event)
+        .assert_no_opinion("the claude-code dialect reads no `file_path` in Copilot's `Read`");
+    let run = tree.hook(&["--dialect", "copilot"], &event);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let (decision, reason) = run.copilot_decision().unwrap();
+    assert_eq!(decision, "deny");
+    assert!(
+        reason.contains("Copilot's Claude-style `PreToolUse` form"),
+        "{reason}"
+    );
+}
+
+/// github/copilot-cli#3579: Copilot's repository hooks cannot be scoped to a
+/// sub-folder of a monorepo — they apply to the whole repository. facet scopes a
+/// Copilot session started in `project/src/room` to that folder: a file elsewhere in
+/// the same repository is outside, one in the folder is not, and a search of the
+/// repository's top level is outside too.
+#[test]
+fn copilot_cli_3579_a_session_in_a_repository_sub_folder_is_scoped_to_it() {
+    let tree = Tree::new();
+    let room = tree.room();
+    let elsewhere = tree.path("elsewhere");
+    let sibling = tree.path("project/src/other/secret.txt");
+    let hook = |tool: &str, args: serde_json::Value| {
+        copilot_hook(
+            &tree,
+            &elsewhere,
+            &copilot_pre_tool_use("monorepo", &room, tool, args),
+            &[],
+        )
+    };
+    let (decision, reason) = hook("view", json!({"path": sibling}))
+        .copilot_decision()
+        .expect("a file elsewhere in the repository is judged");
+    assert_eq!(decision, "ask");
+    assert_eq!(
+        reason,
+        outside_reason(&room, &sibling.display().to_string(), &room, "outside")
+    );
+    hook("view", json!({"path": room.join("inside.txt")})).assert_no_opinion("inside");
+    let (decision, _) = hook(
+        "grep",
+        json!({"pattern": "x", "paths": tree.path("project")}),
+    )
+    .copilot_decision()
+    .expect("a search of the repository's top level is judged");
+    assert_eq!(decision, "ask");
+}
+
+/// Copilot names the `facet` tool of the MCP server `facet` `facet-facet`: the copilot
+/// dialect knows it without `--facet-tool`, so a widening through it is put to the
+/// user (never let through as an unknown tool), and refused without a channel.
+#[test]
+fn copilots_facet_tool_is_known_without_the_flag() {
+    let tree = Tree::new();
+    let room = tree.room();
+    let elsewhere = tree.path("elsewhere");
+    let add = copilot_pre_tool_use(
+        "copilot-add",
+        &room,
+        "facet-facet",
+        json!({"action": "add", "paths": ["../../shared"]}),
+    );
+    let (decision, reason) = copilot_hook(&tree, &elsewhere, &add, &[])
+        .copilot_decision()
+        .expect("the widening is judged");
+    assert_eq!(decision, "ask");
+    assert!(reason.starts_with("Grant "), "{reason}");
+    let (decision, _) = copilot_hook(&tree, &elsewhere, &add, &[("FACET_NO_APPROVAL", "1")])
+        .copilot_decision()
+        .unwrap();
+    assert_eq!(decision, "deny");
 }

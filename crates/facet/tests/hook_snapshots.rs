@@ -6,7 +6,10 @@
 mod support;
 
 use serde_json::{Value, json};
-use support::{Run, Tree, post_tool_use, pre_tool_use, session_event};
+use support::{
+    Run, Tree, copilot_post_tool_use, copilot_pre_tool_use, copilot_session_start, post_tool_use,
+    pre_tool_use, session_event,
+};
 
 fn shown(tree: &Tree, run: &Run) -> String {
     let stdout = match run.json() {
@@ -190,4 +193,105 @@ fn hook_answers() {
     insta::assert_snapshot!("panel_status", tree.redact(&status.stdout));
     let status_json = tree.panel(&["status", "--session", "snap", "--json"]);
     insta::assert_snapshot!("panel_status_json", tree.redact(&status_json.stdout));
+}
+
+/// What GitHub Copilot CLI and its model see (`--dialect copilot`): Copilot's answer
+/// shape, the refusals only this dialect has, and the usage errors that make Copilot
+/// refuse the call (exit 2).
+#[test]
+fn copilot_answers() {
+    let tree = Tree::new();
+    let room = tree.room();
+    let copilot = |event: &Value, env: &[(&str, &str)]| {
+        let env: Vec<(&str, &std::ffi::OsStr)> = env
+            .iter()
+            .map(|(name, value)| (*name, std::ffi::OsStr::new(*value)))
+            .collect();
+        support::run_facet_with(
+            &[
+                "hook",
+                "--dialect",
+                "copilot",
+                "--facet-tool",
+                "facet-facet",
+            ],
+            &serde_json::to_vec(event).unwrap(),
+            &tree.state(),
+            &tree.path("elsewhere"),
+            &env,
+        )
+    };
+    insta::assert_snapshot!(
+        "copilot_session_start",
+        shown(
+            &tree,
+            &copilot(&copilot_session_start("snap-cp", &room), &[])
+        )
+    );
+    let outside = copilot_pre_tool_use(
+        "snap-cp",
+        &room,
+        "view",
+        json!({"path": "../other/secret.txt"}),
+    );
+    insta::assert_snapshot!(
+        "copilot_pre_tool_use_outside_ask",
+        shown(&tree, &copilot(&outside, &[]))
+    );
+    insta::assert_snapshot!(
+        "copilot_pre_tool_use_outside_no_approval",
+        shown(&tree, &copilot(&outside, &[("FACET_NO_APPROVAL", "1")]))
+    );
+    insta::assert_snapshot!(
+        "copilot_pre_tool_use_arguments_not_an_object",
+        shown(
+            &tree,
+            &copilot(
+                &copilot_pre_tool_use("snap-cp", &room, "view", json!("../other/secret.txt")),
+                &[]
+            )
+        )
+    );
+    insta::assert_snapshot!(
+        "copilot_apply_patch_not_text",
+        shown(
+            &tree,
+            &copilot(
+                &copilot_pre_tool_use("snap-cp", &room, "apply_patch", json!({"patch": 1})),
+                &[]
+            )
+        )
+    );
+    let claude_form = json!({
+        "hook_event_name": "PreToolUse", "session_id": "snap-cp", "cwd": room,
+        "tool_name": "Read", "tool_input": {"path": "../other/secret.txt"},
+    });
+    insta::assert_snapshot!(
+        "copilot_claude_style_envelope",
+        shown(&tree, &copilot(&claude_form, &[]))
+    );
+    insta::assert_snapshot!(
+        "copilot_post_tool_use_of_the_facet_tool",
+        shown(
+            &tree,
+            &copilot(
+                &copilot_post_tool_use(
+                    "snap-cp",
+                    &room,
+                    "facet-facet",
+                    json!({"action": "status"}),
+                    json!({"resultType": "success", "textResultForLlm": "ok"})
+                ),
+                &[]
+            )
+        )
+    );
+    insta::assert_snapshot!(
+        "copilot_no_approval_typo",
+        shown(&tree, &copilot(&outside, &[("FACET_NO_APPROVAL", "yes")]))
+    );
+    insta::assert_snapshot!(
+        "unknown_dialect",
+        shown(&tree, &tree.hook(&["--dialect", "copliot"], &outside))
+    );
 }

@@ -208,3 +208,43 @@ fn drain_handles(handles: &mut futures::channel::mpsc::UnboundedReceiver<String>
     }
     got
 }
+
+/// Every event the sink has received so far, in order.
+pub fn drain(
+    rx: &mut futures::channel::mpsc::UnboundedReceiver<agent_exec_contract::Event>,
+) -> Vec<agent_exec_contract::Event> {
+    let mut events = Vec::new();
+    while let Ok(event) = rx.try_recv() {
+        events.push(event);
+    }
+    events
+}
+
+/// Waits for the pid a scripted shell command wrote to `pidfile` (with its newline:
+/// the shell creates the file before it writes), or panics with the run's result if
+/// the run ended first.
+pub async fn wait_for_pid(
+    pidfile: &Path,
+    run: &mut tokio::task::JoinHandle<ContractResult>,
+) -> i32 {
+    // Generous: an agent starts in about half a second, far slower on a loaded CI machine.
+    for _ in 0..1200 {
+        let text = std::fs::read_to_string(pidfile).unwrap_or_default();
+        if let (true, Ok(pid)) = (text.ends_with('\n'), text.trim().parse()) {
+            return pid;
+        }
+        if run.is_finished() {
+            panic!("the run ended before the tool started: {:#?}", run.await);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!(
+        "the scripted shell command never wrote {}",
+        pidfile.display()
+    );
+}
+
+/// Whether `pid` is gone (no entry, or a zombie).
+pub fn gone(pid: i32) -> bool {
+    agent_exec_runtime::procfs::stat(pid).is_none_or(|s| s.state == 'Z')
+}

@@ -64,6 +64,20 @@ impl Run {
         ))
     }
 
+    /// `(permissionDecision, permissionDecisionReason)` of a GitHub Copilot CLI
+    /// `preToolUse` answer (top-level fields, no event name).
+    pub fn copilot_decision(&self) -> Option<(String, String)> {
+        let value = self.json()?;
+        assert!(value.get("hookSpecificOutput").is_none(), "{value}");
+        Some((
+            value["permissionDecision"].as_str().unwrap().to_owned(),
+            value["permissionDecisionReason"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
+        ))
+    }
+
     /// `additionalContext` of an answer, with the event it names.
     pub fn context(&self) -> Option<(String, String)> {
         let value = self.json()?;
@@ -282,5 +296,46 @@ pub fn session_event(session: &str, cwd: &Path, event: &str) -> Value {
         "source": "startup",
         "prompt": "hello",
         "permission_mode": "default",
+    })
+}
+
+/// A GitHub Copilot CLI `preToolUse` event (1.0.102, camelCase hook entries), as
+/// Copilot writes it: no event name; `toolArgs` an object, or text.
+pub fn copilot_pre_tool_use(session: &str, cwd: &Path, tool: &str, args: Value) -> Value {
+    json!({
+        "sessionId": session,
+        "timestamp": 1_796_606_020_851_u64,
+        "cwd": cwd,
+        "toolName": tool,
+        "toolArgs": args,
+    })
+}
+
+/// A GitHub Copilot CLI `postToolUse` event.
+pub fn copilot_post_tool_use(
+    session: &str,
+    cwd: &Path,
+    tool: &str,
+    args: Value,
+    result: Value,
+) -> Value {
+    json!({
+        "sessionId": session,
+        "timestamp": 1_796_606_020_860_u64,
+        "cwd": cwd,
+        "toolName": tool,
+        "toolArgs": args,
+        "toolResult": result,
+    })
+}
+
+/// A GitHub Copilot CLI `sessionStart` event.
+pub fn copilot_session_start(session: &str, cwd: &Path) -> Value {
+    json!({
+        "sessionId": session,
+        "timestamp": 1_796_606_020_546_u64,
+        "cwd": cwd,
+        "source": "new",
+        "initialPrompt": "hello",
     })
 }
