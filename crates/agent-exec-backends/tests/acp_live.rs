@@ -69,6 +69,13 @@ impl Rig {
         config
             .env
             .insert("CODEX_HOME".into(), home.path().display().to_string());
+        // codex runs commands in a login shell (`bash -lc`): with the machine's HOME
+        // that sources the user's profile (here `pyenv init`, seconds under load), and
+        // a command still starting when its `yield_time_ms` ran out was never run
+        // before the scripted turn ended. A HOME of its own keeps the shell plain.
+        config
+            .env
+            .insert("HOME".into(), home.path().display().to_string());
         config.env.insert("SCRIPTED_KEY".into(), DUMMY_KEY.into());
         config.grace_ms = 1000;
         Rig {
@@ -357,9 +364,13 @@ async fn cancel_during_a_tool_call_is_canceled_and_leaves_no_process() {
         !alive(sleep),
         "the tool's sleep {sleep} survived the cancel"
     );
-    assert_eq!(
-        events.first().map(|e| e.kind.clone()),
-        Some(EventKind::ToolExecStart)
+    // The cancel follows the sleep's start, which can come before codex-acp's
+    // `tool_call` update reaches us: no event, or the tool's start first.
+    assert!(
+        events
+            .first()
+            .is_none_or(|e| e.kind == EventKind::ToolExecStart),
+        "{events:?}"
     );
     assert!(
         !events.iter().any(|e| e.kind == EventKind::MessageEnd),

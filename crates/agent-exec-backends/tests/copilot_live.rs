@@ -35,7 +35,7 @@ fn copilot_cache() -> PathBuf {
 
 struct Setup {
     workspace: tempfile::TempDir,
-    _home: tempfile::TempDir,
+    home: tempfile::TempDir,
     backend: Arc<CopilotBackend>,
 }
 
@@ -66,12 +66,24 @@ fn setup_at(base_url: &str) -> Setup {
     }
     Setup {
         workspace,
-        _home: home,
+        home,
         backend: Arc::new(CopilotBackend::new(config)),
     }
 }
 
 impl Setup {
+    /// Whether a session Copilot keeps in this `COPILOT_HOME` has `needle` in its
+    /// `events.jsonl` (what `--resume` reads back; Copilot writes it behind the run).
+    fn session_events_hold(&self, needle: &str) -> bool {
+        let sessions = self.home.path().join(".copilot/session-state");
+        std::fs::read_dir(sessions).is_ok_and(|dirs| {
+            dirs.flatten().any(|dir| {
+                std::fs::read_to_string(dir.path().join("events.jsonl"))
+                    .is_ok_and(|text| text.contains(needle))
+            })
+        })
+    }
+
     fn path(&self, name: &str) -> PathBuf {
         self.workspace.path().join(name)
     }
@@ -326,7 +338,10 @@ async fn a_killed_run_resumes_its_own_session_and_the_model_sees_the_earlier_tur
     let backend: Arc<dyn Backend> = s.backend.clone();
     let (first, reported) =
         agents::run_until_killed(backend.clone(), request.clone(), "copilot", || {
-            server.requests().len() >= 2
+            // Killed once the model has the tool's output and Copilot has written it
+            // to the session (under load the second request can come first: a kill
+            // then leaves nothing to resume, a failure the test would blame on resume).
+            server.requests().len() >= 2 && s.session_events_hold("TOOL-OUTPUT-c41")
         })
         .await;
     assert_eq!(first.outcome, Outcome::Unknown, "{first:#?}");

@@ -487,7 +487,13 @@ fn backends_lists_aliases_and_declared_and_verified_capabilities() {
         ],
         "configured and built-in backends, by name"
     );
-    let v = &all.as_array().unwrap()[4..];
+    let review = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|b| b["name"] == "review")
+        .unwrap();
+    let v = &all.as_array().unwrap()[review..];
     assert_eq!(
         v[0]["aliases"][0],
         serde_json::json!({"name": "old-review", "deprecated": true})
@@ -526,8 +532,8 @@ fn backends_lists_aliases_and_declared_and_verified_capabilities() {
         human
             .matches(&format!("  leftover processes: {expected} ("))
             .count(),
-        5,
-        "{human}"
+        all.as_array().unwrap().len(),
+        "one line per backend: {human}"
     );
 
     let out = sandbox
