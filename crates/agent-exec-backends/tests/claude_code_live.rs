@@ -20,10 +20,11 @@ use agent_exec_contract::{
 use agent_exec_runtime::{RunOptions, Runtime};
 use model_script::{Script, ScriptedServer, Turn};
 use serde_json::json;
+use test_support::procfs::gone;
 
 /// The `claude` program installed by scripts/setup.d/15-npm-peers.sh.
 fn claude_program() -> PathBuf {
-    agents::npm_program("claude", "@anthropic-ai/claude-code")
+    test_support::peers::npm_bin("claude", "@anthropic-ai/claude-code")
 }
 
 /// A run's surroundings: a workspace, a private HOME, a scripted server.
@@ -252,10 +253,6 @@ async fn wait_for_pid(
         "the scripted Bash command never wrote {}",
         pidfile.display()
     );
-}
-
-fn gone(pid: i32) -> bool {
-    agent_exec_runtime::procfs::stat(pid).is_none_or(|s| s.state == 'Z')
 }
 
 /// A script whose Bash call writes its pid and sleeps in Claude Code's shell.

@@ -8,12 +8,11 @@ use agent_exec_journal::{Journal, JournalLocation};
 
 /// A fresh database on the test server, so tests never see each other's rows.
 async fn fresh() -> (String, JournalLocation) {
-    let admin = std::env::var("AGENT_EXEC_TEST_PG_URL").unwrap_or_else(|_| {
-        panic!(
-            "AGENT_EXEC_TEST_PG_URL is not set: the PostgreSQL peer is missing; run scripts/test.sh \
-             (its scripts/setup.d/30-postgres.sh installs and starts the server)"
-        )
-    });
+    let admin = test_support::peers::env(
+        "AGENT_EXEC_TEST_PG_URL",
+        "the PostgreSQL server",
+        test_support::peers::Setup::Postgres,
+    );
     let (client, connection) = tokio_postgres::connect(&admin, tokio_postgres::NoTls)
         .await
         .unwrap_or_else(|e| {

@@ -280,11 +280,7 @@ fn wait_for(what: &str, mut check: impl FnMut() -> bool) {
 }
 
 fn pid_alive(pid: &str) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-        s.rsplit(')')
-            .next()
-            .is_some_and(|rest| !rest.trim_start().starts_with('Z'))
-    })
+    pid.parse().is_ok_and(test_support::procfs::alive)
 }
 
 #[test]
@@ -636,12 +632,11 @@ fn the_openai_backend_through_the_cli_never_shows_the_key() {
 
 #[test]
 fn the_journal_can_live_in_postgresql() {
-    let url = std::env::var("AGENT_EXEC_TEST_PG_URL").unwrap_or_else(|_| {
-        panic!(
-            "AGENT_EXEC_TEST_PG_URL is not set: the PostgreSQL peer is missing; run scripts/test.sh \
-             (its scripts/setup.d/30-postgres.sh installs and starts the server)"
-        )
-    });
+    let url = test_support::peers::env(
+        "AGENT_EXEC_TEST_PG_URL",
+        "the PostgreSQL server",
+        test_support::peers::Setup::Postgres,
+    );
     let sandbox = Sandbox::new(&command_config("echo", "cat"));
     let id = format!(
         "pg-cli-{}-{}",

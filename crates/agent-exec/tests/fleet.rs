@@ -13,12 +13,11 @@ use serde_json::Value;
 
 /// A fresh database on the test server; its URL.
 fn fresh_database() -> String {
-    let admin = std::env::var("AGENT_EXEC_TEST_PG_URL").unwrap_or_else(|_| {
-        panic!(
-            "AGENT_EXEC_TEST_PG_URL is not set: the PostgreSQL peer is missing; run scripts/test.sh \
-             (its scripts/setup.d/30-postgres.sh installs and starts the server)"
-        )
-    });
+    let admin = test_support::peers::env(
+        "AGENT_EXEC_TEST_PG_URL",
+        "the PostgreSQL server",
+        test_support::peers::Setup::Postgres,
+    );
     let name = format!("fleet_test_{}", uuid::Uuid::new_v4().simple());
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -302,30 +301,8 @@ fn stderr(out: &Output) -> String {
 
 /// The pids of live processes whose environment says they belong to execution `id`
 /// (the command backend puts `AGENT_EXEC_EXECUTION_ID` in every member's environment).
-fn processes_of(id: &str) -> Vec<u32> {
-    let needle = format!("AGENT_EXEC_EXECUTION_ID={id}");
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
-                return false;
-            };
-            let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .ok()
-                .and_then(|s| {
-                    s.rsplit(')')
-                        .next()
-                        .map(|r| r.trim_start().starts_with('Z'))
-                })
-                .unwrap_or(true);
-            !zombie
-                && environ
-                    .split(|b| *b == 0)
-                    .any(|var| var == needle.as_bytes())
-        })
-        .collect()
+fn processes_of(id: &str) -> Vec<i32> {
+    test_support::procfs::with_env(&format!("AGENT_EXEC_EXECUTION_ID={id}"))
 }
 
 /// The queue library gives a slot one job per wake-up (a new job's NOTIFY, or its poll),
@@ -530,7 +507,7 @@ fn cancel_stops_a_running_tree_and_a_queued_job_never_starts() {
     assert_eq!(result["err"]["code"], "agent.canceled");
     assert_eq!(
         processes_of("running-1"),
-        Vec::<u32>::new(),
+        Vec::<i32>::new(),
         "the whole tree is gone"
     );
 

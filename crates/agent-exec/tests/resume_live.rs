@@ -17,7 +17,7 @@
 //! `scripts/test.sh`); a missing one fails the test with what to run.
 #![allow(clippy::unwrap_used)]
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -25,23 +25,7 @@ use model_script::{Ending, Script, ScriptedServer, Turn};
 use serde_json::Value;
 
 fn npm_program(bin: &str, package: &str) -> PathBuf {
-    let dir = std::env::var_os("AGENT_EXEC_NPM_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            let peers = std::env::var_os("PEERS_DIR").map_or_else(
-                || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/peers"),
-                PathBuf::from,
-            );
-            peers.join("npm/node_modules/.bin")
-        });
-    let program = dir.join(bin);
-    assert!(
-        program.exists(),
-        "the real `{bin}` (npm {package}) is missing at {}: run scripts/test.sh \
-         (scripts/setup.d/15-npm-peers.sh installs it)",
-        program.display()
-    );
-    program
+    test_support::peers::npm_bin(bin, package)
 }
 
 /// One backend's sandbox: its config, journal, workspace and the scripted server.
@@ -300,19 +284,7 @@ fn toml(s: &str) -> String {
 /// Live processes carrying a tree marker of runner `pid` (`AGENT_EXEC_TREE=<pid>-…`,
 /// which every process of every tree it spawned inherits).
 fn processes_of_runner(pid: u32) -> Vec<i32> {
-    let prefix = format!("AGENT_EXEC_TREE={pid}-");
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|p| {
-            agent_exec_runtime::procfs::stat(*p).is_some_and(|s| !s.is_gone())
-                && std::fs::read(format!("/proc/{p}/environ")).is_ok_and(|env| {
-                    env.split(|b| *b == 0)
-                        .any(|entry| entry.starts_with(prefix.as_bytes()))
-                })
-        })
-        .collect()
+    test_support::procfs::with_env_prefix(&format!("AGENT_EXEC_TREE={pid}-"))
 }
 
 fn is_uuid(text: &str) -> bool {

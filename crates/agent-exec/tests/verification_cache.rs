@@ -8,27 +8,12 @@
 //! declares every capability now.)
 #![allow(clippy::unwrap_used)]
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 /// The installed codex, or a panic saying how to install it.
 fn codex_program() -> PathBuf {
-    let bin = std::env::var_os("AGENT_EXEC_NPM_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            let peers = std::env::var_os("PEERS_DIR").map_or_else(
-                || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/peers"),
-                PathBuf::from,
-            );
-            peers.join("npm/node_modules/.bin")
-        });
-    let program = bin.join("codex");
-    assert!(
-        program.exists(),
-        "the codex CLI (npm @openai/codex) is not installed at {}: run scripts/test.sh",
-        program.display()
-    );
-    program
+    test_support::peers::npm_bin("codex", "@openai/codex")
 }
 
 struct Sandbox {

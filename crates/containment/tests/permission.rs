@@ -57,17 +57,21 @@ fn unreadable_prefix_fails_closed() {
     let exe = exe_dir.path().join("permission-test");
     fs::copy(std::env::current_exe().unwrap(), &exe).unwrap();
     fs::set_permissions(&exe, fs::Permissions::from_mode(0o755)).unwrap();
-    let status = Command::new("setpriv")
+    // By its full name: in a grouped test binary it sits in a module.
+    let name = test_support::test_name(module_path!(), "unreadable_prefix_fails_closed");
+    let out = Command::new("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
         .arg(&exe)
-        .args([
-            "--exact",
-            "unreadable_prefix_fails_closed",
-            "--test-threads=1",
-        ])
+        .args(["--exact", &name, "--test-threads=1"])
         .env(CHILD, "1")
         .env("TMPDIR", "/tmp")
-        .status()
+        .output()
         .expect("running as root, this test needs `setpriv` (util-linux) to drop to nobody");
-    assert!(status.success(), "the unprivileged run failed");
+    let shown = String::from_utf8_lossy(&out.stdout);
+    // "1 passed": a name that matched no test would pass too.
+    assert!(
+        out.status.success() && shown.contains("1 passed"),
+        "the unprivileged run failed: {shown}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

@@ -7,7 +7,8 @@
 
 use std::process::Command;
 
-use dsh_live::{Dsh, repo_root};
+use dsh_live::Dsh;
+use test_support::repo_root;
 
 #[test]
 fn the_shared_bridge_client_passes_its_node_tests() {

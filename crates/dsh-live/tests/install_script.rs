@@ -7,7 +7,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use dsh_live::{Dsh, DshHome, copy_dir, repo_root};
+use dsh_live::{Dsh, DshHome};
+use test_support::{copy_dir, repo_root};
 
 const CLIENT: &str = "dsh-bridge-client";
 

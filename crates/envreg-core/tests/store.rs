@@ -374,11 +374,30 @@ fn broken_references_and_binding_conflicts_are_reported_with_paths() {
 
 #[test]
 fn credential_missing_is_a_warning_and_never_reads_the_value() {
-    let f = Fixture::standard();
     let var = "ENVREG_CORE_TEST_CREDENTIAL_CANARY";
+    // The variable is set only in a child process running this test alone:
+    // `std::env::set_var` is unsafe while other tests of this binary read the
+    // environment (they spawn processes).
+    if std::env::var_os(var).is_none() {
+        let name = test_support::test_name(
+            module_path!(),
+            "credential_missing_is_a_warning_and_never_reads_the_value",
+        );
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", &name, "--test-threads=1"])
+            .env(var, "canary-secret-value-123")
+            .output()
+            .unwrap();
+        let shown = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && shown.contains("1 passed"),
+            "{shown}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        return;
+    }
+    let f = Fixture::standard();
     f.write("environments/cred.yaml", &format!("id: cred\nschemaVersion: 1\nname: C\ntier: dev\nplatform: vm\ncredentials:\n  - {{ ref: k, source: \"env:{var}_UNSET\" }}\n  - {{ ref: set, source: \"env:{var}\" }}\n"));
-    // SAFETY of the test: no other test reads this variable.
-    unsafe_set_var(var, "canary-secret-value-123");
     let r = f.open();
     let diags = r.validate().diagnostics;
     let missing: Vec<_> = diags
@@ -395,13 +414,6 @@ fn credential_missing_is_a_warning_and_never_reads_the_value() {
     ))
     .unwrap();
     assert!(!everything.contains("canary-secret-value-123"));
-}
-
-#[allow(unsafe_code)]
-fn unsafe_set_var(k: &str, v: &str) {
-    // std::env::set_var is unsafe in edition 2024 because other threads may read the
-    // environment concurrently; this variable is only read by the test that sets it.
-    unsafe { std::env::set_var(k, v) }
 }
 
 #[test]

@@ -31,22 +31,11 @@ fn bridge(registry: &Path, input: &str) -> (Vec<Value>, std::process::ExitStatus
     (lines, child.wait().unwrap())
 }
 
-fn copy_registry(to: &Path) {
-    let from = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/registry");
-    let status = Command::new("cp")
-        .arg("-r")
-        .arg(from)
-        .arg(to)
-        .status()
-        .unwrap();
-    assert!(status.success());
-}
-
 #[test]
 fn every_line_is_answered_and_eof_flushes_calls_in_flight() {
     let tmp = tempfile::tempdir().unwrap();
     let registry = tmp.path().join("registry");
-    copy_registry(&registry);
+    test_support::copy_example("registry", &registry);
     let input = [
         json!({"id": 1, "method": "hello", "protocol": 1}).to_string(),
         "not json".to_owned(),
@@ -98,7 +87,7 @@ fn prod_save(id: u64, registry: &Path) -> String {
 fn a_write_asks_on_its_own_id_and_only_allowed_once_writes() {
     let tmp = tempfile::tempdir().unwrap();
     let registry = tmp.path().join("registry");
-    copy_registry(&registry);
+    test_support::copy_example("registry", &registry);
     let file = registry.join("environments/prod.yaml");
     let before = std::fs::read(&file).unwrap();
 

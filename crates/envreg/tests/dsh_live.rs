@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use dsh_live::{Dsh, DshHome, DshRun, copy_dir, tool_def, tool_results, turn_requests};
+use dsh_live::{Dsh, DshHome, DshRun, tool_def, tool_results, turn_requests};
 use model_script::{Script, ScriptedServer, Turn};
 use serde_json::{Value, json};
 
@@ -32,7 +32,7 @@ fn project(name: &str) -> (PathBuf, PathBuf) {
     let project = home().scratch(name);
     std::fs::create_dir_all(project.join(".git")).unwrap();
     let registry = project.join("registry");
-    copy_dir(&dsh_live::repo_root().join("examples/registry"), &registry);
+    test_support::copy_example("registry", &registry);
     let skills = project.join(".dsh/skills");
     std::fs::create_dir_all(&skills).unwrap();
     std::fs::rename(
@@ -161,7 +161,7 @@ fn a_production_save_allowed_once_by_the_user_is_saved() {
     let (project, registry) = project("save-allowed");
     let (file, record) = prod_record(&registry);
     let log = project.join("approvals.jsonl");
-    let answerer = dsh_live::repo_root().join("crates/envreg/tests/dsh/approval-answerer.mjs");
+    let answerer = test_support::repo_path("crates/envreg/tests/dsh/approval-answerer.mjs");
     let server = ScriptedServer::start(Script::new(vec![
         Turn::tool_call(
             "save_1",
@@ -215,7 +215,7 @@ fn a_cancelled_call_ends_with_dsh_own_error_writes_nothing_and_the_bridge_goes_o
     let (file, record) = prod_record(&registry);
     let before = std::fs::read(&file).unwrap();
     let log = project.join("approvals.jsonl");
-    let answerer = dsh_live::repo_root().join("crates/envreg/tests/dsh/approval-answerer.mjs");
+    let answerer = test_support::repo_path("crates/envreg/tests/dsh/approval-answerer.mjs");
     let server = ScriptedServer::start(Script::new(vec![
         Turn::tool_call(
             "save_3",

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/install.sh")
+    test_support::repo_path("scripts/install.sh")
 }
 
 fn executable(path: &Path, body: &str) {

@@ -485,10 +485,7 @@ fn an_amplifying_profile_fails_env_resolve_over_stdio_with_the_output_cap() {
 /// The mixed estate of examples/mixed-estate in a fresh sandbox.
 fn mixed_estate() -> Sandbox {
     let sandbox = Sandbox::empty();
-    common::copy_dir(
-        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/mixed-estate"),
-        &sandbox.registry(),
-    );
+    test_support::copy_example("mixed-estate", &sandbox.registry());
     sandbox
 }
 

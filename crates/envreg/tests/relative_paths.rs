@@ -17,10 +17,6 @@ use serde_json::{Value, json};
 
 const ENVREG: &str = env!("CARGO_BIN_EXE_envreg");
 
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
 /// `envreg ARGS…` started in `dir`, with a scratch `$HOME` (no user-level skills) and no
 /// inherited registry or session variables.
 fn envreg_in(dir: &Path, home: &Path) -> Command {
@@ -58,7 +54,7 @@ fn init_demo() -> (tempfile::TempDir, PathBuf) {
 #[test]
 fn the_readme_command_runs_from_the_repository_root() {
     let home = tempfile::tempdir().unwrap();
-    let out = ok_stdout(envreg_in(&repo_root(), home.path()).args([
+    let out = ok_stdout(envreg_in(&test_support::repo_root(), home.path()).args([
         "--registry",
         "examples/registry",
         "--json",

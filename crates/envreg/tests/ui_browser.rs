@@ -37,17 +37,13 @@ impl Drop for Killed {
     }
 }
 
-/// A peer's path from the environment variable the setup step exports.
+/// Debian chromium or chromedriver, from the variable `50-chromium.sh` exports.
 fn peer(var: &str) -> PathBuf {
-    let path = std::env::var_os(var).map(PathBuf::from).unwrap_or_else(|| {
-        panic!("{var} is not set: run the tests through scripts/test.sh, whose setup step scripts/setup.d/50-chromium.sh installs Debian chromium + chromium-driver and exports it")
-    });
-    assert!(
-        path.is_file(),
-        "{var}={} does not exist (scripts/setup.d/50-chromium.sh installs it)",
-        path.display()
-    );
-    path
+    test_support::peers::env_program(
+        var,
+        "Debian chromium + chromium-driver",
+        test_support::peers::Setup::Chromium,
+    )
 }
 
 fn free_port() -> u16 {
@@ -213,10 +209,6 @@ fn envreg_json(registry: &Path, args: &[&str]) -> Value {
         String::from_utf8_lossy(&out.stdout)
     );
     serde_json::from_slice(&out.stdout).expect("JSON")
-}
-
-fn example_registry() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/registry")
 }
 
 fn screenshot_dir() -> PathBuf {
@@ -457,7 +449,7 @@ async fn open_cell_with_keyboard(client: &Client, cell: &str) {
 async fn the_example_registry_in_chromium() {
     let dir = tempfile::tempdir().expect("tmp");
     let registry = dir.path().join("registry");
-    dsh_live::copy_dir(&example_registry(), &registry);
+    test_support::copy_example("registry", &registry);
     // An XSS canary: a record whose name and description are markup.
     std::fs::write(
         registry.join("services/xss-canary.yaml"),
@@ -776,7 +768,7 @@ fn ui_refuses_a_remote_address_without_allow_remote_and_a_token() {
     let run = |extra: &[&str]| {
         Command::new(ENVREG)
             .arg("--registry")
-            .arg(example_registry())
+            .arg(test_support::repo_path("examples/registry"))
             .args([
                 "ui",
                 "--listen",

@@ -5,45 +5,20 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-pub fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
-
-pub fn peers_dir() -> PathBuf {
-    std::env::var_os("PEERS_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace_root().join("target/peers"))
-}
-
 /// The venv's Python with `mcp` and `jsonschema`, or a panic naming the missing peer.
 pub fn python() -> PathBuf {
-    let python = peers_dir().join("venv/bin/python");
-    let ok = python.exists()
-        && Command::new(&python)
-            .args(["-c", "import mcp, jsonschema"])
-            .status()
-            .map(|s| s.success())
-            .unwrap_or(false);
-    assert!(
-        ok,
-        "missing peer: the Python MCP SDK client (PyPI `mcp` + `jsonschema`) in {}; run scripts/test.sh (or scripts/setup.d/20-mcp-peers.sh with PEERS_DIR set)",
-        python.display()
-    );
-    python
+    test_support::peers::python_mcp()
 }
 
 /// The Inspector CLI's build folder (see inspector.rs for why the folder matters).
 pub fn inspector_build_dir() -> PathBuf {
-    let dir = peers_dir().join("npm/node_modules/@modelcontextprotocol/inspector-cli/build");
-    assert!(
-        dir.join("cli.js").exists(),
-        "missing peer: npm @modelcontextprotocol/inspector-cli in {}; run scripts/test.sh",
-        dir.display()
+    let cli = test_support::peers::npm_package_file(
+        "@modelcontextprotocol/inspector-cli",
+        "build/cli.js",
     );
-    dir
+    cli.parent()
+        .expect("build/cli.js has a folder")
+        .to_path_buf()
 }
 
 pub fn server_bin() -> PathBuf {
@@ -51,7 +26,7 @@ pub fn server_bin() -> PathBuf {
 }
 
 pub fn example_registry() -> PathBuf {
-    workspace_root().join("examples/registry")
+    test_support::repo_path("examples/registry")
 }
 
 /// Run `tests/py/<script> args…` and return its output, printing it for the log.

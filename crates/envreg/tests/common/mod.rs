@@ -9,7 +9,7 @@ use assert_cmd::Command;
 
 /// The example registry in the repository.
 pub fn example_registry() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/registry")
+    test_support::repo_path("examples/registry")
 }
 
 /// A scratch folder holding a copy of the example registry at `<tmp>/registry`, plus
@@ -22,7 +22,7 @@ pub struct Sandbox {
 impl Sandbox {
     pub fn with_example() -> Sandbox {
         let sandbox = Sandbox::empty();
-        copy_dir(&example_registry(), &sandbox.registry());
+        test_support::copy_example("registry", &sandbox.registry());
         sandbox
     }
 
@@ -98,24 +98,6 @@ pub fn redact(text: &str, tmp: &Path) -> String {
     let compact = regex::Regex::new(r"\d{8}T\d{6}Z").unwrap();
     let out = rfc3339.replace_all(&out, "[TIMESTAMP]");
     compact.replace_all(&out, "[STAMP]").into_owned()
-}
-
-pub fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        let name = entry.file_name();
-        // Session files and backups of someone's local runs are not part of the example.
-        if name == "sessions" || name == ".backups" {
-            continue;
-        }
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
 }
 
 /// stdout, stderr and exit code of a finished command, as one text for snapshots.

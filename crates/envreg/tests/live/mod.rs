@@ -11,33 +11,17 @@ use std::process::Command;
 
 use serde_json::Value;
 
-pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
-
-fn peers_dir() -> PathBuf {
-    std::env::var_os("PEERS_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo_root().join("target/peers"))
-}
+pub use test_support::repo_root;
 
 /// A pinned npm peer's executable; a missing one fails the test, loudly.
 pub fn peer(bin: &str, package: &str) -> PathBuf {
-    let path = peers_dir().join("npm/node_modules/.bin").join(bin);
-    assert!(
-        path.exists(),
-        "missing peer: {package} at {}; run scripts/test.sh (or scripts/setup.d/15-npm-peers.sh with PEERS_DIR set)",
-        path.display()
-    );
-    path
+    test_support::peers::npm_bin(bin, package)
 }
 
-/// Node 22 from the peers (Claude Code needs it; the system Node may be older).
+/// The npm peers' `.bin` (Node 22 is there: Claude Code needs it; the system Node may
+/// be older).
 pub fn node_bin_dir() -> PathBuf {
-    peers_dir().join("npm/node_modules/.bin")
+    test_support::peers::npm_bin_dir()
 }
 
 fn version_commit(bin: &Path) -> String {
@@ -63,7 +47,7 @@ impl Project {
         std::fs::create_dir_all(project.path("project/.git")).unwrap();
         std::fs::create_dir_all(project.path("home")).unwrap();
         std::fs::create_dir_all(project.path("state")).unwrap();
-        copy_dir(&repo_root().join("examples/registry"), &project.ops());
+        test_support::copy_example("registry", &project.ops());
         let config = std::fs::read_to_string(project.ops().join("envreg.yaml")).unwrap();
         assert!(config.contains("approvalChannel: elicitation"));
         std::fs::write(
@@ -114,23 +98,6 @@ impl Project {
             node_bin_dir().display(),
             std::env::var("PATH").unwrap_or_default()
         )
-    }
-}
-
-pub fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let name = entry.file_name();
-        if name == "sessions" || name == ".backups" {
-            continue;
-        }
-        let target = to.join(&name);
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
     }
 }
 
