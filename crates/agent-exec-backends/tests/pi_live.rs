@@ -174,7 +174,7 @@ fn position(events: &[Event], kind: EventKind, tool: &str) -> usize {
 
 /// Processes (not zombies) whose environment carries `AGENT_EXEC_EXECUTION_ID=id`.
 fn live_processes_of(execution_id: &str) -> Vec<i32> {
-    test_support::procfs::with_env(&format!("{EXECUTION_ID_VAR}={execution_id}"))
+    test_support::procfs::with_env(format!("{EXECUTION_ID_VAR}={execution_id}"))
 }
 
 /// Waits until `path` holds a pid followed by a newline.

@@ -123,7 +123,7 @@ fn folders_of_runner(base: &Path, pid: u32) -> Vec<PathBuf> {
 
 /// Live processes carrying a tree marker of runner `pid`.
 fn processes_of_runner(pid: u32) -> Vec<i32> {
-    test_support::procfs::with_env_prefix(&format!("AGENT_EXEC_TREE={pid}-"))
+    test_support::procfs::with_env_prefix(format!("AGENT_EXEC_TREE={pid}-"))
 }
 
 /// Live `sleep ARG` processes (that exact command line: not the runner or the shell

@@ -74,7 +74,7 @@ impl Harness for StandInHarness {
     }
 
     fn leftover_processes(&self, execution_id: &str) -> Option<usize> {
-        Some(test_support::procfs::with_env(&format!("{EXECUTION_ID_VAR}={execution_id}")).len())
+        Some(test_support::procfs::with_env(format!("{EXECUTION_ID_VAR}={execution_id}")).len())
     }
 }
 

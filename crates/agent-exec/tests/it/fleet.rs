@@ -302,7 +302,7 @@ fn stderr(out: &Output) -> String {
 /// The pids of live processes whose environment says they belong to execution `id`
 /// (the command backend puts `AGENT_EXEC_EXECUTION_ID` in every member's environment).
 fn processes_of(id: &str) -> Vec<i32> {
-    test_support::procfs::with_env(&format!("AGENT_EXEC_EXECUTION_ID={id}"))
+    test_support::procfs::with_env(format!("AGENT_EXEC_EXECUTION_ID={id}"))
 }
 
 /// The queue library gives a slot one job per wake-up (a new job's NOTIFY, or its poll),

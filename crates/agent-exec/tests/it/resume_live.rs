@@ -284,7 +284,7 @@ fn toml(s: &str) -> String {
 /// Live processes carrying a tree marker of runner `pid` (`AGENT_EXEC_TREE=<pid>-…`,
 /// which every process of every tree it spawned inherits).
 fn processes_of_runner(pid: u32) -> Vec<i32> {
-    test_support::procfs::with_env_prefix(&format!("AGENT_EXEC_TREE={pid}-"))
+    test_support::procfs::with_env_prefix(format!("AGENT_EXEC_TREE={pid}-"))
 }
 
 fn is_uuid(text: &str) -> bool {
