@@ -1,7 +1,7 @@
 //! The journal on its default store: one SQLite file.
 #![allow(clippy::unwrap_used)]
 
-mod common;
+use crate::common;
 
 use agent_exec_journal::{Journal, JournalError, JournalLocation, SqliteJournal};
 
@@ -43,8 +43,12 @@ async fn sqlite_child_runner() {
 async fn a_runner_killed_with_sigkill_leaves_unknown() {
     let (dir, location) = fresh();
     let raw = dir.path().join("state/journal.sqlite3");
-    common::a_killed_runner_leaves_unknown("sqlite_child_runner", &location, raw.to_str().unwrap())
-        .await;
+    common::a_killed_runner_leaves_unknown(
+        &test_support::test_name(module_path!(), "sqlite_child_runner"),
+        &location,
+        raw.to_str().unwrap(),
+    )
+    .await;
 }
 
 #[test]
@@ -73,8 +77,12 @@ fn the_file_is_in_wal_mode_and_a_newer_schema_is_refused() {
 async fn a_killed_runner_can_be_resumed() {
     let (dir, location) = fresh();
     let raw = dir.path().join("state/journal.sqlite3");
-    common::a_killed_runner_can_be_resumed("sqlite_child_runner", &location, raw.to_str().unwrap())
-        .await;
+    common::a_killed_runner_can_be_resumed(
+        &test_support::test_name(module_path!(), "sqlite_child_runner"),
+        &location,
+        raw.to_str().unwrap(),
+    )
+    .await;
 }
 
 /// The version-1 schema exactly as the previous release created it (before

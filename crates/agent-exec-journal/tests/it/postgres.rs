@@ -2,7 +2,7 @@
 //! scripts/setup.d/30-postgres.sh, which exports AGENT_EXEC_TEST_PG_URL).
 #![allow(clippy::unwrap_used)]
 
-mod common;
+use crate::common;
 
 use agent_exec_journal::{Journal, JournalLocation};
 
@@ -67,7 +67,12 @@ async fn postgres_child_runner() {
 #[tokio::test]
 async fn a_runner_killed_with_sigkill_leaves_unknown() {
     let (url, location) = fresh().await;
-    common::a_killed_runner_leaves_unknown("postgres_child_runner", &location, &url).await;
+    common::a_killed_runner_leaves_unknown(
+        &test_support::test_name(module_path!(), "postgres_child_runner"),
+        &location,
+        &url,
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -85,7 +90,12 @@ async fn concurrent_opens_create_the_schema_once() {
 #[tokio::test]
 async fn a_killed_runner_can_be_resumed() {
     let (url, location) = fresh().await;
-    common::a_killed_runner_can_be_resumed("postgres_child_runner", &location, &url).await;
+    common::a_killed_runner_can_be_resumed(
+        &test_support::test_name(module_path!(), "postgres_child_runner"),
+        &location,
+        &url,
+    )
+    .await;
 }
 
 /// The version-1 tables exactly as the previous release created them (before
