@@ -1409,8 +1409,7 @@ mod tests {
             .parse()
             .unwrap();
         assert!(
-            !std::path::Path::new(&format!("/proc/{pid}")).exists()
-                || agent_exec_runtime::procfs::stat(pid).is_none_or(|s| s.state == 'Z'),
+            test_support::procfs::gone(pid),
             "the sleeping child {pid} survived"
         );
     }

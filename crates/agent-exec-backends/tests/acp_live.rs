@@ -24,12 +24,13 @@ use agent_exec_contract::{
     Event, EventKind, EventSink, ExecutionContext, Outcome, Resolved, ResumeFrom, SessionReporter,
     SideEffects, ToolPolicy, WorkspaceHandle,
 };
-use agent_exec_runtime::{RunOptions, Runtime, procfs};
+use agent_exec_runtime::{RunOptions, Runtime};
 use model_script::{Script, ScriptedServer, Turn};
+use test_support::procfs::{alive, comm, parent};
 
 /// The codex-acp program, or a panic saying how to install it.
 fn codex_acp_program() -> PathBuf {
-    agents::npm_program("codex-acp", "@zed-industries/codex-acp")
+    test_support::peers::npm_bin("codex-acp", "@zed-industries/codex-acp")
 }
 
 /// The dummy credential codex sends to the scripted server.
@@ -154,21 +155,6 @@ async fn pid_in(path: &Path) -> i32 {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     panic!("{} never held a pid", path.display());
-}
-
-fn alive(pid: i32) -> bool {
-    procfs::stat(pid).is_some_and(|s| !s.is_gone())
-}
-
-fn parent(pid: i32) -> Option<i32> {
-    procfs::stat(pid).map(|s| s.ppid)
-}
-
-fn comm(pid: i32) -> String {
-    std::fs::read_to_string(format!("/proc/{pid}/comm"))
-        .unwrap_or_default()
-        .trim()
-        .to_owned()
 }
 
 /// A scripted `exec_command` call running `cmd` in the agent's shell.

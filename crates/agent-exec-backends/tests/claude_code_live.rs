@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod agents;
-use agents::{drain, gone, wait_for_pid};
+use agents::{drain, wait_for_pid};
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -21,10 +21,11 @@ use agent_exec_contract::{
 use agent_exec_runtime::{RunOptions, Runtime};
 use model_script::{Script, ScriptedServer, Turn};
 use serde_json::json;
+use test_support::procfs::gone;
 
 /// The `claude` program installed by scripts/setup.d/15-npm-peers.sh.
 fn claude_program() -> PathBuf {
-    agents::npm_program("claude", "@anthropic-ai/claude-code")
+    test_support::peers::npm_bin("claude", "@anthropic-ai/claude-code")
 }
 
 /// A run's surroundings: a workspace, a private HOME, a scripted server.

@@ -23,12 +23,13 @@ use agent_exec_contract::{
     Backend, CancelCause, Cancellation, Capability, ContractRequest, ContractResult, ErrorCode,
     Event, EventKind, EventSink, Outcome, Resolved, ToolPolicy, WorkspaceHandle,
 };
-use agent_exec_runtime::{RunOptions, Runtime, procfs};
+use agent_exec_runtime::{RunOptions, Runtime};
 use model_script::{Ending, Script, ScriptedServer, Turn};
+use test_support::procfs::{alive, comm, parent};
 
 /// The codex program, or a panic saying how to install it.
 fn codex_program() -> PathBuf {
-    agents::npm_program("codex", "@openai/codex")
+    test_support::peers::npm_bin("codex", "@openai/codex")
 }
 
 /// One scripted server, a `CODEX_HOME` pointing codex at it, a workspace, a backend.
@@ -185,10 +186,6 @@ async fn pid_in(path: &Path) -> i32 {
     panic!("{} never held a pid", path.display());
 }
 
-fn alive(pid: i32) -> bool {
-    procfs::stat(pid).is_some_and(|s| !s.is_gone())
-}
-
 /// A scripted `exec_command` call running `cmd` in the agent's shell, waiting up to
 /// `yield_ms` for it (codex's default would hand a long command back to the model).
 fn exec_command(call_id: &str, cmd: &str, yield_ms: u64) -> Turn {
@@ -197,18 +194,6 @@ fn exec_command(call_id: &str, cmd: &str, yield_ms: u64) -> Turn {
         "exec_command",
         serde_json::json!({"cmd": cmd, "yield_time_ms": yield_ms}),
     )
-}
-
-/// The parent of `pid`.
-fn parent(pid: i32) -> Option<i32> {
-    procfs::stat(pid).map(|s| s.ppid)
-}
-
-fn comm(pid: i32) -> String {
-    std::fs::read_to_string(format!("/proc/{pid}/comm"))
-        .unwrap_or_default()
-        .trim()
-        .to_owned()
 }
 
 #[tokio::test]

@@ -231,12 +231,11 @@ async fn background_leftovers_of_a_finished_program_are_terminated() {
         .await;
     assert_eq!(result.outcome, Outcome::Succeeded, "{result:?}");
     assert_eq!(result.text, "done\n");
-    let alive = agent_exec_runtime::procfs::pids().into_iter().any(|pid| {
-        agent_exec_runtime::procfs::stat(pid).is_some_and(|s| !s.is_gone())
-            && std::fs::read(format!("/proc/{pid}/cmdline"))
-                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&marker))
-    });
-    assert!(!alive, "the background sleep must be gone");
+    assert_eq!(
+        test_support::procfs::with_cmdline(&marker),
+        Vec::<i32>::new(),
+        "the background sleep must be gone"
+    );
 }
 
 #[tokio::test]

@@ -8,7 +8,6 @@ use std::sync::Arc;
 use agent_exec_backends::command::{CommandBackend, CommandConfig, EXECUTION_ID_VAR};
 use agent_exec_conformance::{Harness, Scenario};
 use agent_exec_contract::Backend;
-use agent_exec_runtime::procfs;
 
 struct CommandHarness {
     logs: tempfile::TempDir,
@@ -57,14 +56,7 @@ impl Harness for CommandHarness {
     }
 
     fn leftover_processes(&self, execution_id: &str) -> Option<usize> {
-        let needle = format!("{EXECUTION_ID_VAR}={execution_id}").into_bytes();
-        Some(
-            procfs::pids()
-                .into_iter()
-                .filter(|&pid| procfs::stat(pid).is_some_and(|s| !s.is_gone()))
-                .filter(|&pid| procfs::environ_contains(pid, &needle))
-                .count(),
-        )
+        Some(test_support::procfs::with_env(format!("{EXECUTION_ID_VAR}={execution_id}")).len())
     }
 }
 

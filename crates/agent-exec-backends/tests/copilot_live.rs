@@ -7,7 +7,8 @@
 #![allow(clippy::unwrap_used)]
 
 mod agents;
-use agents::{drain, gone, wait_for_pid};
+use agents::{drain, wait_for_pid};
+use test_support::procfs::gone;
 
 use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
@@ -24,7 +25,7 @@ use model_script::{Script, ScriptedServer, Turn};
 use serde_json::json;
 
 fn copilot_program() -> PathBuf {
-    agents::npm_program("copilot", "@github/copilot")
+    test_support::peers::npm_bin("copilot", "@github/copilot")
 }
 
 /// Where Copilot unpacks its package on first start (`XDG_CACHE_HOME`): shared by the

@@ -29,7 +29,7 @@ use serde_json::json;
 const DUMMY_KEY: &str = "dummy-key-for-model-script";
 
 fn gemini_program() -> PathBuf {
-    agents::npm_program("gemini", "@google/gemini-cli")
+    test_support::peers::npm_bin("gemini", "@google/gemini-cli")
 }
 
 /// Node 22's folder (the npm `gemini` launcher runs `node` from `PATH`).

@@ -18,6 +18,7 @@ use agent_exec_backends::command::{CommandBackend, CommandConfig};
 use agent_exec_contract::*;
 use agent_exec_runtime::process::{Confinement, LEFTOVERS_EVENT};
 use agent_exec_runtime::procfs;
+use test_support::procfs::with_cmdline;
 
 /// The tests of this binary run one at a time: the test process is every run's
 /// subreaper, and a run that finishes rightly claims every orphan re-parented to
@@ -72,18 +73,6 @@ fn tag() -> String {
     )
 }
 
-/// Live processes with `needle` in their command line.
-fn alive(needle: &str) -> Vec<i32> {
-    procfs::pids()
-        .into_iter()
-        .filter(|&pid| procfs::stat(pid).is_some_and(|s| !s.is_gone()))
-        .filter(|&pid| {
-            std::fs::read(format!("/proc/{pid}/cmdline"))
-                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(needle))
-        })
-        .collect()
-}
-
 async fn execute(backend: &dyn Backend, ws: &tempfile::TempDir) -> (ContractResult, Vec<Event>) {
     let (sink, mut rx) = EventSink::channel();
     let ctx = ExecutionContext::new(sink);
@@ -130,7 +119,11 @@ async fn the_issue_command_succeeds_and_leaves_nothing_behind() {
     let (result, events) = execute(&b, &ws).await;
     assert_eq!(result.outcome, Outcome::Succeeded, "{result:?}");
     assert_eq!(result.text, "started\n");
-    assert_eq!(alive(&tag), Vec::<i32>::new(), "the sleep outlived its run");
+    assert_eq!(
+        with_cmdline(&tag),
+        Vec::<i32>::new(),
+        "the sleep outlived its run"
+    );
     assert!(
         result
             .logs
@@ -158,7 +151,7 @@ async fn a_failure_that_left_a_process_behind_has_side_effects_possible() {
     assert_eq!(err.code, ErrorCode::ProviderRejected);
     // Nothing was written in the workspace, but the leftover ran: no blind replay.
     assert_eq!(err.side_effects, SideEffects::Possible, "{result:?}");
-    assert_eq!(alive(&tag), Vec::<i32>::new());
+    assert_eq!(with_cmdline(&tag), Vec::<i32>::new());
 }
 
 #[tokio::test]
@@ -174,7 +167,7 @@ async fn a_leftover_ignoring_sigterm_is_killed_and_the_run_says_so() {
         "{}",
         result.logs
     );
-    assert_eq!(alive(&tag), Vec::<i32>::new());
+    assert_eq!(with_cmdline(&tag), Vec::<i32>::new());
 }
 
 #[tokio::test]
@@ -188,7 +181,7 @@ async fn a_double_fork_with_setsid_and_a_cleared_environment_leaves_nothing() {
     ));
     let (result, _) = execute(&b, &ws).await;
     assert_eq!(result.outcome, Outcome::Succeeded, "{result:?}");
-    assert_eq!(alive(&tag), Vec::<i32>::new());
+    assert_eq!(with_cmdline(&tag), Vec::<i32>::new());
 }
 
 #[tokio::test]
@@ -205,7 +198,7 @@ async fn an_agent_backend_terminates_what_its_program_left_behind() {
     assert_eq!(result.outcome, Outcome::Succeeded, "{result:?}");
     assert_eq!(result.text, "done");
     assert_eq!(
-        alive(&tag),
+        with_cmdline(&tag),
         Vec::<i32>::new(),
         "the agent's daemon outlived the run"
     );
@@ -227,7 +220,7 @@ async fn an_agent_backend_terminates_what_its_program_left_behind() {
         Some(SideEffects::Possible),
         "{result:?}"
     );
-    assert_eq!(alive(&tag2), Vec::<i32>::new());
+    assert_eq!(with_cmdline(&tag2), Vec::<i32>::new());
 }
 
 #[tokio::test]
@@ -266,13 +259,13 @@ async fn many_runs_leave_no_process_behind() {
             );
         }
         // A killed process may take a moment to leave /proc; SIGKILL cannot be ignored.
-        let mut left = alive(tag);
+        let mut left = with_cmdline(tag);
         for _ in 0..100 {
             if left.is_empty() {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
-            left = alive(tag);
+            left = with_cmdline(tag);
         }
         assert_eq!(
             left,

@@ -15,6 +15,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use agent_exec_backends::agent_program::ProgramConfig;
+use agent_exec_backends::command::EXECUTION_ID_VAR;
 use agent_exec_backends::pi::{self, PiBackend};
 use agent_exec_backends::session_store::SessionStore;
 use agent_exec_contract::{
@@ -22,13 +23,14 @@ use agent_exec_contract::{
     Event, EventKind, EventSink, ExecutionContext, Outcome, Registry, Resolved, ResumeFrom,
     SessionReporter, SideEffects, ToolPolicy, Usage, Verification, WorkspaceHandle,
 };
-use agent_exec_runtime::{RunOptions, Runtime, procfs};
+use agent_exec_runtime::{RunOptions, Runtime};
 use model_script::{Ending, Script, ScriptedServer, Turn};
 use serde_json::json;
+use test_support::procfs::gone;
 
 /// The installed `pi`, or a panic saying how to install it.
 fn pi_program() -> PathBuf {
-    agents::npm_program("pi", "@mariozechner/pi-coding-agent")
+    test_support::peers::npm_bin("pi", "@mariozechner/pi-coding-agent")
 }
 
 /// A scripted server, pi's configuration pointing at it, and a workspace.
@@ -172,12 +174,7 @@ fn position(events: &[Event], kind: EventKind, tool: &str) -> usize {
 
 /// Processes (not zombies) whose environment carries `AGENT_EXEC_EXECUTION_ID=id`.
 fn live_processes_of(execution_id: &str) -> Vec<i32> {
-    let needle = format!("AGENT_EXEC_EXECUTION_ID={execution_id}");
-    procfs::pids()
-        .into_iter()
-        .filter(|pid| procfs::environ_contains(*pid, needle.as_bytes()))
-        .filter(|pid| procfs::stat(*pid).is_some_and(|s| !s.is_gone()))
-        .collect()
+    test_support::procfs::with_env(format!("{EXECUTION_ID_VAR}={execution_id}"))
 }
 
 /// Waits until `path` holds a pid followed by a newline.
@@ -192,10 +189,6 @@ async fn wait_for_pid(path: &Path) -> i32 {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     panic!("{} was never written", path.display());
-}
-
-fn is_gone(pid: i32) -> bool {
-    procfs::stat(pid).is_none_or(|s| s.is_gone())
 }
 
 #[tokio::test]
@@ -335,7 +328,7 @@ async fn cancel_during_a_tool_call_is_canceled_and_leaves_no_process() {
     let err = result.err.unwrap();
     assert_eq!(err.code, ErrorCode::Canceled);
     assert_eq!(err.side_effects, SideEffects::Possible);
-    assert!(is_gone(sleep_pid), "the tool's sleep {sleep_pid} survived");
+    assert!(gone(sleep_pid), "the tool's sleep {sleep_pid} survived");
     assert_eq!(live_processes_of("pi-cancel"), Vec::<i32>::new());
     position(&events, EventKind::ToolExecStart, "bash");
 }
@@ -373,12 +366,9 @@ async fn killing_the_agent_mid_run_is_unknown() {
     assert_eq!(err.code, ErrorCode::UnknownOutcome);
     assert_eq!(err.side_effects, SideEffects::Possible);
     assert!(err.reason.contains("signal 9"), "{}", err.reason);
-    assert!(is_gone(pi_pid));
+    assert!(gone(pi_pid));
     // The tool's process, orphaned by the kill, is terminated with the tree.
-    assert!(
-        is_gone(sleep_pid),
-        "the orphaned sleep {sleep_pid} survived"
-    );
+    assert!(gone(sleep_pid), "the orphaned sleep {sleep_pid} survived");
 }
 
 /// Runs `request` on the backend itself (no runtime) with `ctx`, collecting the events

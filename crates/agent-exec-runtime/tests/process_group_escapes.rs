@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use agent_exec_runtime::process::{Confinement, ProcessTree, Sweep};
 use agent_exec_runtime::procfs;
+use test_support::procfs::{with_cmdline, with_env};
 
 const GRACE: Duration = Duration::from_millis(300);
 
@@ -32,26 +33,6 @@ fn sh_confined(script: &str, limit: Confinement) -> ProcessTree {
     tree
 }
 
-fn alive_with_marker(marker: &[u8]) -> Vec<i32> {
-    procfs::pids()
-        .into_iter()
-        .filter(|&pid| procfs::stat(pid).is_some_and(|s| !s.is_gone()))
-        .filter(|&pid| procfs::environ_contains(pid, marker))
-        .collect()
-}
-
-/// Live processes whose command line contains `needle`.
-fn alive_with_cmdline(needle: &str) -> Vec<i32> {
-    procfs::pids()
-        .into_iter()
-        .filter(|&pid| procfs::stat(pid).is_some_and(|s| !s.is_gone()))
-        .filter(|&pid| {
-            std::fs::read(format!("/proc/{pid}/cmdline"))
-                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(needle))
-        })
-        .collect()
-}
-
 #[tokio::test]
 async fn a_setsid_escapee_is_caught_by_its_marker() {
     // New session and group, orphaned: neither the group nor parentage reaches it.
@@ -61,7 +42,7 @@ async fn a_setsid_escapee_is_caught_by_its_marker() {
     let leader = tree.leader_pid();
     // Wait until the escape is complete: the marked `sleep` runs outside the group.
     let escaped_now = || -> Vec<i32> {
-        alive_with_marker(&marker)
+        with_env(&marker)
             .into_iter()
             .filter(|&pid| procfs::stat(pid).is_some_and(|s| s.pgrp != leader))
             .filter(|&pid| {
@@ -82,7 +63,7 @@ async fn a_setsid_escapee_is_caught_by_its_marker() {
     // The group is empty, but the pid-range proof must not call the tree gone: the
     // escapee's pid was allocated after the leader's and it carries the marker.
     assert_eq!(done.sweep, Sweep::FullScan, "{done:?}");
-    assert_eq!(alive_with_marker(&marker), Vec::<i32>::new());
+    assert_eq!(with_env(&marker), Vec::<i32>::new());
 }
 
 #[tokio::test]
@@ -101,7 +82,7 @@ async fn setsid_env_clearing_orphan_escapes_documented_limit() {
     // Wait until it has become the marker-less `sleep` (before its last exec it still
     // carries the marker, and would rightly be caught).
     let escaped_now = || -> Vec<i32> {
-        alive_with_cmdline(&unique)
+        with_cmdline(&unique)
             .into_iter()
             .filter(|&pid| {
                 std::fs::read_to_string(format!("/proc/{pid}/comm"))
@@ -123,11 +104,7 @@ async fn setsid_env_clearing_orphan_escapes_documented_limit() {
         done.all_gone(),
         "the tree as far as it can be seen is gone: {done:?}"
     );
-    assert_eq!(
-        alive_with_cmdline(&unique),
-        escaped,
-        "the limit: it survives"
-    );
+    assert_eq!(with_cmdline(&unique), escaped, "the limit: it survives");
     for pid in escaped {
         nix::sys::signal::kill(
             nix::unistd::Pid::from_raw(pid),

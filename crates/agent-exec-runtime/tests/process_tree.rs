@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use agent_exec_runtime::process::{Confinement, ProcessTree, Sweep, become_subreaper};
 use agent_exec_runtime::procfs;
+use test_support::procfs::{with_cmdline, with_env};
 
 /// The tests of this binary run one at a time: the test process is every run's
 /// subreaper, and a run that finishes rightly claims every orphan re-parented to
@@ -50,27 +51,6 @@ fn confinements() -> Vec<Confinement> {
         .collect()
 }
 
-/// Live (non-zombie) processes whose environment holds `marker`.
-fn alive_with_marker(marker: &[u8]) -> Vec<i32> {
-    procfs::pids()
-        .into_iter()
-        .filter(|&pid| procfs::stat(pid).is_some_and(|s| !s.is_gone()))
-        .filter(|&pid| procfs::environ_contains(pid, marker))
-        .collect()
-}
-
-/// Live processes whose command line contains `needle`.
-fn alive_with_cmdline(needle: &str) -> Vec<i32> {
-    procfs::pids()
-        .into_iter()
-        .filter(|&pid| procfs::stat(pid).is_some_and(|s| !s.is_gone()))
-        .filter(|&pid| {
-            std::fs::read(format!("/proc/{pid}/cmdline"))
-                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(needle))
-        })
-        .collect()
-}
-
 /// Waits (bounded) until the tree has at least `n` live members.
 async fn wait_members(tree: &mut ProcessTree, n: usize) {
     for _ in 0..2000 {
@@ -88,12 +68,12 @@ async fn grandchildren_are_terminated_with_the_leader() {
     let mut tree = sh("sleep 1000 & sh -c 'sleep 1000 & sleep 1000 & wait' & wait");
     wait_members(&mut tree, 5).await;
     let marker = tree.marker().to_vec();
-    assert_eq!(alive_with_marker(&marker).len(), 5);
+    assert_eq!(with_env(&marker).len(), 5);
     let done = tree.terminate(GRACE).await;
     assert!(done.all_gone(), "{done:?}");
     assert!(!done.killed, "sh and sleep honour SIGTERM: {done:?}");
     assert!(done.members_seen >= 5, "{done:?}");
-    assert_eq!(alive_with_marker(&marker), Vec::<i32>::new());
+    assert_eq!(with_env(&marker), Vec::<i32>::new());
 }
 
 #[tokio::test]
@@ -106,7 +86,7 @@ async fn a_child_ignoring_sigterm_is_killed_after_the_grace_period() {
     let done = tree.terminate(GRACE).await;
     assert!(done.all_gone(), "{done:?}");
     assert!(done.killed, "SIGKILL must have been needed: {done:?}");
-    assert_eq!(alive_with_marker(&marker), Vec::<i32>::new());
+    assert_eq!(with_env(&marker), Vec::<i32>::new());
 }
 
 #[tokio::test]
@@ -118,10 +98,10 @@ async fn a_double_forked_orphan_is_found_after_the_leader_exits() {
     let status = tree.wait_leader().await.unwrap();
     assert!(status.success());
     let marker = tree.marker().to_vec();
-    assert_eq!(alive_with_marker(&marker).len(), 1, "the orphan must exist");
+    assert_eq!(with_env(&marker).len(), 1, "the orphan must exist");
     let done = tree.terminate(GRACE).await;
     assert!(done.all_gone(), "{done:?}");
-    assert_eq!(alive_with_marker(&marker), Vec::<i32>::new());
+    assert_eq!(with_env(&marker), Vec::<i32>::new());
 }
 
 #[tokio::test]
@@ -157,7 +137,7 @@ async fn a_leftover_in_the_group_is_never_proved_gone() {
     assert_eq!(done.sweep, Sweep::FullScan, "{done:?}");
     assert!(done.all_gone(), "{done:?}");
     assert!(done.members_seen >= 2, "{done:?}");
-    assert_eq!(alive_with_marker(&marker), Vec::<i32>::new());
+    assert_eq!(with_env(&marker), Vec::<i32>::new());
 }
 
 #[tokio::test]
@@ -168,7 +148,7 @@ async fn a_member_that_exec_s_without_the_marker_is_still_tracked() {
     wait_members(&mut tree, 2).await;
     let done = tree.terminate(GRACE).await;
     assert!(done.all_gone(), "{done:?}");
-    assert!(alive_with_cmdline(&unique).is_empty());
+    assert!(with_cmdline(&unique).is_empty());
 }
 
 #[tokio::test]
@@ -185,11 +165,7 @@ async fn a_thousand_cancel_cycles_leave_no_process_behind() {
         let done = tree.terminate(GRACE).await;
         assert!(done.all_gone(), "cycle {cycle}: {done:?}");
     }
-    let leftovers: Vec<i32> = procfs::pids()
-        .into_iter()
-        .filter(|&pid| procfs::stat(pid).is_some_and(|s| !s.is_gone()))
-        .filter(|&pid| markers.iter().any(|m| procfs::environ_contains(pid, m)))
-        .collect();
+    let leftovers: Vec<i32> = markers.iter().flat_map(with_env).collect();
     assert_eq!(leftovers, Vec::<i32>::new());
 }
 
@@ -205,15 +181,11 @@ async fn an_escapee_seen_while_watching_is_terminated_later() {
         .await
         .unwrap();
     assert!(status.success());
-    assert_eq!(
-        alive_with_cmdline(&unique).len(),
-        1,
-        "the escapee is running"
-    );
+    assert_eq!(with_cmdline(&unique).len(), 1, "the escapee is running");
     let done = tree.terminate(GRACE).await;
     assert!(done.all_gone(), "{done:?}");
     assert!(
-        alive_with_cmdline(&unique).is_empty(),
+        with_cmdline(&unique).is_empty(),
         "remembered and terminated"
     );
 }
@@ -236,7 +208,7 @@ fn unique_sleep() -> String {
 /// only a shell that will start it).
 async fn wait_running(needle: &str) {
     for _ in 0..2000 {
-        if alive_with_cmdline(needle).into_iter().any(|pid| {
+        if with_cmdline(needle).into_iter().any(|pid| {
             std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "sleep")
         }) {
             return;
@@ -264,7 +236,7 @@ async fn leftovers_are_terminated(
         "{confinement}: the escapee counts as a leftover: {done:?}"
     );
     assert_eq!(
-        alive_with_cmdline(needle),
+        with_cmdline(needle),
         Vec::<i32>::new(),
         "{confinement}: the escapee survived the run"
     );
@@ -350,20 +322,14 @@ async fn overlapping_runs_each_terminate_their_own_escapee() {
         wait_running(&a).await;
         let done_a = tree_a.terminate(GRACE).await;
         assert!(done_a.all_gone(), "{confinement}: {done_a:?}");
+        assert!(with_cmdline(&a).is_empty(), "{confinement}: A's escapee");
         assert!(
-            alive_with_cmdline(&a).is_empty(),
-            "{confinement}: A's escapee"
-        );
-        assert!(
-            !alive_with_cmdline(&b).is_empty(),
+            !with_cmdline(&b).is_empty(),
             "{confinement}: B's escapee belongs to B, still running"
         );
         let done_b = tree_b.terminate(GRACE).await;
         assert!(done_b.all_gone(), "{confinement}: {done_b:?}");
-        assert!(
-            alive_with_cmdline(&b).is_empty(),
-            "{confinement}: B's escapee"
-        );
+        assert!(with_cmdline(&b).is_empty(), "{confinement}: B's escapee");
     }
 }
 
@@ -430,7 +396,7 @@ async fn a_leader_whose_main_thread_exited_still_runs_until_its_last_thread_is_g
         );
         assert!(end.survivors.is_empty(), "{end:?}");
         assert!(
-            alive_with_cmdline(&token).is_empty(),
+            with_cmdline(&token).is_empty(),
             "the thread outlived the run ({confinement:?})"
         );
     }

@@ -6,16 +6,9 @@ use std::time::Duration;
 
 use agent_exec_runtime::process::{Confinement, ProcessTree, become_subreaper};
 use agent_exec_runtime::procfs;
+use test_support::procfs::with_env;
 
 const GRACE: Duration = Duration::from_millis(300);
-
-fn alive_with_marker(marker: &[u8]) -> Vec<i32> {
-    procfs::pids()
-        .into_iter()
-        .filter(|p| procfs::stat(*p).is_some_and(|s| !s.is_gone()))
-        .filter(|p| procfs::environ_contains(*p, marker))
-        .collect()
-}
 
 /// What a runner that died left running is found by its marker — the runner's pid
 /// *and* start time — and terminated; a runner identity that differs only in its start
@@ -52,13 +45,13 @@ async fn the_leftovers_of_a_runner_are_found_by_its_identity() {
         (0, 0),
         "another process with the same pid owns nothing here"
     );
-    assert_eq!(alive_with_marker(&marker).len(), 2, "both still alive");
+    assert_eq!(with_env(&marker).len(), 2, "both still alive");
     let (found, left) = tokio::task::spawn_blocking(move || {
         agent_exec_runtime::terminate_runner_leftovers(me, ticks, GRACE)
     })
     .await
     .unwrap();
     assert_eq!((found, left), (2, 0));
-    assert!(alive_with_marker(&marker).is_empty());
+    assert!(with_env(&marker).is_empty());
     let _ = tree.terminate(GRACE).await;
 }

@@ -26,21 +26,7 @@ use std::time::{Duration, Instant};
 use model_script::{Ending, Script, ScriptedServer, Turn};
 
 fn codex() -> PathBuf {
-    let dir = std::env::var_os("AGENT_EXEC_NPM_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(
-                std::env::var_os("PEERS_DIR").expect("set PEERS_DIR or AGENT_EXEC_NPM_BIN"),
-            )
-            .join("npm/node_modules/.bin")
-        });
-    let program = dir.join("codex");
-    assert!(
-        program.exists(),
-        "missing the real codex at {}: run scripts/test.sh",
-        program.display()
-    );
-    program
+    test_support::peers::npm_bin("codex", "@openai/codex")
 }
 
 struct Side {

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use agent_exec_runtime::procfs;
 use serde_json::Value;
+use test_support::procfs::alive;
 
 struct Sandbox {
     dir: tempfile::TempDir,
@@ -120,17 +121,9 @@ fn folders_of_runner(base: &Path, pid: u32) -> Vec<PathBuf> {
     found
 }
 
-fn alive(pid: i32) -> bool {
-    procfs::stat(pid).is_some_and(|s| !s.is_gone())
-}
-
 /// Live processes carrying a tree marker of runner `pid`.
 fn processes_of_runner(pid: u32) -> Vec<i32> {
-    let prefix = format!("AGENT_EXEC_TREE={pid}-");
-    procfs::pids()
-        .into_iter()
-        .filter(|p| alive(*p) && procfs::environ_starts_with(*p, prefix.as_bytes()))
-        .collect()
+    test_support::procfs::with_env_prefix(format!("AGENT_EXEC_TREE={pid}-"))
 }
 
 /// Live `sleep ARG` processes (that exact command line: not the runner or the shell

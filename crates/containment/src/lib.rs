@@ -35,7 +35,7 @@
 //! whose every branch is a decision this crate must own (distinct fail-closed errors
 //! for loops, unreadable components and non-directories; no fallback to the process
 //! cwd; `..` out of a missing tail resuming the real walk), it is property-tested
-//! against the kernel itself (`tests/kernel_oracle.rs`), and it spares a
+//! against the kernel itself (`tests/it/kernel_oracle.rs`), and it spares a
 //! single-maintainer dependency with Windows and "anchored" modes we do not use.
 //!
 //! # Invariants

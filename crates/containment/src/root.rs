@@ -168,7 +168,7 @@ impl Root {
     /// For loaders that open many files: the common case costs one `open`, one
     /// `readlink` of `/proc/self/fd` and one `fstat`. The path is first opened as given
     /// with `O_NOFOLLOW`, so the kernel walks it (intermediate links included, as
-    /// [`resolve`] would: `tests/kernel_oracle.rs`), and the verdict is taken on what it
+    /// [`resolve`] would: `tests/it/kernel_oracle.rs`), and the verdict is taken on what it
     /// opened. Anything else (the last component is a link, the open failed, no `/proc`)
     /// takes [`Root::open`]'s way: resolve, refuse outside, open the canonical target with
     /// `O_NOFOLLOW`, re-check. Both ways open with `O_NONBLOCK`, so a FIFO is refused

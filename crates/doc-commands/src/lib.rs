@@ -128,7 +128,7 @@ impl Doc {
     /// Runs every block; panics with one report naming each failure (document line,
     /// command, expected and actual output).
     pub fn run(self) {
-        let root = repository_root();
+        let root = test_support::repo_root();
         let doc_path = root.join(&self.path);
         let text = std::fs::read_to_string(&doc_path)
             .unwrap_or_else(|e| panic!("doc-commands: cannot read {}: {e}", doc_path.display()));
@@ -474,16 +474,6 @@ fn line_matches(pattern: &str, actual: &str) -> bool {
         }
     }
     rest.ends_with(parts[last])
-}
-
-/// The repository root: the folder above this crate's `crates/`.
-fn repository_root() -> PathBuf {
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    manifest
-        .ancestors()
-        .nth(2)
-        .expect("doc-commands sits at crates/doc-commands")
-        .to_path_buf()
 }
 
 /// Copies the files `git ls-files` lists (tracked, and untracked but not ignored) into

@@ -3,7 +3,7 @@
 #[test]
 fn the_fixture_runs_as_printed() {
     doc_commands::Doc::new("crates/doc-commands/tests/fixture.md").run();
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let root = test_support::repo_root();
     assert!(
         !root.join("made").exists(),
         "a document's commands wrote into the checkout"
@@ -21,7 +21,7 @@ fn a_wrong_output_fails() {
 /// commands would be unchecked until a reader found them broken.
 #[test]
 fn every_document_with_commands_is_run_by_a_test() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let root = test_support::repo_root();
     let mut documents = vec!["README.md".to_owned()];
     for entry in std::fs::read_dir(root.join("docs")).expect("docs/") {
         let name = entry.expect("docs/ entry").file_name();
@@ -30,14 +30,23 @@ fn every_document_with_commands_is_run_by_a_test() {
             documents.push(format!("docs/{name}"));
         }
     }
+    // Every `.rs` under each crate's `tests/`, at any depth: grouped test binaries keep
+    // their modules in `tests/it/`.
     let mut tests = String::new();
-    for krate in std::fs::read_dir(root.join("crates")).expect("crates/") {
-        let Ok(dir) = std::fs::read_dir(krate.expect("crate").path().join("tests")) else {
+    let mut folders: Vec<_> = std::fs::read_dir(root.join("crates"))
+        .expect("crates/")
+        .map(|krate| krate.expect("crate").path().join("tests"))
+        .collect();
+    while let Some(folder) = folders.pop() {
+        let Ok(dir) = std::fs::read_dir(&folder) else {
             continue;
         };
         for file in dir.flatten() {
-            if file.path().extension().is_some_and(|e| e == "rs") {
-                tests.push_str(&std::fs::read_to_string(file.path()).unwrap_or_default());
+            let path = file.path();
+            if file.file_type().is_ok_and(|t| t.is_dir()) {
+                folders.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                tests.push_str(&std::fs::read_to_string(&path).unwrap_or_default());
             }
         }
     }

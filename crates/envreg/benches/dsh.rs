@@ -31,7 +31,7 @@ fn envreg() -> PathBuf {
 }
 
 fn registry() -> PathBuf {
-    dsh_live::repo_root().join("examples/registry")
+    test_support::repo_path("examples/registry")
 }
 
 fn resolve_args() -> Value {

@@ -15,20 +15,8 @@ use std::process::{Command, Stdio};
 use serde_json::{Value, json};
 use support::Tree;
 
-fn peers_dir() -> PathBuf {
-    std::env::var_os("PEERS_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/peers"))
-}
-
 fn claude() -> PathBuf {
-    let claude = peers_dir().join("npm/node_modules/.bin/claude");
-    assert!(
-        claude.exists(),
-        "missing peer: the Claude Code CLI (npm @anthropic-ai/claude-code) at {}; run scripts/test.sh (or scripts/setup.d/15-npm-peers.sh with PEERS_DIR set)",
-        claude.display()
-    );
-    claude
+    test_support::peers::npm_bin("claude", "@anthropic-ai/claude-code")
 }
 
 struct ClaudeRun {

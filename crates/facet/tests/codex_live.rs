@@ -21,20 +21,8 @@ use std::process::{Command, Stdio};
 use serde_json::Value;
 use support::Tree;
 
-fn peers_dir() -> PathBuf {
-    std::env::var_os("PEERS_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/peers"))
-}
-
 fn codex() -> PathBuf {
-    let codex = peers_dir().join("npm/node_modules/.bin/codex");
-    assert!(
-        codex.exists(),
-        "missing peer: the Codex CLI (npm @openai/codex) at {}; run scripts/test.sh (or scripts/setup.d/15-npm-peers.sh with PEERS_DIR set)",
-        codex.display()
-    );
-    codex
+    test_support::peers::npm_bin("codex", "@openai/codex")
 }
 
 /// What one Codex run left behind.

@@ -27,21 +27,12 @@ use model_script::{Script, ScriptedServer, Turn};
 use serde_json::json;
 use support::Tree;
 
-fn peers_dir() -> PathBuf {
-    std::env::var_os("PEERS_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/peers"))
-}
-
 /// The npm `.bin` folder holding `copilot` (and the `node` its loader runs on).
 fn npm_bin() -> PathBuf {
-    let bin = peers_dir().join("npm/node_modules/.bin");
-    assert!(
-        bin.join("copilot").exists(),
-        "missing peer: GitHub Copilot CLI (npm @github/copilot) at {}; run scripts/test.sh (or scripts/setup.d/15-npm-peers.sh with PEERS_DIR set)",
-        bin.join("copilot").display()
-    );
-    bin
+    test_support::peers::npm_bin("copilot", "@github/copilot")
+        .parent()
+        .unwrap()
+        .to_path_buf()
 }
 
 /// Where Copilot unpacks its 235 MB package on first start (`$XDG_CACHE_HOME`):

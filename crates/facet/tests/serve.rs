@@ -5,38 +5,10 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use support::{Tree, session_event};
-
-fn peers_dir() -> PathBuf {
-    std::env::var_os("PEERS_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("../../target/peers")
-                .canonicalize()
-                .unwrap_or_else(|_| {
-                    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/peers")
-                })
-        })
-}
-
-fn python() -> PathBuf {
-    let python = peers_dir().join("venv/bin/python");
-    let ok = python.exists()
-        && Command::new(&python)
-            .args(["-c", "import mcp, jsonschema"])
-            .status()
-            .is_ok_and(|status| status.success());
-    assert!(
-        ok,
-        "missing peer: the Python MCP SDK client (PyPI `mcp` + `jsonschema`) in {}; run scripts/test.sh (or scripts/setup.d/20-mcp-peers.sh with PEERS_DIR set)",
-        python.display()
-    );
-    python
-}
 
 #[test]
 fn python_mcp_client_against_facet_serve() {
@@ -48,7 +20,7 @@ fn python_mcp_client_against_facet_serve() {
     tree.symlink(tree.path("scratch/real"), "scratch/link");
 
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py/serve_client.py");
-    let output = Command::new(python())
+    let output = Command::new(test_support::peers::python_mcp())
         .arg(&script)
         .env("FACET_BIN", support::facet_bin())
         .env("FACET_STATE_DIR", tree.state())

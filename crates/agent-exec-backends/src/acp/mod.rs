@@ -10,7 +10,9 @@
 //!    program);
 //! 2. `initialize` with protocol v1, declaring `fs.readTextFile` and `fs.writeTextFile`
 //!    (and no terminal); `session/new` with `cwd` = the workspace root and no MCP
-//!    servers; `session/prompt` with the request's prompt (instructions prepended);
+//!    servers; `session/prompt` with the instructions, then the prompt as every agent
+//!    program gets it (`agent_program::render_prompt`: context, prompt, targets); the
+//!    agent's environment is the config's `env` plus the execution's identity;
 //! 3. `session/update` notifications become contract events in order ([`updates`]);
 //!    `session/request_permission` is answered from the request's tool policy
 //!    ([`policy`]); `fs/read_text_file` / `fs/write_text_file` are served only inside
@@ -236,13 +238,20 @@ impl Backend for AcpBackend {
                 Ok(fs) => fs,
                 Err(e) => return internal(format!("workspace.writable: {e}")),
             };
+        // The config's env, then the execution's identity, as for every agent program:
+        // the agent's tools and hooks may tell which execution (and attempt) runs them.
+        let mut env = self.config.env.clone();
+        env.extend(crate::agent_program::identity_env(
+            &request.execution_id,
+            ctx.attempt,
+        ));
         let launch = session::Launch {
             backend: self.config.name.clone(),
             program,
             args: self.config.args.clone(),
-            env: self.config.env.clone(),
+            env,
             cwd: fs.root().display().to_string(),
-            prompt: prompt_text(request),
+            prompt: prompt_text(request, resume.is_some()),
             grace: Duration::from_millis(self.config.grace_ms),
             resume,
         };
@@ -253,12 +262,20 @@ impl Backend for AcpBackend {
     }
 }
 
-/// The prompt sent: instructions first (ACP v1 has no system prompt), then the prompt.
-fn prompt_text(request: &ContractRequest) -> String {
-    if request.instructions.is_empty() {
-        request.prompt.clone()
+/// The prompt sent: instructions first (ACP v1 has no system prompt), then what every
+/// agent program is given — prior `context` as a transcript, the prompt, the files to
+/// write — or, resumed, the continuation and the files again (the loaded session holds
+/// the context already).
+fn prompt_text(request: &ContractRequest, resumed: bool) -> String {
+    let prompt = if resumed {
+        crate::agent_program::render_continuation(request)
     } else {
-        format!("{}\n\n{}", request.instructions, request.prompt)
+        crate::agent_program::render_prompt(request)
+    };
+    if request.instructions.is_empty() {
+        prompt
+    } else {
+        format!("{}\n\n{prompt}", request.instructions)
     }
 }
 
@@ -419,6 +436,57 @@ mod tests {
             instructions: "be brief".into(),
             ..ContractRequest::default()
         };
-        assert_eq!(prompt_text(&request), "be brief\n\ndo it");
+        assert_eq!(prompt_text(&request, false), "be brief\n\ndo it");
+    }
+
+    /// Found by the conformance suite: the agent was sent the bare prompt, so it never
+    /// learnt the deliverables it must write, nor the conversation so far.
+    #[test]
+    fn the_prompt_carries_context_and_targets_and_a_resume_the_targets() {
+        let request = ContractRequest {
+            prompt: "fix it".into(),
+            context: vec![agent_exec_contract::Message {
+                role: "user".into(),
+                content: "earlier words".into(),
+            }],
+            targets: vec!["out/a.md".into()],
+            ..ContractRequest::default()
+        };
+        let fresh = prompt_text(&request, false);
+        assert!(fresh.contains("[user] earlier words"), "{fresh}");
+        assert!(
+            fresh.contains("fix it") && fresh.ends_with("- out/a.md\n"),
+            "{fresh}"
+        );
+        let resumed = prompt_text(&request, true);
+        assert!(!resumed.contains("earlier words"), "{resumed}");
+        assert!(resumed.starts_with("fix it") && resumed.ends_with("- out/a.md\n"));
+    }
+
+    /// Found by the conformance suite: the agent (and its tools) did not get the
+    /// execution's identity that every other program backend gives.
+    #[tokio::test]
+    async fn the_agent_is_told_its_execution_and_attempt() {
+        let mut config = ProgramConfig::new("acp-test");
+        config.program = Some("sh".into());
+        config.args = vec![
+            "-c".into(),
+            "echo \"identity $AGENT_EXEC_EXECUTION_ID/$AGENT_EXEC_ATTEMPT\" >&2; exit 3".into(),
+        ];
+        let ws = tempfile::tempdir().unwrap();
+        let request = ContractRequest {
+            execution_id: "exec-acp-7".into(),
+            prompt: "hi".into(),
+            workspace: agent_exec_contract::WorkspaceHandle {
+                root: ws.path().display().to_string(),
+                writable: Vec::new(),
+            },
+            ..ContractRequest::default()
+        };
+        let mut ctx = ExecutionContext::new(agent_exec_contract::EventSink::discard());
+        ctx.attempt = 2;
+        let result = AcpBackend::new(config).execute(&request, ctx).await;
+        let shown = format!("{result:?}");
+        assert!(shown.contains("identity exec-acp-7/2"), "{shown}");
     }
 }

@@ -1,6 +1,6 @@
-//! What the live tests of the agent-CLI backends share: finding the real program that
-//! `scripts/setup.d/15-npm-peers.sh` installed (or failing loudly), and resolving a
-//! backend with a given verification without running its probe again.
+//! What the live tests of the agent-CLI backends share: resolving a backend with a
+//! given verification without running its probe again, finding and killing its agent
+//! process, and resumed runs. (The real programs: `test_support::peers::npm_bin`.)
 #![allow(clippy::unwrap_used, dead_code)]
 
 use std::path::{Path, PathBuf};
@@ -11,28 +11,6 @@ use agent_exec_contract::{
     Backend, Capability, ContractRequest, ContractResult, EventSink, ExecutionContext, Resolved,
     ResumeFrom, SessionReporter, Verification,
 };
-
-/// The npm-installed `bin` (from `$AGENT_EXEC_NPM_BIN`, else `$PEERS_DIR`, else the
-/// workspace's `target/peers`), or a panic naming the npm `package` to install.
-pub fn npm_program(bin: &str, package: &str) -> PathBuf {
-    let dir = std::env::var_os("AGENT_EXEC_NPM_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            let peers = std::env::var_os("PEERS_DIR").map_or_else(
-                || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/peers"),
-                PathBuf::from,
-            );
-            peers.join("npm/node_modules/.bin")
-        });
-    let program = dir.join(bin);
-    assert!(
-        program.exists(),
-        "the real `{bin}` is missing at {}: npm package {package}; run scripts/test.sh \
-         (scripts/setup.d/15-npm-peers.sh installs it)",
-        program.display()
-    );
-    program
-}
 
 /// `backend` resolved under `name` as if its probe had verified `verified`.
 pub fn resolved(backend: Arc<dyn Backend>, name: &str, verified: &[Capability]) -> Resolved {
@@ -60,7 +38,7 @@ pub fn agent_pid_in(workspace: &Path, exe_contains: &str) -> Option<i32> {
             let pid: i32 = entry.file_name().to_str()?.parse().ok()?;
             let exe = std::fs::read_link(entry.path().join("exe")).ok()?;
             let cwd = std::fs::read_link(entry.path().join("cwd")).ok()?;
-            let alive = agent_exec_runtime::procfs::stat(pid).is_some_and(|s| !s.is_gone());
+            let alive = test_support::procfs::alive(pid);
             (alive && cwd == workspace && exe.to_string_lossy().contains(exe_contains))
                 .then_some(pid)
         })
@@ -242,9 +220,4 @@ pub async fn wait_for_pid(
         "the scripted shell command never wrote {}",
         pidfile.display()
     );
-}
-
-/// Whether `pid` is gone (no entry, or a zombie).
-pub fn gone(pid: i32) -> bool {
-    agent_exec_runtime::procfs::stat(pid).is_none_or(|s| s.state == 'Z')
 }
