@@ -57,6 +57,7 @@ use agent_exec_contract::{
 };
 use agent_exec_runtime::cause_code;
 use agent_exec_runtime::process::ProcessTree;
+use agent_exec_runtime::spawn::{LeaderCommand, Stdio};
 
 use crate::agent_program::ProgramConfig;
 
@@ -245,13 +246,13 @@ async fn handshake(
     timeout: Duration,
 ) -> Result<(String, bool), String> {
     use tokio_util::compat::{TokioAsyncReadCompatExt as _, TokioAsyncWriteCompatExt as _};
-    let mut command = tokio::process::Command::new(program);
+    let mut command = LeaderCommand::new(program);
     command
         .args(&config.args)
         .envs(&config.env)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null());
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
     let mut tree =
         ProcessTree::spawn(command).map_err(|e| format!("cannot start `{program}`: {e}"))?;
     let (Some(stdin), Some(stdout)) = (
