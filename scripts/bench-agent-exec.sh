@@ -18,8 +18,9 @@
 # recovery scan, the dead-runner cgroup sweep, 4 journal transactions (SQLite, WAL; the
 # first, recording the start, is fsynced; the last keeps the result with the end
 # state), a workspace snapshot before and after, the program in a cgroup of its own
-# (entered before its first instruction) and its process group, tree reaping, the
-# cgroup's removal. The same pairs are also run with the journal on /dev/shm, which
+# (created inside it by clone3(CLONE_INTO_CGROUP); where the kernel refuses that, it
+# enters by a write to cgroup.procs before its first instruction) and its process
+# group, tree reaping, the cgroup's removal. The same pairs are also run with the journal on /dev/shm, which
 # separates the cost of the file system (fsyncs, the -shm file's truncation) from the
 # rest. PHASES=N adds where the time goes, from N runs under strace. hyperfine (Debian
 # package), when present, gives a second, non-interleaved opinion.
@@ -134,8 +135,8 @@ phases = [
     ("dead-runner cgroup sweep, start record (fsynced)", "sweep", "fsynced"),
     ("attempt record, workspace snapshot", "fsynced", "mkdir"),
     ("run cgroup created", "mkdir", "clone"),
-    ("fork, program enters its cgroup, exec", "clone", "exec"),
-    ("  of which the cgroup.procs write", None, None),
+    ("clone3 into the run cgroup (or fork + enter it), exec", "clone", "exec"),
+    ("  of which a cgroup.procs write (the fork fallback only)", None, None),
     ("the program itself (a direct run pays this too)", "exec", "reaped"),
     ("teardown: cgroup emptied, checked, removed", "reaped", "rmdired"),
     ("workspace snapshot after, end and result records", "rmdired", "said"),

@@ -33,7 +33,7 @@
 
 use std::collections::BTreeMap;
 use std::os::unix::process::ExitStatusExt as _;
-use std::process::{ExitStatus, Stdio};
+use std::process::ExitStatus;
 use std::time::Duration;
 
 use agent_exec_contract::{
@@ -42,6 +42,7 @@ use agent_exec_contract::{
 };
 use agent_exec_runtime::cause_code;
 use agent_exec_runtime::process::{ProcessTree, Termination};
+use agent_exec_runtime::spawn::{LeaderCommand, Stdio};
 
 use crate::output::{Reader, join_bounded, push_line};
 use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _};
@@ -279,7 +280,7 @@ pub async fn drive(
     if let Some(canceled) = crate::execution::canceled_before_start(ctx) {
         return canceled;
     }
-    let mut command = tokio::process::Command::new(&run.program);
+    let mut command = LeaderCommand::new(&run.program);
     command
         .args(&run.args)
         .envs(&run.env)
@@ -830,7 +831,7 @@ pub async fn probe_run(
 ) -> Result<std::process::Output, ProbeError> {
     let path = crate::locate::find_program(program)
         .map_err(|problem| ProbeError::not_found(problem, install_hint))?;
-    let mut command = tokio::process::Command::new(path);
+    let mut command = LeaderCommand::new(path);
     command.args(args).envs(env);
     match run_probe_tree(command, None, timeout).await {
         Ok(Some(output)) => Ok(output),
@@ -855,7 +856,7 @@ pub async fn probe_run(
 /// every member seen — never a probe process left running. The decision not taken:
 /// `Command::output` with `kill_on_drop`, which reaches the direct child only.
 pub async fn run_probe_tree(
-    mut command: tokio::process::Command,
+    mut command: LeaderCommand,
     stdin: Option<&[u8]>,
     timeout: Duration,
 ) -> std::io::Result<Option<std::process::Output>> {
@@ -1034,7 +1035,7 @@ pub async fn probe_stream(
     } = *probe;
     let path = crate::locate::find_program(program)
         .map_err(|problem| ProbeError::not_found(problem, install_hint))?;
-    let mut command = tokio::process::Command::new(path);
+    let mut command = LeaderCommand::new(path);
     command
         .args(args)
         .envs(env)

@@ -32,7 +32,6 @@
 
 use std::collections::BTreeMap;
 use std::os::unix::process::ExitStatusExt as _;
-use std::process::Stdio;
 use std::time::Duration;
 
 use agent_exec_contract::{
@@ -42,6 +41,7 @@ use agent_exec_contract::{
 };
 use agent_exec_runtime::cause_code;
 use agent_exec_runtime::process::{DEFAULT_GRACE, ProcessTree, Termination};
+use agent_exec_runtime::spawn::{LeaderCommand, Stdio};
 
 use crate::execution::{identity_env, verify_cancel};
 use crate::locate::find_program;
@@ -228,7 +228,7 @@ impl Backend for CommandBackend {
             return canceled;
         }
 
-        let mut command = tokio::process::Command::new(program);
+        let mut command = LeaderCommand::new(program);
         command
             .args(args)
             .current_dir(&request.workspace.root)

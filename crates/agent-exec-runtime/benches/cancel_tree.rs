@@ -18,11 +18,11 @@ use agent_exec_runtime::process::{ProcessTree, become_subreaper};
 const TREE: &str = "sleep 1000 & sh -c 'sleep 1000 & wait' & wait";
 
 fn spawn() -> ProcessTree {
-    let mut command = tokio::process::Command::new("sh");
+    let mut command = agent_exec_runtime::spawn::LeaderCommand::new("sh");
     command
         .arg("-c")
         .arg(TREE)
-        .stdin(std::process::Stdio::null());
+        .stdin(agent_exec_runtime::spawn::Stdio::null());
     ProcessTree::spawn(command).unwrap()
 }
 

@@ -14,12 +14,14 @@
 //! --scope`, a `Delegate=yes` unit). Creating a child needs no controller, so the
 //! "no internal processes" rule does not apply: this process stays where it is.
 //!
-//! How a program gets in: the spawn's `pre_exec` hook writes `0` to the run's
-//! `cgroup.procs` (opened by the parent; `write` is async-signal-safe), so the program
-//! is inside before its first instruction and nothing it forks is ever outside.
-//! Decision: that, not moving the pid after the spawn returns — by then the program
-//! may already have forked. Not done: `clone3(CLONE_INTO_CGROUP)`, which the standard
-//! library's spawn does not offer.
+//! How a program gets in: it is created inside, by `clone3(CLONE_INTO_CGROUP)`
+//! ([`crate::spawn`]); where the kernel refuses that, the fork spawner's `pre_exec`
+//! hook writes `0` to the run's `cgroup.procs` (opened by the parent; `write` is
+//! async-signal-safe). Either way the program is inside before its first instruction
+//! and nothing it forks is ever outside. Decision: not moving the pid after the spawn
+//! returns — by then the program may already have forked. clone3 first because a
+//! migration (the `cgroup.procs` write) waits for an RCU grace period under the
+//! kernel's `cgroup_threadgroup_rwsem`: milliseconds per run (issue 20).
 //!
 //! A run is its cgroup's whole *subtree*. With no controller enabled, a program may
 //! create cgroups inside its run cgroup and move its processes there (root, or any
@@ -256,7 +258,7 @@ fn unescape_octal(field: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// One run's cgroup: created empty, entered by the program in its `pre_exec`,
+/// One run's cgroup: created empty, the program started inside it ([`crate::spawn`]),
 /// killed and removed at the end.
 ///
 /// The run is the whole *subtree*: a program may create cgroups inside its own (no
@@ -301,9 +303,14 @@ impl RunCgroup {
         Ok(RunCgroup { dir, path, procs })
     }
 
-    /// The open `cgroup.procs`, for the spawn's `pre_exec` write.
+    /// The open `cgroup.procs`, for the fork spawner's `pre_exec` write.
     pub fn procs_fd(&self) -> BorrowedFd<'_> {
         self.procs.as_fd()
+    }
+
+    /// The cgroup as `/proc/<pid>/cgroup`'s `0::` line of a process inside names it.
+    pub fn path(&self) -> &str {
+        &self.path
     }
 
     /// The directory in the cgroup file system.

@@ -48,6 +48,10 @@
 //!   Where the system allows it each run has its own cgroup v2 ([`cgroup`]), which
 //!   holds every process of the run; else orphans re-parented to the subreaper are
 //!   attributed to their run (`orphans`).
+//! * [`spawn`]: the one place a leader is started — with a run cgroup, created inside
+//!   it by `clone3(CLONE_INTO_CGROUP | CLONE_PIDFD)` and awaited through its pidfd;
+//!   else (or where the kernel refuses clone3) tokio's fork with the `cgroup.procs`
+//!   write in `pre_exec`. The program sees the same either way.
 //!
 //! ## Invariants
 //!
@@ -71,6 +75,7 @@ pub mod input;
 pub(crate) mod orphans;
 pub mod process;
 pub mod procfs;
+pub mod spawn;
 pub mod structured;
 pub mod workspace;
 

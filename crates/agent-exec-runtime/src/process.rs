@@ -20,8 +20,9 @@
 //! ## Which guarantee holds where ([`Confinement`])
 //!
 //! * **cgroup** — a cgroup v2 per run ([`crate::cgroup`]) where this process may create
-//!   one (root, or a delegated subtree): the program enters it in `pre_exec`, so the
-//!   cgroup lists every process of the run, whatever it did; SIGKILL goes through
+//!   one (root, or a delegated subtree): the program is created inside it
+//!   (`clone3(CLONE_INTO_CGROUP)`, else it enters in `pre_exec`; [`crate::spawn`]), so
+//!   the cgroup lists every process of the run, whatever it did; SIGKILL goes through
 //!   `cgroup.kill`. Membership is then the cgroup's list alone.
 //! * **subreaper** — no cgroup, but this process is the child subreaper: each leader
 //!   is made a subreaper too (in `pre_exec`), so a run's orphans stay the leader's
@@ -38,9 +39,9 @@
 //! [`Termination::leftovers`]; [`Termination::report_leftovers`] is the one place the
 //! backends turn that into a `logs` line, an event and side effects `possible`.
 //!
-//! We do not use `process-wrap`: tokio's `Command::process_group(0)` gives the group,
-//! and what process-wrap adds (kill on drop of the group) is a subset of what the
-//! sweep below must do anyway.
+//! We do not use `process-wrap`: [`crate::spawn`] gives the group, and what
+//! process-wrap adds (kill on drop of the group) is a subset of what the sweep below
+//! must do anyway.
 //!
 //! ## Finishing a run that exited on its own: the pid-range proof
 //!
@@ -86,7 +87,6 @@
 //! zombie counts as gone either way: it runs nothing and holds nothing but a pid.
 
 use std::collections::{HashMap, HashSet};
-use std::os::fd::{AsRawFd as _, BorrowedFd, RawFd};
 use std::process::ExitStatus;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -99,6 +99,7 @@ use nix::unistd::Pid;
 use crate::cgroup::RunCgroup;
 use crate::orphans;
 use crate::procfs::{self, ProcStat, own_start_ticks};
+use crate::spawn::{Leader, LeaderCommand, LeaderStdio, Spawner};
 
 /// Name of the environment variable that marks every member of a tree.
 pub const TREE_MARKER_VAR: &str = "AGENT_EXEC_TREE";
@@ -311,7 +312,9 @@ impl Termination {
 
 /// A spawned program and everything it starts.
 pub struct ProcessTree {
-    child: tokio::process::Child,
+    /// Dropped before `cgroup` (field order): a leader never reaped is killed and
+    /// reaped, then the cgroup's drop removes the folder.
+    child: Leader,
     leader: i32,
     /// The leader's start time, to notice its pid (and so the group id) being reused.
     leader_start: u64,
@@ -341,8 +344,8 @@ static TREE_COUNTER: AtomicU64 = AtomicU64::new(0);
 impl ProcessTree {
     /// Spawns `command` as the leader of a new process group, with the tree marker
     /// in its environment, confined as strongly as this machine allows
-    /// ([`Confinement::available`]).
-    pub fn spawn(command: tokio::process::Command) -> std::io::Result<ProcessTree> {
+    /// ([`Confinement::available`]), started by [`crate::spawn`].
+    pub fn spawn(command: LeaderCommand) -> std::io::Result<ProcessTree> {
         ProcessTree::spawn_confined(command, Confinement::Cgroup)
     }
 
@@ -350,7 +353,7 @@ impl ProcessTree {
     /// host that must not create cgroups). What the tree got is
     /// [`ProcessTree::confinement`].
     pub fn spawn_confined(
-        mut command: tokio::process::Command,
+        mut command: LeaderCommand,
         limit: Confinement,
     ) -> std::io::Result<ProcessTree> {
         let id = TREE_COUNTER.fetch_add(1, Ordering::Relaxed);
@@ -367,11 +370,7 @@ impl ProcessTree {
                 .map(|d| d.as_nanos())
                 .unwrap_or_default()
         );
-        command.process_group(0);
         command.env(TREE_MARKER_VAR, &marker_value);
-        // Last resort if this struct is dropped without `terminate`: the leader at
-        // least is killed; `Drop` below sweeps the group.
-        command.kill_on_drop(true);
         // No separate availability probe: the create is the trial (cgroup.rs).
         let cgroup = if limit >= Confinement::Cgroup {
             RunCgroup::create()
@@ -381,25 +380,19 @@ impl ProcessTree {
             None
         };
         let subreaper_leader = limit >= Confinement::Subreaper && is_subreaper();
-        enter_at_exec(
-            &mut command,
-            cgroup.as_ref().map(|c| c.procs_fd().as_raw_fd()),
-            subreaper_leader,
-        );
         let spawned_at = Instant::now();
         let (child, leader, leader_start) = orphans::spawn_registered(id, || {
-            let child = command.spawn()?;
-            let leader = child
-                .id()
-                .and_then(|id| i32::try_from(id).ok())
-                .ok_or_else(|| std::io::Error::other("spawned child has no pid"))?;
+            let child = crate::spawn::start(&command, cgroup.as_ref(), subreaper_leader)?;
+            let leader = child.pid();
             let leader_start = procfs::stat(leader).map(|s| s.start_time).unwrap_or(0);
             Ok((child, leader, leader_start))
         })?;
-        // The leader is in the cgroup unless its `pre_exec` write failed (then it made
-        // itself a subreaper instead, and the tree falls back to that).
+        // Created inside the cgroup by clone3; forked, it is in unless its `pre_exec`
+        // write failed (then it made itself a subreaper instead, and the tree falls
+        // back to that).
+        let cloned = child.spawner() == Spawner::Clone3;
         let cgroup = cgroup.filter(|c| {
-            let held = c.holds(leader);
+            let held = cloned || c.holds(leader);
             if !held {
                 tracing::debug!(leader, "the program did not enter its cgroup");
             }
@@ -441,6 +434,17 @@ impl ProcessTree {
         self.cgroup.as_ref().map(RunCgroup::dir)
     }
 
+    /// The run's cgroup as its processes' `/proc/<pid>/cgroup` names it (`0::` line),
+    /// while it exists.
+    pub fn cgroup_path(&self) -> Option<&str> {
+        self.cgroup.as_ref().map(RunCgroup::path)
+    }
+
+    /// How the leader was started ([`crate::spawn`]).
+    pub fn spawner(&self) -> Spawner {
+        self.child.spawner()
+    }
+
     /// The leader's pid (also the process group id).
     pub fn leader_pid(&self) -> i32 {
         self.leader
@@ -451,9 +455,9 @@ impl ProcessTree {
         &self.marker
     }
 
-    /// The leader, for its stdio handles.
-    pub fn child_mut(&mut self) -> &mut tokio::process::Child {
-        &mut self.child
+    /// The leader's piped stdio handles, to take.
+    pub fn child_mut(&mut self) -> &mut LeaderStdio {
+        &mut self.child.stdio
     }
 
     /// Waits for the leader to exit (the rest of the tree may live on; see
@@ -953,39 +957,6 @@ impl ProcessTree {
                 let _ = waitpid(Pid::from_raw(pid), Some(WaitPidFlag::WNOHANG));
             }
         }
-    }
-}
-
-/// Arranges for the program, between fork and exec, to enter its cgroup (write `0` to
-/// the `cgroup.procs` the parent opened) or, if it has none or the write fails and
-/// `subreaper` is set, to make itself a child subreaper so that orphans of its
-/// subtree stay its descendants while it lives ([`crate::orphans`]).
-///
-/// The hook runs in the forked child of a multi-threaded process: it makes two
-/// syscalls on values prepared beforehand (no allocation, no lock), which is what
-/// `pre_exec` allows.
-#[allow(unsafe_code)]
-fn enter_at_exec(command: &mut tokio::process::Command, procs: Option<RawFd>, subreaper: bool) {
-    if procs.is_none() && !subreaper {
-        return;
-    }
-    let hook = move || {
-        let entered = procs.is_some_and(|fd| {
-            // SAFETY: `fd` is the `cgroup.procs` file the parent keeps open (in the
-            // `RunCgroup` it holds) until after the spawn returns; the child has a
-            // copy of the descriptor table, so the fd is valid here.
-            let fd = unsafe { BorrowedFd::borrow_raw(fd) };
-            nix::unistd::write(fd, b"0") == Ok(1)
-        });
-        if !entered && subreaper {
-            let _ = nix::sys::prctl::set_child_subreaper(true);
-        }
-        Ok(())
-    };
-    // SAFETY: the hook only calls `write(2)` and `prctl(2)`, both async-signal-safe,
-    // on data captured by value; it allocates nothing and takes no lock.
-    unsafe {
-        command.pre_exec(hook);
     }
 }
 

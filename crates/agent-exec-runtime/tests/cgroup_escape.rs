@@ -39,9 +39,9 @@ fn spawn(script: &str) -> Option<ProcessTree> {
         // process_tree.rs's `cgroup_per_run_is_available_here` fails loudly for this.
         return None;
     }
-    let mut command = tokio::process::Command::new("sh");
+    let mut command = agent_exec_runtime::spawn::LeaderCommand::new("sh");
     command.arg("-c").arg(script);
-    command.stdin(std::process::Stdio::null());
+    command.stdin(agent_exec_runtime::spawn::Stdio::null());
     let tree = ProcessTree::spawn(command).unwrap();
     assert_eq!(tree.confinement(), Confinement::Cgroup);
     Some(tree)

@@ -21,9 +21,9 @@ const GRACE: Duration = Duration::from_millis(300);
 
 /// `sh -c script` in a process group, the only confinement asked for.
 fn sh_confined(script: &str, limit: Confinement) -> ProcessTree {
-    let mut command = tokio::process::Command::new("sh");
+    let mut command = agent_exec_runtime::spawn::LeaderCommand::new("sh");
     command.arg("-c").arg(script);
-    command.stdin(std::process::Stdio::null());
+    command.stdin(agent_exec_runtime::spawn::Stdio::null());
     let tree = ProcessTree::spawn_confined(command, limit).expect("spawn sh");
     assert_eq!(
         tree.confinement(),

@@ -27,9 +27,9 @@ fn sh(script: &str) -> ProcessTree {
 /// `sh -c script` confined at most by `limit`.
 fn sh_confined(script: &str, limit: Confinement) -> ProcessTree {
     become_subreaper().expect("PR_SET_CHILD_SUBREAPER");
-    let mut command = tokio::process::Command::new("sh");
+    let mut command = agent_exec_runtime::spawn::LeaderCommand::new("sh");
     command.arg("-c").arg(script);
-    command.stdin(std::process::Stdio::null());
+    command.stdin(agent_exec_runtime::spawn::Stdio::null());
     let tree = ProcessTree::spawn_confined(command, limit).expect("spawn sh");
     assert_eq!(
         tree.confinement(),

@@ -16,7 +16,7 @@ const GRACE: Duration = Duration::from_millis(300);
 #[tokio::test]
 async fn the_leftovers_of_a_runner_are_found_by_its_identity() {
     become_subreaper().unwrap();
-    let mut command = tokio::process::Command::new("sh");
+    let mut command = agent_exec_runtime::spawn::LeaderCommand::new("sh");
     command.arg("-c").arg("sleep 1000 & wait");
     let mut tree = ProcessTree::spawn_confined(command, Confinement::ProcessGroup).unwrap();
     for _ in 0..2000 {

@@ -16,7 +16,8 @@
 //!
 //! A command that does not cancel anything (`runs`, `backends`, …) calls [`unblock`]
 //! instead: there a signal keeps its default action. Children never inherit the block:
-//! the standard library's spawn resets the signal mask between fork and exec.
+//! the runtime's spawn (`agent_exec_runtime::spawn`, either spawner) resets the signal
+//! mask before exec.
 
 use std::sync::OnceLock;
 

@@ -58,6 +58,7 @@ use agent_exec_contract::{
     ExecutionContext, SideEffects, Verification,
 };
 use agent_exec_runtime::process::ProcessTree;
+use agent_exec_runtime::spawn::{LeaderCommand, Stdio};
 
 use crate::agent_program::ProgramConfig;
 
@@ -288,13 +289,13 @@ async fn handshake(
     timeout: Duration,
 ) -> Result<(String, bool), HandshakeFailed> {
     use tokio_util::compat::{TokioAsyncReadCompatExt as _, TokioAsyncWriteCompatExt as _};
-    let mut command = tokio::process::Command::new(program);
+    let mut command = LeaderCommand::new(program);
     command
         .args(&config.args)
         .envs(&config.env)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null());
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
     let mut tree = ProcessTree::spawn(command).map_err(|source| HandshakeFailed::Spawn {
         program: program.to_owned(),
         source,

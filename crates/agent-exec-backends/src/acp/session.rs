@@ -31,7 +31,7 @@
 
 use std::collections::BTreeMap;
 use std::os::unix::process::ExitStatusExt as _;
-use std::process::{ExitStatus, Stdio};
+use std::process::ExitStatus;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -49,6 +49,7 @@ use agent_exec_contract::{
     Outcome, SessionReporter, SideEffects, Usage,
 };
 use agent_exec_runtime::process::{ProcessTree, Termination};
+use agent_exec_runtime::spawn::{LeaderCommand, Stdio};
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
 
 use super::fs::WorkspaceFs;
@@ -160,7 +161,7 @@ pub(super) async fn run(
     policy: Policy,
     ctx: &ExecutionContext,
 ) -> ContractResult {
-    let mut command = tokio::process::Command::new(&launch.program);
+    let mut command = LeaderCommand::new(&launch.program);
     command
         .args(&launch.args)
         .envs(&launch.env)

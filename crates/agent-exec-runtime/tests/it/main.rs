@@ -15,3 +15,4 @@
 mod executor;
 mod proptest_structured;
 mod resume;
+mod spawn;
