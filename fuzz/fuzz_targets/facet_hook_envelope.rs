@@ -1,4 +1,4 @@
-//! The hook's whole answer path on arbitrary stdin bytes, in both dialects:
+//! The hook's whole answer path on arbitrary stdin bytes, in every dialect:
 //! envelope parsing, apply_patch extraction (the patch body, the shell forms Codex
 //! intercepts, where it lands), the glob-pattern reading, the decision and the state
 //! store.
@@ -10,17 +10,27 @@ use libfuzzer_sys::fuzz_target;
 fuzz_target!(|data: &[u8]| {
     // State goes to a throwaway folder so the fuzzer never touches a real one.
     let state = std::env::temp_dir().join("facet-fuzz-state");
-    for dialect in [facet::envelope::Dialect::ClaudeCode, facet::envelope::Dialect::Codex] {
+    use facet::envelope::Dialect;
+    for dialect in [Dialect::ClaudeCode, Dialect::Codex, Dialect::OpenCode] {
         let config = facet::hook::HookConfig::with_state_dir(dialect, state.clone());
         let answer = facet::hook::answer(data, &config);
         assert!(answer.exit_code == 0 || answer.exit_code == 1);
         if let Some(stdout) = answer.stdout {
             let value: serde_json::Value = serde_json::from_str(&stdout).expect("answer is JSON");
-            assert!(value.get("hookSpecificOutput").is_some());
+            if dialect == Dialect::OpenCode {
+                assert_eq!(value["decision"], "deny");
+                assert!(value["reason"].is_string());
+            } else {
+                assert!(value.get("hookSpecificOutput").is_some());
+            }
         }
     }
     if let Ok(text) = std::str::from_utf8(data) {
         let _ = facet::apply_patch::patch_paths(text);
+        let _ = facet::apply_patch::classify_opencode(
+            "apply_patch",
+            &serde_json::json!({"patchText": text}),
+        );
         for tool in ["Bash", "apply_patch"] {
             let input = serde_json::json!({"command": text, "workdir": text});
             if let facet::apply_patch::PatchCall::Placed { paths, folders } =

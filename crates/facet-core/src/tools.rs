@@ -36,6 +36,13 @@ pub struct ToolSpec {
     /// configuration reaches it, not only a path inside it. `LS` lists one level and
     /// is not one.
     pub searches_below: bool,
+    /// The host opens a path after normalizing it lexically (`path.join` /
+    /// `path.resolve` against its directory: `..` removes the name before it without
+    /// following a link), as OpenCode does. Such a path is judged both ways — as the
+    /// kernel reads it and as the host will open it — and refused if either leaves:
+    /// `inner/../../x`, with `inner` a link deeper into the facet, stays inside for
+    /// the kernel but opens `../x` for the host.
+    pub lexical_join: bool,
 }
 
 impl ToolSpec {
@@ -46,6 +53,7 @@ impl ToolSpec {
             pattern_args: pattern_args.iter().map(|name| name.to_string()).collect(),
             filter_args: Vec::new(),
             searches_below: false,
+            lexical_join: false,
         }
     }
 
@@ -56,6 +64,11 @@ impl ToolSpec {
 
     fn with_filters(mut self, filter_args: &[&str]) -> ToolSpec {
         self.filter_args = filter_args.iter().map(|name| name.to_string()).collect();
+        self
+    }
+
+    fn joined_lexically(mut self) -> ToolSpec {
+        self.lexical_join = true;
         self
     }
 }
@@ -114,6 +127,39 @@ impl ToolTable {
             ToolSpec::new(&["path"], true, &["pattern"]).searching(),
         );
         tools.insert("LS".into(), ToolSpec::new(&["path"], true, &[]));
+        ToolTable { tools }
+    }
+
+    /// OpenCode's built-in file tools (opencode-ai 1.18.33, read from the tool schemas
+    /// it sends the model): `read` (a file or a directory, one level), `write`, `edit`
+    /// and the experimental `lsp` name `filePath`; `glob` (`pattern`, `path`) and
+    /// `grep` (`pattern` a regular expression, `path`, the `include` filter) search
+    /// the session directory when `path` is absent. Its own table because the names
+    /// collide with DeepSeek Harness's (`read` takes `file_path` there). Every tool
+    /// joins a relative path to the session directory lexically
+    /// ([`ToolSpec::lexical_join`]). `apply_patch` (offered to GPT models instead of
+    /// `edit`/`write`) carries its paths in a patch body, which the hook extracts.
+    pub fn opencode() -> ToolTable {
+        let mut tools = BTreeMap::new();
+        for tool in ["read", "write", "edit", "lsp"] {
+            tools.insert(
+                tool.to_string(),
+                ToolSpec::new(&["filePath"], false, &[]).joined_lexically(),
+            );
+        }
+        tools.insert(
+            "glob".into(),
+            ToolSpec::new(&["path"], true, &["pattern"])
+                .searching()
+                .joined_lexically(),
+        );
+        tools.insert(
+            "grep".into(),
+            ToolSpec::new(&["path"], true, &[])
+                .with_filters(&["include"])
+                .searching()
+                .joined_lexically(),
+        );
         ToolTable { tools }
     }
 

@@ -1,6 +1,7 @@
 //! The hook envelope: the JSON event a harness writes on the hook's stdin.
 //!
-//! Two dialects share one shape. Claude Code (and DeepSeek Harness's Claude Code
+//! Claude Code and Codex share one shape; OpenCode (a plugin, not a command hook)
+//! sends its own, see [`parse_opencode`]. Claude Code (and DeepSeek Harness's Claude Code
 //! hook bridge, which sends the same) and Codex both send
 //! `{session_id, transcript_path, cwd, hook_event_name, tool_name, tool_input,
 //! tool_use_id, permission_mode?}`. They differ in what `tool_input` holds —
@@ -30,6 +31,10 @@ pub enum Dialect {
     /// OpenAI Codex: `tool_input` is `{command}` for shell and `apply_patch`; only
     /// `deny` is honoured.
     Codex,
+    /// OpenCode, through the plugin shim `integrations/opencode/facet.js`: its
+    /// `tool.execute.before` arguments as one object; a refusal is thrown, and
+    /// nothing can ask.
+    OpenCode,
 }
 
 impl Dialect {
@@ -38,7 +43,20 @@ impl Dialect {
         match value {
             "claude-code" | "claude" | "dsh" => Some(Self::ClaudeCode),
             "codex" => Some(Self::Codex),
+            "opencode" => Some(Self::OpenCode),
             _ => None,
+        }
+    }
+
+    /// Every value `--dialect` accepts, for the usage error.
+    pub const FLAG_VALUES: &'static str = "claude-code (also claude, dsh), codex, opencode";
+
+    /// The tool table this host's tools are judged by: OpenCode's own (its names
+    /// collide with DeepSeek Harness's), the built-in one for the others.
+    pub fn tool_table(self) -> facet_core::ToolTable {
+        match self {
+            Self::OpenCode => facet_core::ToolTable::opencode(),
+            Self::ClaudeCode | Self::Codex => facet_core::ToolTable::builtin(),
         }
     }
 
@@ -134,8 +152,86 @@ impl fmt::Display for EnvelopeError {
 
 impl std::error::Error for EnvelopeError {}
 
-/// Read an envelope from the bytes on stdin. Never panics.
+/// Read an envelope from the bytes on stdin, in the Claude Code / Codex shape.
+/// Never panics.
 pub fn parse(input: &[u8]) -> Result<Envelope, EnvelopeError> {
+    from_object(json_object(input)?)
+}
+
+/// Read an envelope in `dialect`'s shape. Never panics.
+pub fn parse_for(dialect: Dialect, input: &[u8]) -> Result<Envelope, EnvelopeError> {
+    match dialect {
+        Dialect::ClaudeCode | Dialect::Codex => parse(input),
+        Dialect::OpenCode => parse_opencode(input),
+    }
+}
+
+/// Read what the OpenCode plugin shim sends: the arguments of OpenCode's
+/// `tool.execute.before(input, output)` (opencode-ai 1.18.33 calls it with
+/// `{tool, sessionID, callID}` and `{args}`) and the plugin's `directory` (the folder
+/// OpenCode runs tools in, against which it joins relative paths) and `worktree`:
+///
+/// ```json
+/// {"hook": "tool.execute.before", "directory": "/abs", "worktree": "/abs",
+///  "input": {"tool": "read", "sessionID": "ses_…", "callID": "call_1"},
+///  "output": {"args": {"filePath": "../x"}}}
+/// ```
+///
+/// It maps onto the common envelope: `sessionID` → `session_id`, `directory` →
+/// `cwd`, `tool` / `args` → a `PreToolUse`. Any other `hook` is [`HookEvent::Other`].
+/// `worktree` is read by nobody: facet's facet is the session's folder, whatever
+/// OpenCode takes for the worktree (`/` outside git).
+pub fn parse_opencode(input: &[u8]) -> Result<Envelope, EnvelopeError> {
+    let mut object = json_object(input)?;
+    let hook = required_string(&object, "hook")?;
+    let cwd = absolute_cwd(required_string(&object, "directory")?, "directory")?;
+    if hook != OPENCODE_TOOL_HOOK {
+        return Ok(Envelope {
+            session_id: String::new(),
+            cwd,
+            permission_mode: None,
+            event: HookEvent::Other(hook),
+        });
+    }
+    let Some(Value::Object(call)) = object.remove("input") else {
+        return Err(match object.get("input") {
+            None => EnvelopeError::Missing("input"),
+            Some(_) => EnvelopeError::Invalid {
+                field: "input",
+                problem: "is not an object",
+            },
+        });
+    };
+    let session_id = match call.get("sessionID") {
+        Some(Value::String(text)) if text.is_empty() => String::new(),
+        _ => required_string(&call, "sessionID")?,
+    };
+    let tool_name = required_string(&call, "tool")?;
+    let tool_input = match object.remove("output") {
+        None | Some(Value::Null) => Value::Object(Map::new()),
+        Some(Value::Object(mut output)) => tool_input_field(&mut output, "args")?,
+        Some(_) => {
+            return Err(EnvelopeError::Invalid {
+                field: "output",
+                problem: "is not an object",
+            });
+        }
+    };
+    Ok(Envelope {
+        session_id,
+        cwd,
+        permission_mode: None,
+        event: HookEvent::PreToolUse {
+            tool_name,
+            tool_input,
+        },
+    })
+}
+
+/// The OpenCode plugin hook facet judges.
+const OPENCODE_TOOL_HOOK: &str = "tool.execute.before";
+
+fn json_object(input: &[u8]) -> Result<Map<String, Value>, EnvelopeError> {
     if input.iter().all(u8::is_ascii_whitespace) {
         return Err(EnvelopeError::Empty);
     }
@@ -148,7 +244,7 @@ pub fn parse(input: &[u8]) -> Result<Envelope, EnvelopeError> {
     let Value::Object(object) = value else {
         return Err(EnvelopeError::NotAnObject);
     };
-    from_object(object)
+    Ok(object)
 }
 
 /// `input` with every lone UTF-16 surrogate escape (`\uD800`–`\uDFFF` not part of a
@@ -217,16 +313,20 @@ fn unicode_escape_at(input: &[u8], at: usize) -> Option<u32> {
 /// cap): such a call must be refused, not run unjudged. A false positive (the text
 /// inside some string) can only turn an unreadable event into a refusal.
 pub fn looks_like_pre_tool_use(input: &[u8]) -> bool {
-    const KEY: &[u8] = b"\"hook_event_name\"";
-    const VALUE: &[u8] = b"\"PreToolUse\"";
+    key_with_value(input, b"\"hook_event_name\"", b"\"PreToolUse\"")
+        || key_with_value(input, b"\"hook\"", b"\"tool.execute.before\"")
+}
+
+/// Whether `input` holds the JSON key `KEY`, then (whitespace allowed) `:` and `VALUE`.
+fn key_with_value(input: &[u8], key: &[u8], value: &[u8]) -> bool {
     let mut from = 0;
-    while let Some(found) = find(&input[from..], KEY) {
-        let mut at = from + found + KEY.len();
+    while let Some(found) = find(&input[from..], key) {
+        let mut at = from + found + key.len();
         at += leading_whitespace(&input[at..]);
         if input.get(at) == Some(&b':') {
             at += 1;
             at += leading_whitespace(&input[at..]);
-            if input[at..].starts_with(VALUE) {
+            if input[at..].starts_with(value) {
                 return true;
             }
         }
@@ -255,22 +355,7 @@ fn from_object(mut object: Map<String, Value>) -> Result<Envelope, EnvelopeError
         Some(Value::String(text)) if text.is_empty() => String::new(),
         _ => required_string(&object, "session_id")?,
     };
-    let cwd = required_string(&object, "cwd")?;
-    if cwd.contains('\0') {
-        return Err(EnvelopeError::Invalid {
-            field: "cwd",
-            problem: "contains a NUL byte",
-        });
-    }
-    if !cwd.starts_with('/') {
-        // Relative paths are resolved against the session directory; a relative
-        // session directory would make them relative to the hook's own cwd,
-        // which is exactly the leak the design forbids.
-        return Err(EnvelopeError::Invalid {
-            field: "cwd",
-            problem: "is not an absolute path",
-        });
-    }
+    let cwd = absolute_cwd(required_string(&object, "cwd")?, "cwd")?;
     let event_name = required_string(&object, "hook_event_name")?;
     let permission_mode = optional_string(&object, "permission_mode")?;
 
@@ -294,6 +379,26 @@ fn from_object(mut object: Map<String, Value>) -> Result<Envelope, EnvelopeError
         permission_mode,
         event,
     })
+}
+
+/// The session directory, which must be absolute and free of NUL bytes.
+fn absolute_cwd(cwd: String, field: &'static str) -> Result<String, EnvelopeError> {
+    if cwd.contains('\0') {
+        return Err(EnvelopeError::Invalid {
+            field,
+            problem: "contains a NUL byte",
+        });
+    }
+    if !cwd.starts_with('/') {
+        // Relative paths are resolved against the session directory; a relative
+        // session directory would make them relative to the hook's own cwd,
+        // which is exactly the leak the design forbids.
+        return Err(EnvelopeError::Invalid {
+            field,
+            problem: "is not an absolute path",
+        });
+    }
+    Ok(cwd)
 }
 
 fn required_string(
@@ -331,11 +436,18 @@ fn optional_string(
 /// `tool_input` must be an object when present. Absent or `null` reads as "no
 /// arguments" (a tool that names no path); anything else is a malformed event.
 fn tool_input(object: &mut Map<String, Value>) -> Result<Value, EnvelopeError> {
-    match object.remove("tool_input") {
+    tool_input_field(object, "tool_input")
+}
+
+fn tool_input_field(
+    object: &mut Map<String, Value>,
+    field: &'static str,
+) -> Result<Value, EnvelopeError> {
+    match object.remove(field) {
         None | Some(Value::Null) => Ok(Value::Object(Map::new())),
         Some(value @ Value::Object(_)) => Ok(value),
         Some(_) => Err(EnvelopeError::Invalid {
-            field: "tool_input",
+            field,
             problem: "is not an object",
         }),
     }

@@ -12,6 +12,8 @@
 //! - The approval channel exists unless the dialect cannot ask (Codex), the
 //!   event says `permission_mode: bypassPermissions`, or the hook was started with
 //!   `--no-approval`. Without it every ask becomes a deny, widening included.
+//!   OpenCode cannot ask either: its plugin can only let a call run or throw.
+//! - Every refusal, in every dialect, is written by [`output::refusal`].
 //! - A `PreToolUse` of a tool the guard does not know never touches the state
 //!   folder: the common case stays one parse and one exit.
 //! - `PostToolUse` records an `add` only when `PreToolUse` would have asked: an
@@ -46,19 +48,19 @@ use serde_json::Value;
 use crate::apply_patch;
 use crate::envelope::{self, Dialect, Envelope, HookEvent};
 use crate::facet_tool;
-use crate::output::{self, HookAnswer, Permission};
+use crate::output::{self, HookAnswer};
 use crate::state::{self, StateError};
 
 pub use crate::hook_config::HookConfig;
 
 /// Answer one event. Never panics, whatever `input` holds.
 pub fn answer(input: &[u8], config: &HookConfig) -> HookAnswer {
-    let envelope = match envelope::parse(input) {
+    let envelope = match envelope::parse_for(config.dialect, input) {
         Ok(envelope) => envelope,
         Err(error @ envelope::EnvelopeError::NotJson(_))
             if envelope::looks_like_pre_tool_use(input) =>
         {
-            return unreadable_tool_call(&error.to_string());
+            return unreadable_tool_call(config.dialect, &error.to_string());
         }
         Err(error) => {
             return HookAnswer::non_blocking_error(format!(
@@ -71,17 +73,18 @@ pub fn answer(input: &[u8], config: &HookConfig) -> HookAnswer {
         return match envelope.event {
             // Fail closed: the user's tool list is unknown, so any tool may be one
             // the guard should judge.
-            HookEvent::PreToolUse { .. } => HookAnswer::json(output::decision(
-                Permission::Deny,
+            HookEvent::PreToolUse { .. } => output::refusal(
+                config.dialect,
                 &format!(
                     "facet could not use its configuration, so the call is refused: {problem}. \
                      Ask the user to fix the file."
                 ),
-            )),
+            ),
             _ => HookAnswer::non_blocking_error(format!("facet hook: {problem}")),
         };
     }
-    let policy = Policy::new(&config.core).with_guarded(guarded_locations(config));
+    let policy = Policy::with_table(config.dialect.tool_table(), &config.core)
+        .with_guarded(guarded_locations(config));
     let can_ask = config.can_ask(&envelope);
     if envelope.session_id.is_empty() {
         return sessionless(&envelope, config, &policy, can_ask);
@@ -116,10 +119,10 @@ fn guarded_locations(config: &HookConfig) -> Vec<PathBuf> {
 
 /// Answer an event larger than the hook reads (`input` is its first bytes): a
 /// `PreToolUse` is refused, anything else is a non-blocking error.
-pub fn answer_too_large(input: &[u8], limit: usize) -> HookAnswer {
+pub fn answer_too_large(dialect: Dialect, input: &[u8], limit: usize) -> HookAnswer {
     let problem = format!("the event is larger than {} MiB", limit / (1024 * 1024));
     if envelope::looks_like_pre_tool_use(input) {
-        return unreadable_tool_call(&problem);
+        return unreadable_tool_call(dialect, &problem);
     }
     HookAnswer::non_blocking_error(format!("facet hook: {problem}. The event was not judged."))
 }
@@ -127,11 +130,11 @@ pub fn answer_too_large(input: &[u8], limit: usize) -> HookAnswer {
 /// A `PreToolUse` the hook cannot decode (nesting past the JSON reader's depth
 /// limit, an event over the size cap) though the host considers it valid: refused,
 /// because a non-blocking error would let the tool run unjudged. Fail closed.
-fn unreadable_tool_call(problem: &str) -> HookAnswer {
-    HookAnswer::json(output::decision(
-        Permission::Deny,
+fn unreadable_tool_call(dialect: Dialect, problem: &str) -> HookAnswer {
+    output::refusal(
+        dialect,
         &format!("facet could not read this tool call ({problem}); refused."),
-    ))
+    )
 }
 
 /// An event with no session id: nothing can be recorded or restated, but a tool
@@ -261,6 +264,10 @@ fn judged_call<'a>(
 ) -> Option<Judged<'a>> {
     let patch = match config.dialect {
         Dialect::Codex => apply_patch::classify(tool_name, tool_input),
+        // OpenCode's `apply_patch` tool (offered to GPT models) carries the body in
+        // `patchText` and joins its paths to the session directory lexically, as
+        // Codex does; its shell is not judged.
+        Dialect::OpenCode => apply_patch::classify_opencode(tool_name, tool_input),
         // Claude Code has no such tool, and its shell is not judged.
         Dialect::ClaudeCode => apply_patch::PatchCall::NotPatch,
     };
@@ -289,13 +296,13 @@ fn decide(
         Err(error) => {
             // Fail closed: a call the guard would judge is refused when the facet
             // cannot be known, and the reason says why and what to do.
-            return HookAnswer::json(output::decision(
-                Permission::Deny,
+            return output::refusal(
+                config.dialect,
                 &format!(
                     "facet could not read this session's state, so the call is refused: {error}. \
                      Ask the user to check `facet status`."
                 ),
-            ));
+            );
         }
     };
     let cwd = Path::new(&envelope.cwd);
@@ -319,14 +326,10 @@ fn decide(
     };
     match decision {
         Decision::NoOpinion => HookAnswer::no_opinion(),
-        Decision::Ask(reason) if config.dialect.honours_ask() => {
-            HookAnswer::json(output::decision(Permission::Ask, &reason))
-        }
-        // Unreachable with can_ask false, but a dialect that cannot ask must never
-        // be sent an ask: refuse instead.
-        Decision::Ask(reason) | Decision::Deny(reason) => {
-            HookAnswer::json(output::decision(Permission::Deny, &reason))
-        }
+        // A dialect that cannot ask is never sent an ask (unreachable with can_ask
+        // false): `question` refuses instead.
+        Decision::Ask(reason) => output::question(config.dialect, &reason),
+        Decision::Deny(reason) => output::refusal(config.dialect, &reason),
     }
 }
 

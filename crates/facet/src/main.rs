@@ -33,7 +33,7 @@ enum Command {
     /// Answer one host hook event: JSON on stdin, decision on stdout.
     Hook {
         /// Which host wrote the event: claude-code (also DeepSeek Harness's Claude
-        /// Code bridge) or codex.
+        /// Code bridge), codex, or opencode (the plugin shim in integrations/opencode).
         #[arg(long, default_value = "claude-code", value_parser = parse_dialect)]
         dialect: Dialect,
         /// The host-qualified name of the facet MCP tool.
@@ -60,7 +60,7 @@ enum Command {
 
 fn parse_dialect(value: &str) -> Result<Dialect, String> {
     Dialect::from_flag(value)
-        .ok_or_else(|| format!("unknown dialect `{value}`: use claude-code or codex"))
+        .ok_or_else(|| format!("unknown dialect `{value}`: use {}", Dialect::FLAG_VALUES))
 }
 
 fn main() -> ExitCode {
@@ -109,7 +109,7 @@ fn run_hook(dialect: Dialect, facet_tool: String, no_approval: bool) -> ExitCode
         .take(LIMIT as u64 + 1)
         .read_to_end(&mut input);
     let answer = match read {
-        Ok(_) if input.len() > LIMIT => facet::hook::answer_too_large(&input, LIMIT),
+        Ok(_) if input.len() > LIMIT => facet::hook::answer_too_large(dialect, &input, LIMIT),
         Ok(_) => {
             let config = facet::hook::HookConfig::from_env(dialect, facet_tool, no_approval);
             facet::hook::answer(&input, &config)

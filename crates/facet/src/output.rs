@@ -8,11 +8,15 @@
 //!   "permissionDecision":"ask"|"deny","permissionDecisionReason":"…"}}`;
 //! - added context: `{"hookSpecificOutput":{"hookEventName":"SessionStart"|
 //!   "UserPromptSubmit"|"PostToolUse","additionalContext":"…"}}`;
+//! - OpenCode (the plugin shim throws what it is given): a refusal is
+//!   `{"decision":"deny","reason":"…"}`; there is no question and no added context;
 //! - no opinion: nothing on stdout and exit code 0, so the host's own
 //!   permission rules stay in charge. `allow` is deliberately never emitted: it
 //!   would skip the host's prompt for a call the facet merely has no objection to.
 
 use serde::Serialize;
+
+use crate::envelope::Dialect;
 
 /// Exit code for "read, acted on, or had no opinion".
 pub const EXIT_OK: i32 = 0;
@@ -65,6 +69,40 @@ pub fn decision(permission: Permission, reason: &str) -> String {
             additional_context: None,
         },
     })
+}
+
+/// A tool call refused, in `dialect`'s answer shape: every refusal the hook gives
+/// goes through here.
+pub fn refusal(dialect: Dialect, reason: &str) -> HookAnswer {
+    HookAnswer::json(match dialect {
+        Dialect::ClaudeCode | Dialect::Codex => decision(Permission::Deny, reason),
+        Dialect::OpenCode => render_plain(&PlainDecision {
+            decision: Permission::Deny,
+            reason,
+        }),
+    })
+}
+
+/// A tool call put to the user, where `dialect` can ask; refused where it cannot
+/// (an `ask` would be rejected by Codex's parser and has no form in OpenCode).
+pub fn question(dialect: Dialect, reason: &str) -> HookAnswer {
+    if dialect.honours_ask() {
+        HookAnswer::json(decision(Permission::Ask, reason))
+    } else {
+        refusal(dialect, reason)
+    }
+}
+
+/// OpenCode's answer: the decision and the sentence the shim throws.
+#[derive(Serialize)]
+struct PlainDecision<'a> {
+    decision: Permission,
+    reason: &'a str,
+}
+
+fn render_plain(answer: &PlainDecision<'_>) -> String {
+    // As `render`: a struct of a string and a unit enum always serializes.
+    serde_json::to_string(answer).unwrap_or_default()
 }
 
 /// Context added to the conversation on `event` (`SessionStart`,
@@ -126,6 +164,18 @@ mod tests {
         assert_eq!(
             decision(Permission::Ask, "why"),
             r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"ask","permissionDecisionReason":"why"}}"#
+        );
+        assert_eq!(
+            refusal(Dialect::OpenCode, "why").stdout.as_deref(),
+            Some(r#"{"decision":"deny","reason":"why"}"#)
+        );
+        assert_eq!(
+            question(Dialect::OpenCode, "why"),
+            refusal(Dialect::OpenCode, "why")
+        );
+        assert_eq!(
+            question(Dialect::Codex, "why").stdout.as_deref(),
+            Some(decision(Permission::Deny, "why").as_str())
         );
         assert_eq!(
             additional_context("SessionStart", "ctx"),

@@ -1,4 +1,4 @@
-//! The hook's whole answer path on generated input, in both dialects (the fuzz
+//! The hook's whole answer path on generated input, in every dialect (the fuzz
 //! target `facet_hook_envelope` runs the same property without bounds): it never
 //! panics, exits 0 or 1 only, and whatever it writes is one of the host's shapes.
 #![allow(clippy::unwrap_used)]
@@ -9,7 +9,7 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 
 fn check(input: &[u8], state: &std::path::Path) {
-    for dialect in [Dialect::ClaudeCode, Dialect::Codex] {
+    for dialect in [Dialect::ClaudeCode, Dialect::Codex, Dialect::OpenCode] {
         let reply = answer(
             input,
             &HookConfig::with_state_dir(dialect, state.to_path_buf()),
@@ -26,6 +26,13 @@ fn check(input: &[u8], state: &std::path::Path) {
         }
         if let Some(stdout) = reply.stdout {
             let value: Value = serde_json::from_str(&stdout).unwrap();
+            if dialect == Dialect::OpenCode {
+                // OpenCode's one answer: a refusal the shim throws.
+                assert_eq!(value["decision"], "deny", "{value}");
+                assert!(value["reason"].is_string(), "{value}");
+                assert_eq!(value.as_object().unwrap().len(), 2, "{value}");
+                continue;
+            }
             let event = value["hookSpecificOutput"]["hookEventName"]
                 .as_str()
                 .unwrap();
@@ -95,6 +102,9 @@ fn envelope() -> impl Strategy<Value = Value> {
             "paths",
             "focus",
             "notebook_path",
+            "filePath",
+            "patchText",
+            "include",
         ]),
         prop_oneof![
             scalar(),
@@ -123,6 +133,22 @@ fn envelope() -> impl Strategy<Value = Value> {
         })
 }
 
+/// What the OpenCode plugin shim sends, with every field drawn from the same values.
+fn opencode_event() -> impl Strategy<Value = Value> {
+    (
+        envelope(),
+        prop_oneof![Just(json!("tool.execute.before")), scalar()],
+    )
+        .prop_map(|(event, hook)| {
+            json!({
+                "hook": hook, "directory": event["cwd"], "worktree": event["cwd"],
+                "input": {"tool": event["tool_name"], "sessionID": event["session_id"],
+                          "callID": "c"},
+                "output": {"args": event["tool_input"]},
+            })
+        })
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
 
@@ -134,6 +160,12 @@ proptest! {
 
     #[test]
     fn generated_envelopes_never_panic(event in envelope()) {
+        let state = tempfile::tempdir().unwrap();
+        check(&serde_json::to_vec(&event).unwrap(), state.path());
+    }
+
+    #[test]
+    fn generated_opencode_events_never_panic(event in opencode_event()) {
         let state = tempfile::tempdir().unwrap();
         check(&serde_json::to_vec(&event).unwrap(), state.path());
     }

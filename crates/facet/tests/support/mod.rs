@@ -51,6 +51,15 @@ impl Run {
     }
 
     /// `additionalContext` of an answer, with the event it names.
+    /// The OpenCode dialect's refusal sentence, if the hook answered one (it answers
+    /// nothing else: no question, no context).
+    pub fn opencode_refusal(&self) -> Option<String> {
+        let value = self.json()?;
+        assert_eq!(value["decision"], "deny", "{value}");
+        assert_eq!(value.as_object().map(|o| o.len()), Some(2), "{value}");
+        Some(value["reason"].as_str().unwrap().to_owned())
+    }
+
     pub fn context(&self) -> Option<(String, String)> {
         let value = self.json()?;
         let output = &value["hookSpecificOutput"];
@@ -218,6 +227,25 @@ pub fn pre_tool_use(session: &str, cwd: &Path, tool: &str, input: Value) -> Valu
         "tool_input": input,
         "tool_use_id": "toolu_test",
         "permission_mode": "default",
+    })
+}
+
+/// What the OpenCode plugin shim (`integrations/opencode/facet.js`) sends for one
+/// `tool.execute.before`: the hook's `input` and `output`, the plugin's `directory`
+/// and `worktree`.
+pub fn opencode_tool_call(
+    session: &str,
+    directory: &Path,
+    worktree: &Path,
+    tool: &str,
+    args: Value,
+) -> Value {
+    json!({
+        "hook": "tool.execute.before",
+        "directory": directory,
+        "worktree": worktree,
+        "input": {"tool": tool, "sessionID": session, "callID": "call_test"},
+        "output": {"args": args},
     })
 }
 

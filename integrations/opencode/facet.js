@@ -1,0 +1,75 @@
+/**
+ * facet in OpenCode: a thin plugin shim over `facet hook --dialect opencode`.
+ *
+ * On `tool.execute.before` it hands the hook's own arguments — `input` ({tool,
+ * sessionID, callID}), `output` ({args}) and the plugin's `directory` and
+ * `worktree` — to `facet hook --dialect opencode` as one JSON object on stdin, and
+ * throws the sentence facet answers with, which OpenCode turns into the tool's
+ * error result for the model. Every decision and every sentence comes from the
+ * Rust binary; this file's only own sentence is the fail-closed one: when facet
+ * is missing or fails, the call is refused.
+ *
+ * Install: copy (or link) this file into `.opencode/plugin/` of the project, or
+ * into `~/.config/opencode/plugin/` for every project (docs/hosts.md, OpenCode).
+ * `FACET_BIN` names the facet program when it is not `facet` on PATH.
+ */
+import { spawn } from 'node:child_process'
+
+const FACET = process.env.FACET_BIN || 'facet'
+/**
+ * How OpenCode names the facet MCP tool: `<server>_<tool>`, with the server
+ * registered as `facet` in opencode.json (`"mcp": {"facet": …}`).
+ */
+const FACET_TOOL = 'facet_facet'
+/** A hook run is one parse and one state file; a facet that hangs is a failure. */
+const TIMEOUT_MS = 10_000
+
+/** Run `facet hook --dialect opencode` with `event` on stdin: {code, stdout, stderr}. */
+function runFacet(event) {
+  return new Promise((resolve) => {
+    let child
+    try {
+      child = spawn(FACET, ['hook', '--dialect', 'opencode', '--facet-tool', FACET_TOOL], { stdio: ['pipe', 'pipe', 'pipe'] })
+    } catch (error) {
+      resolve({ code: null, stdout: '', stderr: String(error?.message ?? error) })
+      return
+    }
+    let stdout = ''
+    let stderr = ''
+    const timer = setTimeout(() => child.kill('SIGKILL'), TIMEOUT_MS)
+    child.stdout.on('data', (chunk) => (stdout += chunk))
+    child.stderr.on('data', (chunk) => (stderr += chunk))
+    child.on('error', (error) => {
+      clearTimeout(timer)
+      resolve({ code: null, stdout, stderr: stderr || String(error?.message ?? error) })
+    })
+    child.on('close', (code) => {
+      clearTimeout(timer)
+      resolve({ code, stdout, stderr })
+    })
+    child.stdin.on('error', () => {})
+    child.stdin.end(JSON.stringify(event))
+  })
+}
+
+/** Fail closed: a call facet could not judge is refused, saying what broke. */
+function refusedUnjudged(why) {
+  return new Error(`facet could not judge this call (${why}), so it is refused; check that \`facet\` is installed and runs (\`facet --version\`)`)
+}
+
+export const FacetPlugin = async ({ directory, worktree }) => ({
+  'tool.execute.before': async (input, output) => {
+    const event = { hook: 'tool.execute.before', directory, worktree, input, output }
+    const { code, stdout, stderr } = await runFacet(event)
+    if (code !== 0) throw refusedUnjudged(stderr.trim() || `exit ${code}`)
+    if (stdout.trim() === '') return
+    let answer
+    try {
+      answer = JSON.parse(stdout)
+    } catch {
+      throw refusedUnjudged('its answer is not JSON')
+    }
+    if (answer?.decision === 'deny' && typeof answer.reason === 'string') throw new Error(answer.reason)
+    throw refusedUnjudged('its answer is not a refusal')
+  },
+})
