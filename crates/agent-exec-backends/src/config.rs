@@ -38,25 +38,26 @@ use serde::Deserialize;
 use crate::agent_program::ProgramConfig;
 use crate::command::{self, CommandBackend, CommandConfig};
 use crate::openai::{self, OpenAiBackend, OpenAiConfig};
-use crate::{acp, claude_code, codex, pi};
+use crate::{acp, claude_code, codex, opencode, pi};
 
 /// The environment variable naming the config file.
 pub const CONFIG_ENV: &str = "AGENT_EXEC_CONFIG";
 
 /// The kinds of backend a config can declare.
-pub const KINDS: [&str; 6] = [
+pub const KINDS: [&str; 7] = [
     command::KIND,
     openai::KIND,
     codex::KIND,
     claude_code::KIND,
     pi::KIND,
     acp::KIND,
+    opencode::KIND,
 ];
 
 /// The agent programs available without any config, under their kind's name, each
 /// running the program found on PATH with its own login and settings. A
 /// `[backends.NAME]` table of the same name replaces the built-in one.
-pub const BUILT_IN: [&str; 3] = [codex::KIND, claude_code::KIND, pi::KIND];
+pub const BUILT_IN: [&str; 4] = [codex::KIND, claude_code::KIND, pi::KIND, opencode::KIND];
 
 /// An agent program driven headless; the table is the same for every kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,6 +66,7 @@ pub enum AgentKind {
     ClaudeCode,
     AgentNative,
     Acp,
+    OpenCode,
 }
 
 impl AgentKind {
@@ -77,6 +79,7 @@ impl AgentKind {
             pi::KIND => (AgentKind::AgentNative, false),
             pi::DEPRECATED_ALIAS => (AgentKind::AgentNative, true),
             acp::KIND => (AgentKind::Acp, false),
+            opencode::KIND => (AgentKind::OpenCode, false),
             _ => return None,
         })
     }
@@ -87,6 +90,7 @@ impl AgentKind {
             AgentKind::ClaudeCode => claude_code::KIND,
             AgentKind::AgentNative => pi::KIND,
             AgentKind::Acp => acp::KIND,
+            AgentKind::OpenCode => opencode::KIND,
         }
     }
 
@@ -96,6 +100,7 @@ impl AgentKind {
             AgentKind::ClaudeCode => Arc::new(claude_code::ClaudeCodeBackend::new(config)),
             AgentKind::AgentNative => Arc::new(pi::PiBackend::new(config)),
             AgentKind::Acp => Arc::new(acp::AcpBackend::new(config)),
+            AgentKind::OpenCode => Arc::new(opencode::OpenCodeBackend::new(config)),
         }
     }
 }
@@ -520,7 +525,14 @@ old-review = "review"
         let registry = config.registry().unwrap();
         assert_eq!(
             registry.names(),
-            ["agent-native", "claude-code", "codex", "deep", "review"],
+            [
+                "agent-native",
+                "claude-code",
+                "codex",
+                "deep",
+                "opencode",
+                "review"
+            ],
             "the configured backends and the built-in agent programs"
         );
         let (canonical, warning) = registry.canonical("old-review").unwrap();
@@ -588,14 +600,24 @@ program = "/opt/pi/bin/pi"
         let registry = config.registry().unwrap();
         assert_eq!(
             registry.names(),
-            ["agent-native", "claude-code", "codex", "old", "reviewer"]
+            [
+                "agent-native",
+                "claude-code",
+                "codex",
+                "old",
+                "opencode",
+                "reviewer"
+            ]
         );
         let (canonical, warning) = registry.canonical("pi-native").unwrap();
         assert_eq!(canonical, "agent-native");
         assert!(warning.is_some_and(|w| w.contains("deprecated")));
 
         let empty = Config::default().registry().unwrap();
-        assert_eq!(empty.names(), ["agent-native", "claude-code", "codex"]);
+        assert_eq!(
+            empty.names(),
+            ["agent-native", "claude-code", "codex", "opencode"]
+        );
     }
 
     #[test]

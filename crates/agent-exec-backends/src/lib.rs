@@ -8,7 +8,7 @@
 //!   is [`sse`].
 //! * [`agent_cli`]: the one backend of every agent CLI ([`agent_cli::AgentCliBackend`]:
 //!   verify, environment, drive, redaction, retryability, resume handles); `codex`,
-//!   `claude_code` and `pi` are each an [`agent_cli::AgentCli`]: argv, a
+//!   `claude_code`, `pi` and `opencode` are each an [`agent_cli::AgentCli`]: argv, a
 //!   [`agent_program::StreamParser`] and a probe plan.
 //! * [`agent_program`]: the process side of agent programs run headless with a
 //!   JSON-lines stdout (spawn, stream → parser → events, honest settling) and the probe
@@ -20,6 +20,8 @@
 //! * [`pi`]: the pi coding agent (`pi --mode json --session-dir DIR`), kind `agent-native`
 //!   (deprecated alias `pi-native`), prompt on stdin, tool policy through `--tools`;
 //!   resumes with `--session FILE`.
+//! * [`opencode`]: OpenCode (`opencode run --format json`), prompt on stdin, tool policy
+//!   and instructions through `OPENCODE_CONFIG_CONTENT`; resumes with `--session ID`.
 //! * [`session_store`]: one folder per execution under agent-exec's state directory
 //!   where a program keeps the sessions a later process resumes (named by a hash of
 //!   the execution id, `0700`, never through a link).
@@ -53,6 +55,7 @@ pub mod command;
 pub mod config;
 pub(crate) mod locate;
 pub mod openai;
+pub mod opencode;
 pub(crate) mod output;
 pub mod pi;
 pub mod redact;

@@ -477,10 +477,10 @@ fn backends_lists_aliases_and_declared_and_verified_capabilities() {
         .collect();
     assert_eq!(
         names,
-        ["agent-native", "claude-code", "codex", "review"],
+        ["agent-native", "claude-code", "codex", "opencode", "review"],
         "configured and built-in backends, by name"
     );
-    let v = &all.as_array().unwrap()[3..];
+    let v = &all.as_array().unwrap()[4..];
     assert_eq!(
         v[0]["aliases"][0],
         serde_json::json!({"name": "old-review", "deprecated": true})
@@ -519,7 +519,7 @@ fn backends_lists_aliases_and_declared_and_verified_capabilities() {
         human
             .matches(&format!("  leftover processes: {expected} ("))
             .count(),
-        4,
+        5,
         "{human}"
     );
 
