@@ -1,7 +1,7 @@
 //! facet inside the real OpenCode (npm `opencode-ai` 1.18.33, installed by
 //! scripts/setup.d/15-npm-peers.sh), headless (`opencode run --format json`), with
-//! exactly the plugin shim `integrations/opencode/facet.js` and `facet serve` as its
-//! MCP server. The model is model-script's Chat Completions server on loopback,
+//! exactly the one-step setup (`integrations/opencode/` copied into its config folder:
+//! the plugin shim and `facet serve` as its MCP server). The model is model-script's Chat Completions server on loopback,
 //! reached through OpenCode's custom OpenAI-compatible provider; OpenCode itself
 //! calls the plugin, which runs the freshly built `facet hook --dialect opencode`
 //! (first on `PATH`), and sends each tool result back to the "model" — which is
@@ -40,8 +40,10 @@ fn opencode() -> PathBuf {
     opencode
 }
 
-fn shim() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../integrations/opencode/facet.js")
+/// `integrations/opencode/`: the folder the one-step setup copies into OpenCode's
+/// config folder.
+fn integration() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../integrations/opencode")
 }
 
 /// What one OpenCode run left behind.
@@ -85,8 +87,9 @@ impl OpenCodeRun {
     }
 }
 
-/// Runs `opencode run` in `tree.room()` against `turns`; `allow_external` sets
-/// `permission.external_directory` to `allow`, as docs/hosts.md says to.
+/// Runs `opencode run` in `tree.room()` against `turns`, set up as docs/hosts.md
+/// says; `allow_external: false` puts `permission.external_directory` back to `ask`
+/// in the project's config.
 fn run_opencode(
     tree: &Tree,
     name: &str,
@@ -96,9 +99,26 @@ fn run_opencode(
 ) -> OpenCodeRun {
     let work = tree.path(name);
     let home = work.join("home");
-    offline_config_dir(&home.join(".config/opencode"));
+    let config_dir = home.join(".config/opencode");
+    offline_config_dir(&config_dir);
+    // The one-step setup, exactly: the integration folder copied into OpenCode's
+    // config folder (the plugin, and `opencode.json` with the MCP server and
+    // `permission.external_directory: allow`).
+    std::fs::create_dir_all(config_dir.join("plugin")).unwrap();
+    std::fs::copy(
+        integration().join("plugin/facet.js"),
+        config_dir.join("plugin/facet.js"),
+    )
+    .unwrap();
+    std::fs::copy(
+        integration().join("opencode.json"),
+        config_dir.join("opencode.json"),
+    )
+    .unwrap();
     let server = ScriptedServer::start(Script::new(turns));
     let facet = support::facet_bin();
+    // The project's own config: the scripted model, and — to show OpenCode's own
+    // check — `external_directory` back at its default.
     let mut config = json!({
         "$schema": "https://opencode.ai/config.json",
         "provider": {"scripted": {
@@ -108,11 +128,9 @@ fn run_opencode(
             "models": {"scripted": {"name": "scripted"}},
         }},
         "model": "scripted/scripted",
-        "plugin": [format!("file://{}", shim().display())],
-        "mcp": {"facet": {"type": "local", "command": [facet, "serve"]}},
     });
-    if allow_external {
-        config["permission"] = json!({"external_directory": "allow"});
+    if !allow_external {
+        config["permission"] = json!({"external_directory": "ask"});
     }
     std::fs::write(tree.room().join("opencode.json"), config.to_string()).unwrap();
     let path = format!(

@@ -9,9 +9,11 @@
  * Rust binary; this file's only own sentence is the fail-closed one: when facet
  * is missing or fails, the call is refused.
  *
- * Install: copy (or link) this file into `.opencode/plugin/` of the project, or
- * into `~/.config/opencode/plugin/` for every project (docs/hosts.md, OpenCode).
- * `FACET_BIN` names the facet program when it is not `facet` on PATH.
+ * Install (docs/hosts.md, OpenCode): copy this folder's contents — `plugin/facet.js`
+ * and `opencode.json` (facet decides on paths outside the folder OpenCode runs in,
+ * and `facet serve` is the MCP server `facet`) — into `~/.config/opencode/` for every
+ * project, or a project's `.opencode/`. `FACET_BIN` names the facet program when it
+ * is not `facet` on PATH.
  */
 import { spawn } from 'node:child_process'
 
