@@ -32,3 +32,8 @@ fn agent_exec_agent_native_md() {
 fn agent_exec_acp_md() {
     doc("docs/agent-exec-acp.md");
 }
+
+#[test]
+fn agent_exec_opencode_md() {
+    doc("docs/agent-exec-opencode.md");
+}
