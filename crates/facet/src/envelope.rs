@@ -509,6 +509,50 @@ mod tests {
     }
 
     #[test]
+    fn reads_what_the_opencode_shim_sends_and_names_what_is_wrong() {
+        let envelope = parse_opencode(&bytes(json!({
+            "hook": "tool.execute.before", "directory": "/w/room", "worktree": "/",
+            "input": {"tool": "read", "sessionID": "ses_1", "callID": "c"},
+            "output": {"args": {"filePath": "../x"}},
+        })))
+        .unwrap();
+        assert_eq!(envelope.session_id, "ses_1");
+        assert_eq!(envelope.cwd, "/w/room");
+        assert_eq!(
+            envelope.event,
+            HookEvent::PreToolUse {
+                tool_name: "read".into(),
+                tool_input: json!({"filePath": "../x"}),
+            }
+        );
+        let other = parse_opencode(br#"{"hook":"chat.message","directory":"/w"}"#).unwrap();
+        assert_eq!(other.event, HookEvent::Other("chat.message".into()));
+        assert_eq!(
+            parse_opencode(br#"{"hook":"tool.execute.before","directory":"w"}"#),
+            Err(EnvelopeError::Invalid {
+                field: "directory",
+                problem: "is not an absolute path"
+            })
+        );
+        assert_eq!(
+            parse_opencode(br#"{"hook":"tool.execute.before","directory":"/w"}"#),
+            Err(EnvelopeError::Missing("input"))
+        );
+        assert_eq!(
+            parse_opencode(
+                br#"{"hook":"tool.execute.before","directory":"/w","input":{"tool":"read","sessionID":"s"},"output":{"args":"x"}}"#
+            ),
+            Err(EnvelopeError::Invalid {
+                field: "args",
+                problem: "is not an object"
+            })
+        );
+        assert!(looks_like_pre_tool_use(
+            br#"{"hook" : "tool.execute.before", [[["#
+        ));
+    }
+
+    #[test]
     fn other_events_are_not_errors() {
         let envelope = parse(br#"{"session_id":"s","cwd":"/w","hook_event_name":"Stop"}"#).unwrap();
         assert_eq!(envelope.event, HookEvent::Other("Stop".into()));

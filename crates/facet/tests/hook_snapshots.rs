@@ -175,6 +175,34 @@ fn hook_answers() {
         )
     );
     insta::assert_snapshot!(
+        "opencode_read_refused",
+        shown(
+            &tree,
+            &tree.hook(
+                &["--dialect", "opencode"],
+                &support::opencode_tool_call(
+                    "ses_snap",
+                    &room,
+                    &tree.path("project"),
+                    "read",
+                    json!({"filePath": "../other/secret.txt"})
+                )
+            )
+        )
+    );
+    insta::assert_snapshot!(
+        "opencode_unknown_dialect",
+        tree.redact(
+            &support::run_facet(
+                &["hook", "--dialect", "open-code"],
+                b"{}",
+                &tree.state(),
+                &tree.path("elsewhere")
+            )
+            .stderr
+        )
+    );
+    insta::assert_snapshot!(
         "unreadable_envelope",
         shown(
             &tree,

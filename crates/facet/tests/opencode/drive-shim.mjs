@@ -1,0 +1,14 @@
+// Drives integrations/opencode/plugin/facet.js as OpenCode does: loads the plugin with
+// {directory, worktree}, calls its `tool.execute.before(input, output)` with the call
+// given as JSON in argv[3], and prints what happened as one JSON line:
+// {"threw": "<message>"} or {"threw": null}.
+const [shim, call] = process.argv.slice(2)
+const { FacetPlugin } = await import(shim)
+const { directory, worktree, input, output } = JSON.parse(call)
+const hooks = await FacetPlugin({ directory, worktree })
+try {
+  await hooks['tool.execute.before'](input, output)
+  console.log(JSON.stringify({ threw: null }))
+} catch (error) {
+  console.log(JSON.stringify({ threw: String(error?.message ?? error) }))
+}
