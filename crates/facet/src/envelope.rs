@@ -178,13 +178,38 @@ pub fn parse_for(dialect: Dialect, input: &[u8]) -> Result<Envelope, EnvelopeErr
 /// ```
 ///
 /// It maps onto the common envelope: `sessionID` → `session_id`, `directory` →
-/// `cwd`, `tool` / `args` → a `PreToolUse`. Any other `hook` is [`HookEvent::Other`].
+/// `cwd`, `tool` / `args` → a `PreToolUse`. The shim also sends
+/// `experimental.chat.system.transform` (`input: {sessionID}`), called before each of
+/// a session's model requests with the system prompt to add to: it reads as a
+/// [`HookEvent::SessionStart`], whose answer (the rule and the binding) the shim adds.
+/// Any other `hook` is [`HookEvent::Other`].
 /// `worktree` is read by nobody: facet's facet is the session's folder, whatever
 /// OpenCode takes for the worktree (`/` outside git).
 pub fn parse_opencode(input: &[u8]) -> Result<Envelope, EnvelopeError> {
     let mut object = json_object(input)?;
     let hook = required_string(&object, "hook")?;
     let cwd = absolute_cwd(required_string(&object, "directory")?, "directory")?;
+    if hook == OPENCODE_SYSTEM_HOOK {
+        // The system prompt of a session's model request: where the rule and the
+        // binding go. Without a session (OpenCode's own side calls) it is no event.
+        let session_id = object
+            .get("input")
+            .and_then(|input| input.get("sessionID"))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let event = if session_id.is_empty() {
+            HookEvent::Other(hook)
+        } else {
+            HookEvent::SessionStart
+        };
+        return Ok(Envelope {
+            session_id,
+            cwd,
+            permission_mode: None,
+            event,
+        });
+    }
     if hook != OPENCODE_TOOL_HOOK {
         return Ok(Envelope {
             session_id: String::new(),
@@ -230,6 +255,8 @@ pub fn parse_opencode(input: &[u8]) -> Result<Envelope, EnvelopeError> {
 
 /// The OpenCode plugin hook facet judges.
 const OPENCODE_TOOL_HOOK: &str = "tool.execute.before";
+/// The OpenCode plugin hook through which the rule and the binding reach the model.
+const OPENCODE_SYSTEM_HOOK: &str = "experimental.chat.system.transform";
 
 fn json_object(input: &[u8]) -> Result<Map<String, Value>, EnvelopeError> {
     if input.iter().all(u8::is_ascii_whitespace) {
@@ -527,6 +554,19 @@ mod tests {
         );
         let other = parse_opencode(br#"{"hook":"chat.message","directory":"/w"}"#).unwrap();
         assert_eq!(other.event, HookEvent::Other("chat.message".into()));
+        let system = parse_opencode(
+            br#"{"hook":"experimental.chat.system.transform","directory":"/w","input":{"sessionID":"ses_2"}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            (system.session_id.as_str(), &system.event),
+            ("ses_2", &HookEvent::SessionStart)
+        );
+        let side = parse_opencode(
+            br#"{"hook":"experimental.chat.system.transform","directory":"/w","input":{}}"#,
+        )
+        .unwrap();
+        assert!(matches!(side.event, HookEvent::Other(_)));
         assert_eq!(
             parse_opencode(br#"{"hook":"tool.execute.before","directory":"w"}"#),
             Err(EnvelopeError::Invalid {

@@ -2,7 +2,7 @@
 //!
 //! | event | answer |
 //! | --- | --- |
-//! | `SessionStart` | rule text + context text as `additionalContext` (nothing when unscoped or off) |
+//! | `SessionStart` | rule text + context text as `additionalContext` (nothing when unscoped or off); OpenCode: before each model request, as system-prompt text |
 //! | `UserPromptSubmit` | the context text, only when it differs from what the session was last told |
 //! | `PreToolUse` | `ask` / `deny` with the seed's sentence, or no opinion |
 //! | `PostToolUse` of the facet tool | the change recorded for this session; the new binding as `additionalContext` |
@@ -180,10 +180,11 @@ fn session_start(envelope: &Envelope, config: &HookConfig, can_ask: bool) -> Hoo
     });
     match told {
         Ok(context) if context.is_empty() => HookAnswer::no_opinion(),
-        Ok(context) => HookAnswer::json(output::additional_context(
+        Ok(context) => output::context(
+            config.dialect,
             "SessionStart",
             &format!("{}\n\n{context}", facet_core::seed::facet_rule_text()),
-        )),
+        ),
         Err(error) => state_failure(&error),
     }
 }
@@ -211,7 +212,7 @@ fn user_prompt_submit(envelope: &Envelope, config: &HookConfig, can_ask: bool) -
     match changed {
         // An empty text contributes nothing, as the seed's context text intends.
         Ok(Some(context)) if !context.is_empty() => {
-            HookAnswer::json(output::additional_context("UserPromptSubmit", &context))
+            output::context(config.dialect, "UserPromptSubmit", &context)
         }
         Ok(_) => HookAnswer::no_opinion(),
         Err(error) => state_failure(&error),

@@ -9,7 +9,8 @@
 //! - added context: `{"hookSpecificOutput":{"hookEventName":"SessionStart"|
 //!   "UserPromptSubmit"|"PostToolUse","additionalContext":"…"}}`;
 //! - OpenCode (the plugin shim throws what it is given): a refusal is
-//!   `{"decision":"deny","reason":"…"}`; there is no question and no added context;
+//!   `{"decision":"deny","reason":"…"}`; there is no question; the rule and the binding
+//!   are `{"system":"…"}`, which the shim adds to the model request's system prompt;
 //! - no opinion: nothing on stdout and exit code 0, so the host's own
 //!   permission rules stay in charge. `allow` is deliberately never emitted: it
 //!   would skip the host's prompt for a call the facet merely has no objection to.
@@ -91,6 +92,15 @@ pub fn question(dialect: Dialect, reason: &str) -> HookAnswer {
     } else {
         refusal(dialect, reason)
     }
+}
+
+/// Context for the model on `event` (`SessionStart`, `UserPromptSubmit`,
+/// `PostToolUse`), in `dialect`'s shape: OpenCode takes it as system-prompt text.
+pub fn context(dialect: Dialect, event: &str, text: &str) -> HookAnswer {
+    HookAnswer::json(match dialect {
+        Dialect::ClaudeCode | Dialect::Codex => additional_context(event, text),
+        Dialect::OpenCode => serde_json::json!({ "system": text }).to_string(),
+    })
 }
 
 /// OpenCode's answer: the decision and the sentence the shim throws.

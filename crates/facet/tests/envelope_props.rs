@@ -27,10 +27,16 @@ fn check(input: &[u8], state: &std::path::Path) {
         if let Some(stdout) = reply.stdout {
             let value: Value = serde_json::from_str(&stdout).unwrap();
             if dialect == Dialect::OpenCode {
-                // OpenCode's one answer: a refusal the shim throws.
-                assert_eq!(value["decision"], "deny", "{value}");
-                assert!(value["reason"].is_string(), "{value}");
-                assert_eq!(value.as_object().unwrap().len(), 2, "{value}");
+                // OpenCode's answers: a refusal the shim throws, or system-prompt text.
+                let object = value.as_object().unwrap();
+                if object.contains_key("system") {
+                    assert!(value["system"].is_string(), "{value}");
+                    assert_eq!(object.len(), 1, "{value}");
+                } else {
+                    assert_eq!(value["decision"], "deny", "{value}");
+                    assert!(value["reason"].is_string(), "{value}");
+                    assert_eq!(object.len(), 2, "{value}");
+                }
                 continue;
             }
             let event = value["hookSpecificOutput"]["hookEventName"]

@@ -278,6 +278,21 @@ fn opencode_refuses_reads_outside_the_facet_serves_inside_and_refuses_widening()
     let expected = widen_refused_no_channel(Some(&grant(&other)));
     assert!(widen.contains(&expected), "{widen}\nexpected: {expected}");
 
+    // What the model was told up front: facet's rule and this session's binding, in
+    // the system prompt of every turn (the plugin's system-prompt hook).
+    let system: String = run.turns[0]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|message| message["role"] == "system")
+        .map(|message| message["content"].to_string())
+        .collect();
+    let rule = serde_json::to_string(&facet_core::seed::facet_rule_text()).unwrap();
+    assert!(
+        system.contains(rule.trim_matches('"')) && system.contains(&root),
+        "{system}"
+    );
+
     // Neither refused file's content ever reached the model.
     assert!(
         !run.all_bodies.contains("SECRET-OUTSIDE"),

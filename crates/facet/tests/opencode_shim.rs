@@ -26,7 +26,15 @@ fn shim() -> PathBuf {
 /// What the shim did with `args` for `tool` in a session in `tree.room()`, with
 /// `FACET_BIN` set to `facet`.
 fn call(tree: &Tree, facet: &Path, tool: &str, args: Value) -> Option<String> {
+    drive(tree, facet, tool, args, false)["threw"]
+        .as_str()
+        .map(str::to_owned)
+}
+
+/// Runs the driver; `system`: the system-prompt hook instead of the tool hook.
+fn drive(tree: &Tree, facet: &Path, tool: &str, args: Value, system: bool) -> Value {
     let event = json!({
+        "system": system,
         "directory": tree.room(),
         "worktree": tree.path("project"),
         "input": {"tool": tool, "sessionID": "ses_shim", "callID": "call_1"},
@@ -47,8 +55,28 @@ fn call(tree: &Tree, facet: &Path, tool: &str, args: Value) -> Option<String> {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
-    answer["threw"].as_str().map(str::to_owned)
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn the_shim_adds_the_rule_and_the_binding_to_the_system_prompt() {
+    let tree = Tree::new();
+    let answer = drive(&tree, &support::facet_bin(), "", json!({}), true);
+    let system = answer["system"].as_array().unwrap();
+    assert_eq!(system.len(), 2, "{answer}");
+    assert_eq!(system[0], "the host prompt");
+    let added = system[1].as_str().unwrap();
+    assert!(
+        added.starts_with(&facet_core::seed::facet_rule_text()),
+        "{added}"
+    );
+    assert!(
+        added.contains(&tree.room().display().to_string()),
+        "{added}"
+    );
+    // A missing facet adds nothing (the tool calls are still refused).
+    let answer = drive(&tree, Path::new("/nonexistent/facet"), "", json!({}), true);
+    assert_eq!(answer["system"], json!(["the host prompt"]));
 }
 
 #[test]

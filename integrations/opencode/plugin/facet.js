@@ -7,7 +7,9 @@
  * throws the sentence facet answers with, which OpenCode turns into the tool's
  * error result for the model. Every decision and every sentence comes from the
  * Rust binary; this file's only own sentence is the fail-closed one: when facet
- * is missing or fails, the call is refused.
+ * is missing or fails, the call is refused. On `experimental.chat.system.transform`
+ * (before each model request) it adds what facet answers — the rule and the
+ * session's binding — to the system prompt.
  *
  * Install (docs/hosts.md, OpenCode): copy this folder's contents — `plugin/facet.js`
  * and `opencode.json` (facet decides on paths outside the folder OpenCode runs in,
@@ -60,6 +62,19 @@ function refusedUnjudged(why) {
 }
 
 export const FacetPlugin = async ({ directory, worktree }) => ({
+  // Before each model request of a session: the rule and the binding, as facet
+  // words them, added to the system prompt. Nothing is refused here (the tool calls
+  // are guarded below), so a facet that fails adds nothing.
+  'experimental.chat.system.transform': async (input, output) => {
+    if (typeof input?.sessionID !== 'string' || !Array.isArray(output?.system)) return
+    const event = { hook: 'experimental.chat.system.transform', directory, worktree, input: { sessionID: input.sessionID } }
+    const { code, stdout } = await runFacet(event)
+    if (code !== 0 || stdout.trim() === '') return
+    try {
+      const answer = JSON.parse(stdout)
+      if (typeof answer?.system === 'string') output.system.push(answer.system)
+    } catch {}
+  },
   'tool.execute.before': async (input, output) => {
     const event = { hook: 'tool.execute.before', directory, worktree, input, output }
     const { code, stdout, stderr } = await runFacet(event)
