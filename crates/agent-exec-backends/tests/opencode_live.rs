@@ -462,3 +462,74 @@ async fn an_unknown_tool_profile_is_refused_before_opencode_starts() {
     assert_eq!(result.err.as_ref().unwrap().code, ErrorCode::ToolRejected);
     assert!(rig.server.requests().is_empty(), "opencode was started");
 }
+
+/// A run killed while the model was about to answer the tool's output resumes in its
+/// own OpenCode session (`--session`), and the model sees the earlier turns.
+#[tokio::test]
+async fn a_killed_run_resumes_in_its_own_session_and_the_model_sees_the_earlier_turns() {
+    let rig = Rig::new(vec![
+        Turn::tool_call(
+            "call_r1",
+            "bash",
+            json!({"command": "echo TOOL-OUTPUT-7f3", "description": "marker"}),
+        ),
+        // The model never answers the tool's output: OpenCode is killed while it waits.
+        Turn::default().ending(model_script::Ending::Hang),
+        Turn::text("resumed and done").with_usage(140, 12),
+    ]);
+    let request = rig.request("opencode-live-resume", "run the marker command", &["bash"]);
+    let backend: Arc<dyn Backend> = rig.backend.clone();
+    let server = &rig.server;
+    let (first, reported) =
+        agents::run_until_killed(backend.clone(), request.clone(), "opencode", || {
+            // The second request carries the tool's output: the session holds both.
+            server.requests().len() >= 2
+        })
+        .await;
+    assert_eq!(first.outcome, Outcome::Unknown, "{first:#?}");
+    assert_eq!(
+        reported.len(),
+        1,
+        "one session, reported once: {reported:?}"
+    );
+    let session = reported[0].clone();
+    assert!(
+        agent_exec_backends::opencode::is_session_id(&session),
+        "{session}"
+    );
+
+    let mut continuation = request.clone();
+    continuation.prompt = "please continue".into();
+    let (second, again) = agents::run_resumed(
+        backend,
+        continuation,
+        agent_exec_contract::ResumeFrom {
+            session: session.clone(),
+            attempt: 1,
+            original_prompt: request.prompt.clone(),
+        },
+    )
+    .await;
+    assert_eq!(second.outcome, Outcome::Succeeded, "{second:#?}");
+    assert_eq!(second.text, "resumed and done");
+    assert_eq!(again, [session], "OpenCode continued the same session");
+    let requests = rig.server.requests();
+    assert_eq!(requests.len(), 3, "{requests:#?}");
+    let resumed = requests[2].body.to_string();
+    for earlier in [
+        "run the marker command",
+        "call_r1",
+        "TOOL-OUTPUT-7f3",
+        "please continue",
+    ] {
+        assert!(
+            resumed.contains(earlier),
+            "the resumed request lacks {earlier:?}: {resumed}"
+        );
+    }
+    assert_eq!(
+        offered_tools(&requests[2].body),
+        offered_tools(&requests[0].body),
+        "the resumed turn is held to the same tool set"
+    );
+}
