@@ -663,13 +663,24 @@ impl RejectingProvider {
             while let Ok((mut socket, _)) = listener.accept().await {
                 tokio::spawn(async move {
                     use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-                    // Read the request head (bounded); the body is never needed.
-                    let mut head = Vec::new();
+                    // Read the whole request (bounded) before answering: closing on
+                    // an unread body can reset the connection, which OpenCode retries
+                    // for a minute instead of reading the 400.
+                    let mut request = Vec::new();
                     let mut buf = [0u8; 4096];
-                    while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 64 * 1024 {
+                    loop {
+                        if let Some(end) = request.windows(4).position(|w| w == b"\r\n\r\n") {
+                            let body = content_length(&request[..end]).min(1 << 20);
+                            if request.len() >= end + 4 + body {
+                                break;
+                            }
+                        }
+                        if request.len() > (1 << 20) + 64 * 1024 {
+                            break;
+                        }
                         match socket.read(&mut buf).await {
                             Ok(0) | Err(_) => return,
-                            Ok(n) => head.extend_from_slice(&buf[..n]),
+                            Ok(n) => request.extend_from_slice(&buf[..n]),
                         }
                     }
                     let body = br#"{"error":{"message":"agent-exec format probe: no model here","type":"invalid_request_error"}}"#;
@@ -685,6 +696,19 @@ impl RejectingProvider {
         });
         Ok(RejectingProvider { port, task })
     }
+}
+
+/// The `content-length` of an HTTP request head, 0 when absent or unreadable.
+fn content_length(head: &[u8]) -> usize {
+    String::from_utf8_lossy(head)
+        .lines()
+        .find_map(|line| {
+            let (name, value) = line.split_once(':')?;
+            name.trim()
+                .eq_ignore_ascii_case("content-length")
+                .then(|| value.trim().parse().ok())?
+        })
+        .unwrap_or(0)
 }
 
 impl Drop for RejectingProvider {
