@@ -220,7 +220,8 @@ fn failures_are_reported_in_the_result_and_the_exit_code() {
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("unknown backend `nobody`") && stderr.contains("crasher, gemini, refuser"),
+        stderr.contains("unknown backend `nobody`")
+            && stderr.contains("crasher, gemini, opencode, refuser"),
         "{stderr}"
     );
 }
@@ -483,11 +484,13 @@ fn backends_lists_aliases_and_declared_and_verified_capabilities() {
             "codex",
             "copilot",
             "gemini",
+            "opencode",
             "review"
         ],
         "configured and built-in backends, by name"
     );
-    let v = &all.as_array().unwrap()[4..];
+    let review = names.iter().position(|name| *name == "review").unwrap();
+    let v = &all.as_array().unwrap()[review..];
     assert_eq!(
         v[0]["aliases"][0],
         serde_json::json!({"name": "old-review", "deprecated": true})
@@ -526,7 +529,7 @@ fn backends_lists_aliases_and_declared_and_verified_capabilities() {
         human
             .matches(&format!("  leftover processes: {expected} ("))
             .count(),
-        5,
+        names.len(),
         "{human}"
     );
 
