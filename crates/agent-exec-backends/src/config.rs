@@ -38,13 +38,13 @@ use serde::Deserialize;
 use crate::agent_program::ProgramConfig;
 use crate::command::{self, CommandBackend, CommandConfig};
 use crate::openai::{self, OpenAiBackend, OpenAiConfig};
-use crate::{acp, claude_code, codex, copilot, gemini, pi};
+use crate::{acp, claude_code, codex, copilot, gemini, opencode, pi};
 
 /// The environment variable naming the config file.
 pub const CONFIG_ENV: &str = "AGENT_EXEC_CONFIG";
 
 /// The kinds of backend a config can declare.
-pub const KINDS: [&str; 8] = [
+pub const KINDS: [&str; 9] = [
     command::KIND,
     openai::KIND,
     codex::KIND,
@@ -53,17 +53,19 @@ pub const KINDS: [&str; 8] = [
     acp::KIND,
     gemini::KIND,
     copilot::KIND,
+    opencode::KIND,
 ];
 
 /// The agent programs available without any config, under their kind's name, each
 /// running the program found on PATH with its own login and settings. A
 /// `[backends.NAME]` table of the same name replaces the built-in one.
-pub const BUILT_IN: [&str; 5] = [
+pub const BUILT_IN: [&str; 6] = [
     codex::KIND,
     claude_code::KIND,
     pi::KIND,
     gemini::KIND,
     copilot::KIND,
+    opencode::KIND,
 ];
 
 /// An agent program driven headless; the table is the same for every kind.
@@ -75,6 +77,7 @@ pub enum AgentKind {
     Acp,
     Gemini,
     Copilot,
+    OpenCode,
 }
 
 impl AgentKind {
@@ -89,6 +92,7 @@ impl AgentKind {
             acp::KIND => (AgentKind::Acp, false),
             gemini::KIND => (AgentKind::Gemini, false),
             copilot::KIND => (AgentKind::Copilot, false),
+            opencode::KIND => (AgentKind::OpenCode, false),
             _ => return None,
         })
     }
@@ -101,6 +105,7 @@ impl AgentKind {
             AgentKind::Acp => acp::KIND,
             AgentKind::Gemini => gemini::KIND,
             AgentKind::Copilot => copilot::KIND,
+            AgentKind::OpenCode => opencode::KIND,
         }
     }
 
@@ -112,6 +117,7 @@ impl AgentKind {
             AgentKind::Acp => Arc::new(acp::AcpBackend::new(config)),
             AgentKind::Gemini => Arc::new(gemini::GeminiBackend::new(config)),
             AgentKind::Copilot => Arc::new(copilot::CopilotBackend::new(config)),
+            AgentKind::OpenCode => Arc::new(opencode::OpenCodeBackend::new(config)),
         }
     }
 }
@@ -554,6 +560,7 @@ old-review = "review"
                 "copilot",
                 "deep",
                 "gemini",
+                "opencode",
                 "review"
             ],
             "the configured backends and the built-in agent programs"
@@ -630,6 +637,7 @@ program = "/opt/pi/bin/pi"
                 "copilot",
                 "gemini",
                 "old",
+                "opencode",
                 "reviewer"
             ]
         );
@@ -641,7 +649,14 @@ program = "/opt/pi/bin/pi"
         let empty = Config::default().registry().unwrap();
         assert_eq!(
             empty.names(),
-            ["agent-native", "claude-code", "codex", "copilot", "gemini"]
+            [
+                "agent-native",
+                "claude-code",
+                "codex",
+                "copilot",
+                "gemini",
+                "opencode"
+            ]
         );
     }
 

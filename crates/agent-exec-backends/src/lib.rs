@@ -8,7 +8,8 @@
 //!   is [`sse`].
 //! * [`agent_cli`]: the one backend of every agent CLI ([`agent_cli::AgentCliBackend`]:
 //!   verify, environment, drive, redaction, retryability, resume handles); `codex`,
-//!   `claude_code`, `pi` and `gemini` are each an [`agent_cli::AgentCli`]: argv, a
+//!   `claude_code`, `pi`, `gemini`, `copilot` and `opencode` are each an
+//!   [`agent_cli::AgentCli`]: argv, a
 //!   [`agent_program::StreamParser`] and a probe plan.
 //! * [`agent_program`]: the process side of agent programs run headless with a
 //!   JSON-lines stdout (spawn, stream → parser → events, honest settling) and the probe
@@ -22,6 +23,8 @@
 //!   resumes with `--session FILE`.
 //! * [`gemini`]: Gemini CLI (`gemini --output-format=stream-json`), prompt on stdin,
 //!   tool policy through a `--policy` file; resumes with `--resume=ID`.
+//! * [`opencode`]: OpenCode (`opencode run --format json`), prompt on stdin, tool policy
+//!   and instructions through `OPENCODE_CONFIG_CONTENT`; resumes with `--session ID`.
 //! * [`session_store`]: one folder per execution under agent-exec's state directory
 //!   where a program keeps the sessions a later process resumes (named by a hash of
 //!   the execution id, `0700`, never through a link).
@@ -59,6 +62,7 @@ pub mod execution;
 pub mod gemini;
 pub(crate) mod locate;
 pub mod openai;
+pub mod opencode;
 pub(crate) mod output;
 pub mod pi;
 pub mod redact;

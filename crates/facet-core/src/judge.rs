@@ -61,8 +61,9 @@ impl Policy {
         Policy::with_table(ToolTable::builtin(), config)
     }
 
-    /// `table` (a host's own, e.g. [`ToolTable::copilot`] or [`ToolTable::gemini_cli`],
-    /// whose names collide with the built-in tables) plus the configured tools.
+    /// `table` (a host's own, e.g. [`ToolTable::copilot`], [`ToolTable::gemini_cli`] or
+    /// [`ToolTable::opencode`], whose names collide with the built-in tables) plus the
+    /// configured tools.
     pub fn with_table(table: ToolTable, config: &Config) -> Policy {
         Policy {
             tools: table.with_tools(&config.tools),
@@ -120,7 +121,14 @@ impl Policy {
             return Decision::NoOpinion;
         }
         let spec = self.tools.get(tool_name);
-        let located = spec.map(|spec| locations(spec, args));
+        let located = spec.map(|spec| {
+            let named = locations(spec, args);
+            if spec.lexical_join {
+                with_lexical_twins(named, cwd)
+            } else {
+                named
+            }
+        });
         let searches = spec.is_some_and(|spec| spec.searches_below);
         if let Some(reason) = located
             .as_deref()
@@ -321,6 +329,36 @@ impl Policy {
         }
         Decision::NoOpinion
     }
+}
+
+/// `located` and, after it, each named path that climbs (`..`) as the host opens it
+/// when it joins lexically ([`crate::ToolSpec::lexical_join`]): taken against `cwd`
+/// with `..` removing the name before it, links not followed. Judging both forms
+/// refuses a path that either reading takes outside. A path without `..` reads the
+/// same both ways and gets no twin; `~` paths are left to the named reading (the
+/// host does not expand them, so its reading is a folder named `~` under `cwd`).
+fn with_lexical_twins(mut located: Vec<Location>, cwd: &Path) -> Vec<Location> {
+    let twins: Vec<Location> = located
+        .iter()
+        .filter_map(|location| match location {
+            Location::Named(raw)
+                if !raw.starts_with('~')
+                    && Path::new(raw)
+                        .components()
+                        .any(|c| c == std::path::Component::ParentDir) =>
+            {
+                Some(Location::Placed {
+                    written: raw.clone(),
+                    absolute: lexical_absolute(cwd, Path::new(raw))
+                        .to_string_lossy()
+                        .into_owned(),
+                })
+            }
+            _ => None,
+        })
+        .collect();
+    located.extend(twins);
+    located
 }
 
 /// The sentence for a location outside the facet: the seed's where someone can be

@@ -48,6 +48,13 @@ pub struct ToolSpec {
     /// but strings is judged as the filesystem root, since the guard cannot tell what
     /// the tool would make of it (fail closed).
     pub list_path_args: Vec<String>,
+    /// The host opens a path after normalizing it lexically (`path.join` /
+    /// `path.resolve` against its directory: `..` removes the name before it without
+    /// following a link), as OpenCode does. Such a path is judged both ways — as the
+    /// kernel reads it and as the host will open it — and refused if either leaves:
+    /// `inner/../../x`, with `inner` a link deeper into the facet, stays inside for
+    /// the kernel but opens `../x` for the host.
+    pub lexical_join: bool,
 }
 
 impl ToolSpec {
@@ -59,6 +66,7 @@ impl ToolSpec {
             filter_args: Vec::new(),
             searches_below: false,
             list_path_args: Vec::new(),
+            lexical_join: false,
         }
     }
 
@@ -77,6 +85,11 @@ impl ToolSpec {
 
     fn with_filters(mut self, filter_args: &[&str]) -> ToolSpec {
         self.filter_args = filter_args.iter().map(|name| name.to_string()).collect();
+        self
+    }
+
+    fn joined_lexically(mut self) -> ToolSpec {
+        self.lexical_join = true;
         self
     }
 }
@@ -197,6 +210,39 @@ impl ToolTable {
         tools.insert(
             "glob".to_string(),
             ToolSpec::listing(&["paths"], true, &["pattern"]).searching(),
+        );
+        ToolTable { tools }
+    }
+
+    /// OpenCode's built-in file tools (opencode-ai 1.18.33, read from the tool schemas
+    /// it sends the model): `read` (a file or a directory, one level), `write`, `edit`
+    /// and the experimental `lsp` name `filePath`; `glob` (`pattern`, `path`) and
+    /// `grep` (`pattern` a regular expression, `path`, the `include` filter) search
+    /// the session directory when `path` is absent. Its own table because the names
+    /// collide with DeepSeek Harness's (`read` takes `file_path` there). Every tool
+    /// joins a relative path to the session directory lexically
+    /// ([`ToolSpec::lexical_join`]). `apply_patch` (offered to GPT models instead of
+    /// `edit`/`write`) carries its paths in a patch body, which the hook extracts.
+    pub fn opencode() -> ToolTable {
+        let mut tools = BTreeMap::new();
+        for tool in ["read", "write", "edit", "lsp"] {
+            tools.insert(
+                tool.to_string(),
+                ToolSpec::new(&["filePath"], false, &[]).joined_lexically(),
+            );
+        }
+        tools.insert(
+            "glob".into(),
+            ToolSpec::new(&["path"], true, &["pattern"])
+                .searching()
+                .joined_lexically(),
+        );
+        tools.insert(
+            "grep".into(),
+            ToolSpec::new(&["path"], true, &[])
+                .with_filters(&["include"])
+                .searching()
+                .joined_lexically(),
         );
         ToolTable { tools }
     }

@@ -78,7 +78,10 @@ pub const ENVIRONMENT: &str = "facet cannot tell which folder this patch would w
 /// The refusal of a shell command sent with a `workdir` facet cannot read.
 pub const WORKDIR: &str = "facet cannot tell which folder this `apply_patch` would write in: the shell's working directory was not sent as text. Send the patch through the `apply_patch` tool, with paths inside the facet.";
 
-/// The refusal of an `apply_patch` call whose patch is not text.
+/// The refusal of an OpenCode `apply_patch` call whose `patchText` is not text.
+pub const NOT_TEXT_OPENCODE: &str = "facet could not read this `apply_patch` call (its `patchText` is not text), so it is refused. Send the patch as text, with paths inside the facet.";
+
+/// The refusal of a Codex `apply_patch` call whose body is not text.
 pub const NOT_TEXT: &str = "facet could not read this `apply_patch` call (its `command` is not text), so it is refused. Send the patch as text, with paths inside the facet.";
 
 /// The refusal of a Copilot `apply_patch` call whose patch is not text.
@@ -117,6 +120,19 @@ const SHELL_TOOLS: [&str; 5] = [
 
 /// The names under which Codex's parser and its helper accept a patch.
 const APPLY_PATCH_NAMES: [&str; 2] = ["apply_patch", "applypatch"];
+
+/// What OpenCode's `apply_patch` tool would patch: the body is `patchText`, applied
+/// in the session directory (opencode-ai 1.18.33 takes each header path with
+/// `path.resolve(directory, path)`). Every other tool is not a patch.
+pub fn classify_opencode(tool_name: &str, tool_input: &Value) -> PatchCall {
+    if tool_name != "apply_patch" {
+        return PatchCall::NotPatch;
+    }
+    match tool_input.get("patchText").and_then(Value::as_str) {
+        Some(body) => placed(body, Vec::new()),
+        None => PatchCall::Unplaceable(NOT_TEXT_OPENCODE),
+    }
+}
 
 /// What `tool_name` with `tool_input` would patch, as Codex would apply it.
 pub fn classify(tool_name: &str, tool_input: &Value) -> PatchCall {

@@ -1,6 +1,6 @@
 //! The hook envelope: the JSON event a harness writes on the hook's stdin.
 //!
-//! Three dialects share one shape, a fourth has its own. Claude Code (and DeepSeek
+//! Three dialects share one shape, two have their own. Claude Code (and DeepSeek
 //! Harness's Claude Code hook bridge, which sends the same), Codex and Gemini CLI all
 //! send
 //! `{session_id, transcript_path, cwd, hook_event_name, tool_name, tool_input,
@@ -27,6 +27,9 @@
 //! sends Claude's envelope with Claude's tool names (`Read`) over Copilot's arguments
 //! (`path`): the Copilot dialect refuses that form ([`EnvelopeError::ClaudeForm`])
 //! rather than judge Copilot's arguments under Claude's names.
+//! OpenCode (a plugin, not a command hook) is heard through the shim
+//! `integrations/opencode/plugin/facet.js`, which sends its own shape (see
+//! `from_opencode_object`): `{hook, directory, worktree, input, output}`.
 //!
 //! ## Invariants
 //! - Parsing never panics and never trusts a field's type: every field is read
@@ -56,11 +59,16 @@ pub enum Dialect {
     /// `ask` is honoured in an interactive session; a headless one (`-p`) refuses it
     /// itself, which is why its setup runs the hook with `FACET_NO_APPROVAL=1` there.
     Copilot,
+    /// OpenCode, through the plugin shim `integrations/opencode/plugin/facet.js`: its
+    /// `tool.execute.before` arguments as one object; a refusal is thrown, and
+    /// nothing can ask.
+    OpenCode,
 }
 
 impl Dialect {
     /// Every `--dialect` value, as a usage error lists them.
-    pub const FLAG_VALUES: &'static str = "claude-code (also claude, dsh), codex, copilot, gemini";
+    pub const FLAG_VALUES: &'static str =
+        "claude-code (also claude, dsh), codex, copilot, gemini, opencode";
 
     /// Parse the `--dialect` flag value.
     pub fn from_flag(value: &str) -> Option<Self> {
@@ -69,17 +77,32 @@ impl Dialect {
             "codex" => Some(Self::Codex),
             "gemini" => Some(Self::Gemini),
             "copilot" => Some(Self::Copilot),
+            "opencode" => Some(Self::OpenCode),
             _ => None,
         }
     }
 
     /// What the host calls the `facet` MCP tool of a server named `facet`: Claude
-    /// Code and Codex `mcp__facet__facet`, Copilot `facet-facet` (seen live).
+    /// Code and Codex `mcp__facet__facet`, Copilot `facet-facet` (seen live), OpenCode
+    /// `facet_facet` (`<server>_<tool>`).
     pub fn facet_tool_name(self) -> &'static str {
         match self {
             Self::ClaudeCode | Self::Codex => crate::facet_tool::DEFAULT_HOST_TOOL_NAME,
             Self::Copilot => "facet-facet",
             Self::Gemini => "mcp_facet_facet",
+            Self::OpenCode => "facet_facet",
+        }
+    }
+
+    /// The tool table this host's tools are judged by: the host's own where its names
+    /// collide with DeepSeek Harness's (Gemini CLI, Copilot CLI, OpenCode), the
+    /// built-in one for the others.
+    pub fn tool_table(self) -> facet_core::ToolTable {
+        match self {
+            Self::ClaudeCode | Self::Codex => facet_core::ToolTable::builtin(),
+            Self::Copilot => facet_core::ToolTable::copilot(),
+            Self::Gemini => facet_core::ToolTable::gemini_cli(),
+            Self::OpenCode => facet_core::ToolTable::opencode(),
         }
     }
 
@@ -193,6 +216,106 @@ pub fn parse(input: &[u8]) -> Result<Envelope, EnvelopeError> {
 
 /// Read an envelope in `dialect`'s format from the bytes on stdin. Never panics.
 pub fn parse_as(input: &[u8], dialect: Dialect) -> Result<Envelope, EnvelopeError> {
+    let object = json_object(input)?;
+    match dialect {
+        Dialect::ClaudeCode | Dialect::Codex | Dialect::Gemini => from_object(object),
+        Dialect::Copilot => from_copilot_object(object),
+        Dialect::OpenCode => from_opencode_object(object),
+    }
+}
+
+/// What the OpenCode plugin shim sends: the arguments of OpenCode's
+/// `tool.execute.before(input, output)` (opencode-ai 1.18.33 calls it with
+/// `{tool, sessionID, callID}` and `{args}`) and the plugin's `directory` (the folder
+/// OpenCode runs tools in, against which it joins relative paths) and `worktree`:
+///
+/// ```json
+/// {"hook": "tool.execute.before", "directory": "/abs", "worktree": "/abs",
+///  "input": {"tool": "read", "sessionID": "ses_…", "callID": "call_1"},
+///  "output": {"args": {"filePath": "../x"}}}
+/// ```
+///
+/// It maps onto the common envelope: `sessionID` → `session_id`, `directory` →
+/// `cwd`, `tool` / `args` → a `PreToolUse`. The shim also sends
+/// `experimental.chat.system.transform` (`input: {sessionID}`), called before each of
+/// a session's model requests with the system prompt to add to: it reads as a
+/// [`HookEvent::SessionStart`], whose answer (the rule and the binding) the shim adds.
+/// Any other `hook` is [`HookEvent::Other`].
+/// `worktree` is read by nobody: facet's facet is the session's folder, whatever
+/// OpenCode takes for the worktree (`/` outside git).
+fn from_opencode_object(mut object: Map<String, Value>) -> Result<Envelope, EnvelopeError> {
+    let hook = required_string(&object, "hook")?;
+    let cwd = absolute_cwd(required_string(&object, "directory")?, "directory")?;
+    if hook == OPENCODE_SYSTEM_HOOK {
+        // The system prompt of a session's model request: where the rule and the
+        // binding go. Without a session (OpenCode's own side calls) it is no event.
+        let session_id = object
+            .get("input")
+            .and_then(|input| input.get("sessionID"))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let event = if session_id.is_empty() {
+            HookEvent::Other(hook)
+        } else {
+            HookEvent::SessionStart
+        };
+        return Ok(Envelope {
+            session_id,
+            cwd,
+            permission_mode: None,
+            event,
+        });
+    }
+    if hook != OPENCODE_TOOL_HOOK {
+        return Ok(Envelope {
+            session_id: String::new(),
+            cwd,
+            permission_mode: None,
+            event: HookEvent::Other(hook),
+        });
+    }
+    let Some(Value::Object(call)) = object.remove("input") else {
+        return Err(match object.get("input") {
+            None => EnvelopeError::Missing("input"),
+            Some(_) => EnvelopeError::Invalid {
+                field: "input",
+                problem: "is not an object",
+            },
+        });
+    };
+    let session_id = match call.get("sessionID") {
+        Some(Value::String(text)) if text.is_empty() => String::new(),
+        _ => required_string(&call, "sessionID")?,
+    };
+    let tool_name = required_string(&call, "tool")?;
+    let tool_input = match object.remove("output") {
+        None | Some(Value::Null) => Value::Object(Map::new()),
+        Some(Value::Object(mut output)) => tool_input_field(&mut output, "args")?,
+        Some(_) => {
+            return Err(EnvelopeError::Invalid {
+                field: "output",
+                problem: "is not an object",
+            });
+        }
+    };
+    Ok(Envelope {
+        session_id,
+        cwd,
+        permission_mode: None,
+        event: HookEvent::PreToolUse {
+            tool_name,
+            tool_input,
+        },
+    })
+}
+
+/// The OpenCode plugin hook facet judges.
+const OPENCODE_TOOL_HOOK: &str = "tool.execute.before";
+/// The OpenCode plugin hook through which the rule and the binding reach the model.
+const OPENCODE_SYSTEM_HOOK: &str = "experimental.chat.system.transform";
+
+fn json_object(input: &[u8]) -> Result<Map<String, Value>, EnvelopeError> {
     if input.iter().all(u8::is_ascii_whitespace) {
         return Err(EnvelopeError::Empty);
     }
@@ -205,10 +328,7 @@ pub fn parse_as(input: &[u8], dialect: Dialect) -> Result<Envelope, EnvelopeErro
     let Value::Object(object) = value else {
         return Err(EnvelopeError::NotAnObject);
     };
-    match dialect {
-        Dialect::ClaudeCode | Dialect::Codex | Dialect::Gemini => from_object(object),
-        Dialect::Copilot => from_copilot_object(object),
-    }
+    Ok(object)
 }
 
 /// `input` with every lone UTF-16 surrogate escape (`\uD800`–`\uDFFF` not part of a
@@ -274,7 +394,9 @@ fn unicode_escape_at(input: &[u8], at: usize) -> Option<u32> {
 /// any event with a `"toolName"` key. Fail closed: a false positive only refuses.
 pub fn may_be_tool_call(input: &[u8], dialect: Dialect) -> bool {
     match dialect {
-        Dialect::ClaudeCode | Dialect::Codex | Dialect::Gemini => looks_like_pre_tool_use(input),
+        Dialect::ClaudeCode | Dialect::Codex | Dialect::Gemini | Dialect::OpenCode => {
+            looks_like_pre_tool_use(input)
+        }
         Dialect::Copilot => {
             looks_like_pre_tool_use(input) || find(input, b"\"toolName\"").is_some()
         }
@@ -283,23 +405,28 @@ pub fn may_be_tool_call(input: &[u8], dialect: Dialect) -> bool {
 
 /// Whether raw bytes that could not be decoded show a tool call event: the key
 /// `"hook_event_name"`, then (whitespace allowed) `:` and `"PreToolUse"` (or Gemini
-/// CLI's `"BeforeTool"`).
+/// CLI's `"BeforeTool"`), or the OpenCode shim's `"hook"` `:` `"tool.execute.before"`.
 ///
 /// Used only to fail closed on an event the host considers valid but serde_json
 /// cannot read (nesting deeper than its recursion limit, an event over the size
 /// cap): such a call must be refused, not run unjudged. A false positive (the text
 /// inside some string) can only turn an unreadable event into a refusal.
 pub fn looks_like_pre_tool_use(input: &[u8]) -> bool {
-    const KEY: &[u8] = b"\"hook_event_name\"";
-    const VALUES: [&[u8]; 2] = [b"\"PreToolUse\"", b"\"BeforeTool\""];
+    key_with_value(input, b"\"hook_event_name\"", b"\"PreToolUse\"")
+        || key_with_value(input, b"\"hook_event_name\"", b"\"BeforeTool\"")
+        || key_with_value(input, b"\"hook\"", b"\"tool.execute.before\"")
+}
+
+/// Whether `input` holds the JSON key `key`, then (whitespace allowed) `:` and `value`.
+fn key_with_value(input: &[u8], key: &[u8], value: &[u8]) -> bool {
     let mut from = 0;
-    while let Some(found) = find(&input[from..], KEY) {
-        let mut at = from + found + KEY.len();
+    while let Some(found) = find(&input[from..], key) {
+        let mut at = from + found + key.len();
         at += leading_whitespace(&input[at..]);
         if input.get(at) == Some(&b':') {
             at += 1;
             at += leading_whitespace(&input[at..]);
-            if VALUES.iter().any(|value| input[at..].starts_with(value)) {
+            if input[at..].starts_with(value) {
                 return true;
             }
         }
@@ -328,7 +455,7 @@ fn from_object(mut object: Map<String, Value>) -> Result<Envelope, EnvelopeError
         Some(Value::String(text)) if text.is_empty() => String::new(),
         _ => required_string(&object, "session_id")?,
     };
-    let cwd = absolute_cwd(required_string(&object, "cwd")?)?;
+    let cwd = absolute_cwd(required_string(&object, "cwd")?, "cwd")?;
     let event_name = required_string(&object, "hook_event_name")?;
     let permission_mode = optional_string(&object, "permission_mode")?;
 
@@ -388,7 +515,7 @@ fn from_copilot_object(mut object: Map<String, Value>) -> Result<Envelope, Envel
         Some(Value::String(text)) if text.is_empty() => String::new(),
         _ => required_string(&object, "sessionId")?,
     };
-    let cwd = absolute_cwd(required_string(&object, "cwd")?)?;
+    let cwd = absolute_cwd(required_string(&object, "cwd")?, "cwd")?;
     let event = match copilot_event(&object) {
         "preToolUse" => HookEvent::PreToolUse {
             tool_name: required_string(&object, "toolName")?,
@@ -430,19 +557,19 @@ fn copilot_tool_args(object: &mut Map<String, Value>) -> Result<Value, EnvelopeE
     }
 }
 
-/// The session directory, checked: relative paths are resolved against it, so a
-/// relative one would make them relative to the hook's own cwd, which is exactly the
-/// leak the design forbids; a NUL byte names no directory.
-fn absolute_cwd(cwd: String) -> Result<String, EnvelopeError> {
+/// The session directory (from the envelope's `field`), checked: relative paths are
+/// resolved against it, so a relative one would make them relative to the hook's own
+/// cwd, which is exactly the leak the design forbids; a NUL byte names no directory.
+fn absolute_cwd(cwd: String, field: &'static str) -> Result<String, EnvelopeError> {
     if cwd.contains('\0') {
         return Err(EnvelopeError::Invalid {
-            field: "cwd",
+            field,
             problem: "contains a NUL byte",
         });
     }
     if !cwd.starts_with('/') {
         return Err(EnvelopeError::Invalid {
-            field: "cwd",
+            field,
             problem: "is not an absolute path",
         });
     }
@@ -484,11 +611,18 @@ fn optional_string(
 /// `tool_input` must be an object when present. Absent or `null` reads as "no
 /// arguments" (a tool that names no path); anything else is a malformed event.
 fn tool_input(object: &mut Map<String, Value>) -> Result<Value, EnvelopeError> {
-    match object.remove("tool_input") {
+    tool_input_field(object, "tool_input")
+}
+
+fn tool_input_field(
+    object: &mut Map<String, Value>,
+    field: &'static str,
+) -> Result<Value, EnvelopeError> {
+    match object.remove(field) {
         None | Some(Value::Null) => Ok(Value::Object(Map::new())),
         Some(value @ Value::Object(_)) => Ok(value),
         Some(_) => Err(EnvelopeError::Invalid {
-            field: "tool_input",
+            field,
             problem: "is not an object",
         }),
     }
@@ -581,6 +715,64 @@ mod tests {
         assert!(matches!(event("AfterTool"), HookEvent::PostToolUse { .. }));
         assert!(looks_like_pre_tool_use(
             br#"{"hook_event_name": "BeforeTool", "x": [[["#
+        ));
+    }
+
+    #[test]
+    fn reads_what_the_opencode_shim_sends_and_names_what_is_wrong() {
+        fn parse_as_opencode(input: &[u8]) -> Result<Envelope, EnvelopeError> {
+            parse_as(input, Dialect::OpenCode)
+        }
+        let envelope = parse_as_opencode(&bytes(json!({
+            "hook": "tool.execute.before", "directory": "/w/room", "worktree": "/",
+            "input": {"tool": "read", "sessionID": "ses_1", "callID": "c"},
+            "output": {"args": {"filePath": "../x"}},
+        })))
+        .unwrap();
+        assert_eq!(envelope.session_id, "ses_1");
+        assert_eq!(envelope.cwd, "/w/room");
+        assert_eq!(
+            envelope.event,
+            HookEvent::PreToolUse {
+                tool_name: "read".into(),
+                tool_input: json!({"filePath": "../x"}),
+            }
+        );
+        let other = parse_as_opencode(br#"{"hook":"chat.message","directory":"/w"}"#).unwrap();
+        assert_eq!(other.event, HookEvent::Other("chat.message".into()));
+        let system = parse_as_opencode(br#"{"hook":"experimental.chat.system.transform","directory":"/w","input":{"sessionID":"ses_2"}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            (system.session_id.as_str(), &system.event),
+            ("ses_2", &HookEvent::SessionStart)
+        );
+        let side = parse_as_opencode(
+            br#"{"hook":"experimental.chat.system.transform","directory":"/w","input":{}}"#,
+        )
+        .unwrap();
+        assert!(matches!(side.event, HookEvent::Other(_)));
+        assert_eq!(
+            parse_as_opencode(br#"{"hook":"tool.execute.before","directory":"w"}"#),
+            Err(EnvelopeError::Invalid {
+                field: "directory",
+                problem: "is not an absolute path"
+            })
+        );
+        assert_eq!(
+            parse_as_opencode(br#"{"hook":"tool.execute.before","directory":"/w"}"#),
+            Err(EnvelopeError::Missing("input"))
+        );
+        assert_eq!(
+            parse_as_opencode(br#"{"hook":"tool.execute.before","directory":"/w","input":{"tool":"read","sessionID":"s"},"output":{"args":"x"}}"#
+            ),
+            Err(EnvelopeError::Invalid {
+                field: "args",
+                problem: "is not an object"
+            })
+        );
+        assert!(looks_like_pre_tool_use(
+            br#"{"hook" : "tool.execute.before", [[["#
         ));
     }
 

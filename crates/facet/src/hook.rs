@@ -2,7 +2,7 @@
 //!
 //! | event | answer |
 //! | --- | --- |
-//! | `SessionStart` | rule text + context text as `additionalContext` (nothing when unscoped or off) |
+//! | `SessionStart` | rule text + context text as `additionalContext` (nothing when unscoped or off); OpenCode: before each model request, as system-prompt text |
 //! | `UserPromptSubmit` | the context text, only when it differs from what the session was last told |
 //! | `PreToolUse` | `ask` / `deny` with the seed's sentence, or no opinion |
 //! | `PostToolUse` of the facet tool | the change recorded for this session; the new binding as `additionalContext` |
@@ -12,6 +12,8 @@
 //! - The approval channel exists unless the dialect cannot ask (Codex, Gemini CLI), the
 //!   event says `permission_mode: bypassPermissions`, or the hook was started with
 //!   `--no-approval`. Without it every ask becomes a deny, widening included.
+//!   OpenCode cannot ask either: its plugin can only let a call run or throw.
+//! - Every ask and refusal, in every dialect, is written by [`output::decision`].
 //! - A `PreToolUse` of a tool the guard does not know never touches the state
 //!   folder: the common case stays one parse and one exit.
 //! - `PostToolUse` records an `add` only when `PreToolUse` would have asked: an
@@ -50,7 +52,7 @@
 
 use std::path::{Path, PathBuf};
 
-use facet_core::{Decision, FacetAction, Mode, Policy, Session, ToolTable};
+use facet_core::{Decision, FacetAction, Mode, Policy, Session};
 use serde_json::Value;
 
 use crate::apply_patch;
@@ -99,7 +101,7 @@ pub fn answer(input: &[u8], config: &HookConfig) -> HookAnswer {
             _ => HookAnswer::non_blocking_error(format!("facet hook: {problem}")),
         };
     }
-    let policy = Policy::with_table(tool_table(dialect), &config.core)
+    let policy = Policy::with_table(dialect.tool_table(), &config.core)
         .with_guarded(guarded_locations(config));
     let can_ask = config.can_ask(&envelope);
     if envelope.session_id.is_empty() {
@@ -126,16 +128,6 @@ pub fn answer(input: &[u8], config: &HookConfig) -> HookAnswer {
             tool_response.as_ref(),
         ),
         HookEvent::Other(_) => HookAnswer::no_opinion(),
-    }
-}
-
-/// The host's own tool table: Gemini CLI's and Copilot's names collide with DeepSeek
-/// Harness's.
-fn tool_table(dialect: Dialect) -> ToolTable {
-    match dialect {
-        Dialect::ClaudeCode | Dialect::Codex => ToolTable::builtin(),
-        Dialect::Gemini => ToolTable::gemini_cli(),
-        Dialect::Copilot => ToolTable::copilot(),
     }
 }
 
@@ -295,6 +287,10 @@ fn judged_call<'a>(
     let patch = match config.dialect {
         Dialect::Codex => apply_patch::classify(tool_name, tool_input),
         Dialect::Copilot => apply_patch::classify_copilot(tool_name, tool_input),
+        // OpenCode's `apply_patch` tool (offered to GPT models) carries the body in
+        // `patchText` and joins its paths to the session directory lexically, as
+        // Codex does; its shell is not judged.
+        Dialect::OpenCode => apply_patch::classify_opencode(tool_name, tool_input),
         // Claude Code and Gemini CLI have no such tool, and their shells are not judged.
         Dialect::ClaudeCode | Dialect::Gemini => apply_patch::PatchCall::NotPatch,
     };

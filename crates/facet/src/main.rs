@@ -33,11 +33,13 @@ enum Command {
     /// Answer one host hook event: JSON on stdin, decision on stdout.
     Hook {
         /// Which host wrote the event: claude-code (also DeepSeek Harness's Claude
-        /// Code bridge), codex, copilot (GitHub Copilot CLI) or gemini (Gemini CLI).
+        /// Code bridge), codex, copilot (GitHub Copilot CLI), gemini (Gemini CLI) or
+        /// opencode (the plugin shim in integrations/opencode).
         #[arg(long, default_value = "claude-code", value_parser = parse_dialect)]
         dialect: Dialect,
         /// The host-qualified name of the facet MCP tool (default: the dialect's own,
-        /// `mcp__facet__facet`, `facet-facet` for copilot, `mcp_facet_facet` for gemini).
+        /// `mcp__facet__facet`, `facet-facet` for copilot, `mcp_facet_facet` for gemini,
+        /// `facet_facet` for opencode).
         #[arg(long, env = "FACET_TOOL_NAME")]
         facet_tool: Option<String>,
         /// The host has no way to put a question to the user (for example DeepSeek

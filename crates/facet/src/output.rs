@@ -20,6 +20,10 @@
 //!   level, with no event name (its hook knows which event it ran):
 //!   `{"permissionDecision":"deny","permissionDecisionReason":"…"}`,
 //!   `{"additionalContext":"…"}`;
+//! - OpenCode (the plugin shim throws what it is given): a refusal is Gemini CLI's
+//!   `{"decision":"deny","reason":"…"}`; there is no question; the rule and the
+//!   binding are `{"system":"…"}`, which the shim adds to the model request's system
+//!   prompt;
 //! - no opinion: nothing on stdout and exit code 0, so the host's own
 //!   permission rules stay in charge. `allow` is deliberately never emitted: it
 //!   would skip the host's prompt for a call the facet merely has no objection to.
@@ -81,9 +85,13 @@ fn render(dialect: Dialect, output: HookSpecificOutput<'_>) -> String {
     // Serializing a struct of strings and a unit enum cannot fail; the fallback
     // keeps the no-unwrap rule without inventing an output.
     match dialect {
-        Dialect::ClaudeCode | Dialect::Codex | Dialect::Gemini => serde_json::to_string(&Output {
-            hook_specific_output: output,
-        }),
+        // OpenCode's decisions and context never come here ([`decision`],
+        // [`additional_context`] write its shapes); it would get Claude Code's block.
+        Dialect::ClaudeCode | Dialect::Codex | Dialect::Gemini | Dialect::OpenCode => {
+            serde_json::to_string(&Output {
+                hook_specific_output: output,
+            })
+        }
         Dialect::Copilot => serde_json::to_string(&CopilotOutput {
             permission_decision: output.permission_decision,
             permission_decision_reason: output.permission_decision_reason,
@@ -93,9 +101,9 @@ fn render(dialect: Dialect, output: HookSpecificOutput<'_>) -> String {
     .unwrap_or_default()
 }
 
-/// Gemini CLI's answer to a `BeforeTool` hook.
+/// Gemini CLI's answer to a `BeforeTool` hook; the OpenCode shim reads the same.
 #[derive(Serialize)]
-struct GeminiDecision<'a> {
+struct PlainDecision<'a> {
     decision: Permission,
     reason: &'a str,
 }
@@ -109,8 +117,8 @@ pub fn decision(dialect: Dialect, permission: Permission, reason: &str) -> Strin
     } else {
         Permission::Deny
     };
-    if dialect == Dialect::Gemini {
-        return serde_json::to_string(&GeminiDecision {
+    if matches!(dialect, Dialect::Gemini | Dialect::OpenCode) {
+        return serde_json::to_string(&PlainDecision {
             decision: permission,
             reason,
         })
@@ -131,6 +139,10 @@ pub fn decision(dialect: Dialect, permission: Permission, reason: &str) -> Strin
 /// `UserPromptSubmit`, `PostToolUse`), in `dialect`'s shape and named as `dialect`
 /// names it.
 pub fn additional_context(dialect: Dialect, event: &str, context: &str) -> String {
+    if dialect == Dialect::OpenCode {
+        // The shim adds it to the model request's system prompt.
+        return serde_json::json!({ "system": context }).to_string();
+    }
     let event = match (dialect, event) {
         (Dialect::Gemini, "UserPromptSubmit") => "BeforeAgent",
         (Dialect::Gemini, "PostToolUse") => "AfterTool",
@@ -236,6 +248,17 @@ mod tests {
         assert_eq!(
             additional_context(Dialect::Gemini, "UserPromptSubmit", "ctx"),
             r#"{"hookSpecificOutput":{"hookEventName":"BeforeAgent","additionalContext":"ctx"}}"#
+        );
+        // OpenCode: Gemini's refusal shape, never asked; context as system-prompt text.
+        for permission in [Permission::Ask, Permission::Deny] {
+            assert_eq!(
+                decision(Dialect::OpenCode, permission, "why"),
+                r#"{"decision":"deny","reason":"why"}"#
+            );
+        }
+        assert_eq!(
+            additional_context(Dialect::OpenCode, "SessionStart", "ctx"),
+            r#"{"system":"ctx"}"#
         );
     }
 }

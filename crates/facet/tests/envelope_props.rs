@@ -14,6 +14,7 @@ fn check(input: &[u8], state: &std::path::Path) {
         Dialect::Codex,
         Dialect::Gemini,
         Dialect::Copilot,
+        Dialect::OpenCode,
     ] {
         let reply = answer(
             input,
@@ -60,6 +61,19 @@ fn check(input: &[u8], state: &std::path::Path) {
                     object.contains_key("additionalContext")
                         ^ object.contains_key("permissionDecision")
                 );
+                continue;
+            }
+            if dialect == Dialect::OpenCode {
+                // OpenCode's answers: a refusal the shim throws, or system-prompt text.
+                let object = value.as_object().unwrap();
+                if object.contains_key("system") {
+                    assert!(value["system"].is_string(), "{value}");
+                    assert_eq!(object.len(), 1, "{value}");
+                } else {
+                    assert_eq!(value["decision"], "deny", "{value}");
+                    assert!(value["reason"].is_string(), "{value}");
+                    assert_eq!(object.len(), 2, "{value}");
+                }
                 continue;
             }
             let event = value["hookSpecificOutput"]["hookEventName"]
@@ -145,6 +159,9 @@ fn envelope() -> impl Strategy<Value = Value> {
             "notebook_path",
             "dir_path",
             "include_pattern",
+            "filePath",
+            "patchText",
+            "include",
         ]),
         prop_oneof![
             scalar(),
@@ -227,6 +244,22 @@ fn copilot_envelope() -> impl Strategy<Value = Value> {
         })
 }
 
+/// What the OpenCode plugin shim sends, with every field drawn from the same values.
+fn opencode_event() -> impl Strategy<Value = Value> {
+    (
+        envelope(),
+        prop_oneof![Just(json!("tool.execute.before")), scalar()],
+    )
+        .prop_map(|(event, hook)| {
+            json!({
+                "hook": hook, "directory": event["cwd"], "worktree": event["cwd"],
+                "input": {"tool": event["tool_name"], "sessionID": event["session_id"],
+                          "callID": "c"},
+                "output": {"args": event["tool_input"]},
+            })
+        })
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
 
@@ -244,6 +277,12 @@ proptest! {
 
     #[test]
     fn generated_copilot_envelopes_never_panic(event in copilot_envelope()) {
+        let state = tempfile::tempdir().unwrap();
+        check(&serde_json::to_vec(&event).unwrap(), state.path());
+    }
+
+    #[test]
+    fn generated_opencode_events_never_panic(event in opencode_event()) {
         let state = tempfile::tempdir().unwrap();
         check(&serde_json::to_vec(&event).unwrap(), state.path());
     }

@@ -1,7 +1,7 @@
 //! Every case of `shared/spec/facet.md`, as real trees in a temp folder, through the
 //! real `facet hook` binary, for every path-carrying argument of every tool in the
-//! tables (DeepSeek Harness and Claude Code; Gemini CLI's and GitHub Copilot CLI's
-//! through their own dialects, envelopes and answers).
+//! tables (DeepSeek Harness and Claude Code; Gemini CLI's, GitHub Copilot CLI's and
+//! OpenCode's through their own dialects, envelopes and answers).
 #![allow(clippy::unwrap_used)]
 
 mod support;
@@ -9,7 +9,7 @@ mod support;
 use std::path::Path;
 
 use serde_json::json;
-use support::{Run, Tree, copilot_pre_tool_use, pre_tool_use, run_facet};
+use support::{Run, Tree, copilot_pre_tool_use, opencode_tool_call, pre_tool_use, run_facet};
 
 /// Every (tool, path argument) the guard must read: DeepSeek Harness's table
 /// (the seed's, plus `lsp`) and Claude Code's.
@@ -632,7 +632,7 @@ fn an_unknown_dialect_is_a_usage_error_listing_every_dialect() {
     );
     assert_eq!(run.code, 2, "{}", run.stderr);
     insta::assert_snapshot!(run.stderr, @"
-    error: invalid value 'gemni' for '--dialect <DIALECT>': unknown dialect `gemni`: use one of claude-code (also claude, dsh), codex, copilot, gemini
+    error: invalid value 'gemni' for '--dialect <DIALECT>': unknown dialect `gemni`: use one of claude-code (also claude, dsh), codex, copilot, gemini, opencode
 
     For more information, try '--help'.
     ");
@@ -1076,4 +1076,229 @@ fn copilots_facet_tool_is_known_without_the_flag() {
         .copilot_decision()
         .unwrap();
     assert_eq!(decision, "deny");
+}
+
+/// Every (tool, path argument) of OpenCode's table (opencode-ai 1.18.33).
+const OPENCODE_PATH_ARGUMENTS: &[(&str, &str)] = &[
+    ("read", "filePath"),
+    ("write", "filePath"),
+    ("edit", "filePath"),
+    ("lsp", "filePath"),
+    ("grep", "path"),
+    ("glob", "path"),
+];
+
+/// The start of the refusal where nobody can be asked (OpenCode's plugin can only
+/// throw), written out independently of facet-core; the grant command follows.
+fn refused_lead(raw_shown: &str, root: &Path) -> String {
+    format!(
+        "{raw_shown} is refused — this session's facet is {}, and this session has no approval channel, so nobody can be asked to grant it here. Ask the user to run `facet grant ",
+        root.display()
+    )
+}
+
+fn opencode_hook(tree: &Tree, current_dir: &Path, event: &serde_json::Value) -> Run {
+    run_facet(
+        &["hook", "--dialect", "opencode"],
+        &serde_json::to_vec(event).unwrap(),
+        &tree.state(),
+        current_dir,
+    )
+}
+
+#[test]
+fn every_case_for_every_path_argument_of_the_opencode_table() {
+    let tree = Tree::new();
+    build_links(&tree);
+    let room = tree.room();
+    let worktree = tree.path("project");
+    let guard_dir = tree.path("project/src/other");
+    let mut failures = Vec::new();
+    for (tool, argument) in OPENCODE_PATH_ARGUMENTS {
+        for (raw, expect) in cases(&tree) {
+            // OpenCode joins a relative path to its directory lexically
+            // (`path.join`), so `inner/../../x.rs` opens `project/src/x.rs` although
+            // the kernel's reading (through the link `inner`) stays inside.
+            let expect = if raw == "inner/../../x.rs" {
+                Expect::Outside
+            } else {
+                expect
+            };
+            let event = opencode_tool_call("oc", &room, &worktree, tool, json!({ *argument: raw }));
+            let run = opencode_hook(&tree, &guard_dir, &event);
+            let what = format!("{tool} {argument}={raw:?}");
+            if run.code != 0 {
+                failures.push(format!("{what}: exit {} ({})", run.code, run.stderr));
+                continue;
+            }
+            match (expect, run.opencode_refusal()) {
+                (Expect::Inside, None) => {}
+                (Expect::Outside, Some(reason)) => {
+                    let lead = refused_lead(&named(&tree, &raw), &room);
+                    if !reason.starts_with(&lead)
+                        || !reason
+                            .ends_with("--session oc` in a terminal, or work within the facet.")
+                    {
+                        failures.push(format!("{what}: got {reason}"));
+                    }
+                }
+                (expect, got) => failures.push(format!("{what}: expected {expect:?}, got {got:?}")),
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+/// The security finding: OpenCode opens `inner/../../x.rs` as `path.join(directory,
+/// …)` does, lexically, so judging only the kernel's reading let a read of a file
+/// outside the facet through. Both readings are judged; either leaving refuses.
+#[test]
+fn a_climb_through_a_link_is_judged_as_opencode_opens_it() {
+    let tree = Tree::new();
+    build_links(&tree);
+    std::fs::write(tree.path("project/src/x.rs"), "outside the facet").unwrap();
+    let room = tree.room();
+    let event = opencode_tool_call(
+        "climb",
+        &room,
+        &tree.path("project"),
+        "read",
+        json!({"filePath": "inner/../../x.rs"}),
+    );
+    let reason = opencode_hook(&tree, &tree.path("elsewhere"), &event)
+        .opencode_refusal()
+        .expect("refused");
+    assert!(
+        reason.starts_with(&refused_lead("inner/../../x.rs", &room)),
+        "{reason}"
+    );
+    // The same path in a Claude Code session: the kernel's reading is what Claude
+    // Code's Read opens, and it is inside.
+    tree.hook(
+        &[],
+        &pre_tool_use(
+            "climb-cc",
+            &room,
+            "Read",
+            json!({"file_path": "inner/../../x.rs"}),
+        ),
+    )
+    .assert_no_opinion("Claude Code's Read of inner/../../x.rs");
+}
+
+/// anomalyco/opencode#7758: OpenCode's own `external_directory` check is made against
+/// the folder it runs in, not the worktree, and it sends `worktree: "/"` outside git.
+/// facet decides on the session's facet and its grants alone: `worktree` widens
+/// nothing, and a sibling folder of the worktree becomes reachable by a grant from
+/// the panel — the person's decision, not OpenCode's folder.
+#[test]
+fn opencode_7758_the_worktree_widens_nothing_and_a_grant_does() {
+    let tree = Tree::new();
+    std::fs::write(tree.path("project/src/other/secret.txt"), "x").unwrap();
+    let room = tree.room();
+    let sibling = tree
+        .path("project/src/other/secret.txt")
+        .display()
+        .to_string();
+    for worktree in [tree.path("project"), "/".into()] {
+        let event =
+            opencode_tool_call("wt", &room, &worktree, "read", json!({"filePath": sibling}));
+        let reason = opencode_hook(&tree, &tree.path("elsewhere"), &event)
+            .opencode_refusal()
+            .unwrap_or_else(|| panic!("worktree {}: not refused", worktree.display()));
+        assert!(
+            reason.starts_with(&refused_lead(&sibling, &room)),
+            "{reason}"
+        );
+    }
+    let grant = tree.panel(&["grant", "../other", "--session", "wt"]);
+    assert_eq!(grant.code, 0, "{}", grant.stderr);
+    let event = opencode_tool_call(
+        "wt",
+        &room,
+        &tree.path("project"),
+        "read",
+        json!({"filePath": sibling}),
+    );
+    opencode_hook(&tree, &tree.path("elsewhere"), &event).assert_no_opinion("granted sibling");
+}
+
+#[test]
+fn opencode_searches_patches_and_unknown_tools() {
+    let tree = Tree::new();
+    let room = tree.room();
+    let worktree = tree.path("project");
+    let elsewhere = tree.path("elsewhere");
+    let judge = |tool: &str, args: serde_json::Value| {
+        opencode_hook(
+            &tree,
+            &elsewhere,
+            &opencode_tool_call("s", &room, &worktree, tool, args),
+        )
+    };
+    // A bare search stays in the session directory; a climbing pattern does not.
+    judge("grep", json!({"pattern": "fn"})).assert_no_opinion("bare grep");
+    judge("glob", json!({"pattern": "**/*.rs"})).assert_no_opinion("bare glob");
+    for (tool, args) in [
+        ("glob", json!({"pattern": "../other/*.txt"})),
+        ("grep", json!({"pattern": "fn", "include": "../../*.rs"})),
+        ("grep", json!({"pattern": "fn", "path": "/etc"})),
+    ] {
+        assert!(
+            judge(tool, args.clone()).opencode_refusal().is_some(),
+            "{tool} {args}"
+        );
+    }
+    // `apply_patch` (GPT models): the paths in `patchText`, joined lexically.
+    let patch = |path: &str| json!({"patchText": format!("*** Begin Patch\n*** Add File: {path}\n+x\n*** End Patch")});
+    judge("apply_patch", patch("new.txt")).assert_no_opinion("patch inside");
+    let reason = judge("apply_patch", patch("../other/new.txt"))
+        .opencode_refusal()
+        .expect("patch outside refused");
+    assert!(
+        reason.starts_with(&refused_lead("../other/new.txt", &room)),
+        "{reason}"
+    );
+    let reason = judge("apply_patch", json!({"patchText": 7}))
+        .opencode_refusal()
+        .expect("unreadable patch refused");
+    assert!(reason.contains("`patchText` is not text"), "{reason}");
+    // Names the table does not hold: no opinion (DeepSeek Harness's `file_path` is
+    // not OpenCode's argument, and the shell is not judged).
+    judge("bash", json!({"command": "cat /etc/passwd"})).assert_no_opinion("bash");
+    judge("webfetch", json!({"url": "file:///etc/passwd"})).assert_no_opinion("webfetch");
+    judge("read_image", json!({"file_path": "/etc/passwd"})).assert_no_opinion("read_image");
+    // A widening through the facet MCP tool (`facet_facet` in OpenCode) is refused:
+    // nobody can approve it from a plugin.
+    let run = run_facet(
+        &[
+            "hook",
+            "--dialect",
+            "opencode",
+            "--facet-tool",
+            "facet_facet",
+        ],
+        &serde_json::to_vec(&opencode_tool_call(
+            "s",
+            &room,
+            &worktree,
+            "facet_facet",
+            json!({"action": "add", "paths": ["../other"]}),
+        ))
+        .unwrap(),
+        &tree.state(),
+        &elsewhere,
+    );
+    let reason = run.opencode_refusal().expect("widening refused");
+    assert!(
+        reason.starts_with(
+            "`facet action=add` cannot be granted here — this session has no approval channel"
+        ),
+        "{reason}"
+    );
 }

@@ -178,6 +178,22 @@ fn hook_answers() {
         )
     );
     insta::assert_snapshot!(
+        "opencode_read_refused",
+        shown(
+            &tree,
+            &tree.hook(
+                &["--dialect", "opencode"],
+                &support::opencode_tool_call(
+                    "ses_snap",
+                    &room,
+                    &tree.path("project"),
+                    "read",
+                    json!({"filePath": "../other/secret.txt"})
+                )
+            )
+        )
+    );
+    insta::assert_snapshot!(
         "unreadable_envelope",
         shown(
             &tree,

@@ -1,8 +1,9 @@
 //! Every sentence facet writes names a way forward that works in the state it is
 //! written in (issue 21, finding 1): host × mode × approval channel.
 //!
-//! For each host (Claude Code's hook, Codex's hook, Gemini CLI's hook, the dsh bridge —
-//! and in each, the `facet` tool's own `add`), each mode (`ask`, `deny`) and each channel state (can
+//! For each host (Claude Code's hook, Codex's hook, Gemini CLI's hook, OpenCode's
+//! plugin, the dsh bridge — and in each, the `facet` tool's own `add`), each mode
+//! (`ask`, `deny`) and each channel state (can
 //! ask / cannot), every sentence the model and the person read — the refusal or
 //! question of a call outside the facet, of a write of a new file, of a bare search,
 //! of `facet action=add`, and the binding — is checked by *taking the way forward it
@@ -20,7 +21,7 @@ use std::path::{Path, PathBuf};
 
 use facet::dsh_bridge::Bridge;
 use serde_json::{Value, json};
-use support::{Tree, pre_tool_use, run_facet, session_event};
+use support::{Tree, opencode_tool_call, pre_tool_use, run_facet, session_event};
 
 const FACET_TOOL: &str = "mcp__facet__facet";
 /// What Gemini CLI calls the facet tool of an MCP server named `facet`.
@@ -37,6 +38,8 @@ enum Host {
     /// Gemini CLI's hook (`--dialect gemini`): never asked, its own tool names and
     /// answer shape.
     Gemini,
+    /// OpenCode's plugin shim (`--dialect opencode`): a plugin cannot ask.
+    OpenCode,
     /// The dsh bridge; `service`: dsh's approval service is composed; `policy`: the
     /// session's approval policy.
     Dsh { service: bool, policy: &'static str },
@@ -49,7 +52,7 @@ impl Host {
                 bypass,
                 no_approval,
             } => !bypass && !no_approval,
-            Host::Codex | Host::Gemini => false,
+            Host::Codex | Host::Gemini | Host::OpenCode => false,
             Host::Dsh { service, policy } => service && policy != "never",
         }
     }
@@ -108,10 +111,11 @@ impl World {
             world.bridge = Some(bridge);
             world.context(); // first sight
         } else {
-            let run = world.tree.hook(
-                &world.hook_flags(),
-                &session_event(world.session, &world.tree.room(), "SessionStart"),
-            );
+            let start = match host {
+                Host::OpenCode => world.opencode_system_event(),
+                _ => session_event(world.session, &world.tree.room(), "SessionStart"),
+            };
+            let run = world.tree.hook(&world.hook_flags(), &start);
             assert_eq!(run.code, 0, "{}", run.stderr);
             let set = world
                 .tree
@@ -134,8 +138,19 @@ impl World {
             } => vec!["--no-approval"],
             Host::Codex => vec!["--dialect", "codex"],
             Host::Gemini => vec!["--dialect", "gemini", "--facet-tool", GEMINI_FACET_TOOL],
+            Host::OpenCode => vec!["--dialect", "opencode", "--facet-tool", "facet_facet"],
             _ => Vec::new(),
         }
+    }
+
+    /// What the OpenCode shim sends before each model request of the session.
+    fn opencode_system_event(&self) -> Value {
+        json!({
+            "hook": "experimental.chat.system.transform",
+            "directory": self.tree.room(),
+            "worktree": self.tree.path("project"),
+            "input": {"sessionID": self.session},
+        })
     }
 
     fn caller(&self) -> Value {
@@ -154,6 +169,19 @@ impl World {
         let dsh = matches!(self.host, Host::Dsh { .. });
         let name = |claude: &str, lower: &str| if dsh { lower } else { claude }.to_owned();
         match (call, self.host) {
+            (Call::Widen, Host::OpenCode) => (
+                "facet_facet".to_owned(),
+                json!({"action": "add", "paths": ["../../shared"]}),
+            ),
+            (Call::ReadOutside, Host::OpenCode) => (
+                "read".to_owned(),
+                json!({"filePath": "../../shared/types.rs"}),
+            ),
+            (Call::WriteNew, Host::OpenCode) => (
+                "write".to_owned(),
+                json!({"filePath": "../../shared/new.rs", "content": "n"}),
+            ),
+            (Call::BareSearch, Host::OpenCode) => ("grep".to_owned(), json!({"pattern": "x"})),
             (Call::Widen, Host::Dsh { .. }) => (
                 "facet".to_owned(),
                 json!({"action": "add", "paths": ["../../shared"]}),
@@ -250,6 +278,18 @@ impl World {
                 }
             };
         }
+        if let Host::OpenCode = self.host {
+            let event = opencode_tool_call(
+                self.session,
+                &self.tree.room(),
+                &self.tree.path("project"),
+                &tool,
+                arguments,
+            );
+            let run = self.tree.hook(&self.hook_flags(), &event);
+            assert_eq!(run.code, 0, "{}", run.stderr);
+            return run.opencode_refusal().map_or(Said::Nothing, Said::Deny);
+        }
         let mut event = pre_tool_use(self.session, &self.tree.room(), &tool, arguments);
         if let Host::ClaudeCode { bypass: true, .. } = self.host {
             event["permission_mode"] = json!("bypassPermissions");
@@ -275,6 +315,16 @@ impl World {
                 json!({"id": 999_999, "method": "context", "params": params}),
             );
             return out[0]["result"]["text"].as_str().unwrap().to_owned();
+        }
+        if let Host::OpenCode = self.host {
+            // OpenCode: the rule and the binding, before every model request.
+            let run = self
+                .tree
+                .hook(&self.hook_flags(), &self.opencode_system_event());
+            assert_eq!(run.code, 0, "{}", run.stderr);
+            return run.json().map_or_else(String::new, |answer| {
+                answer["system"].as_str().unwrap().to_owned()
+            });
         }
         let prompt = if self.host == Host::Gemini {
             "BeforeAgent"
@@ -409,6 +459,7 @@ fn hosts() -> Vec<Host> {
         },
         Host::Codex,
         Host::Gemini,
+        Host::OpenCode,
         Host::Dsh {
             service: true,
             policy: "on-request",
@@ -463,5 +514,5 @@ fn every_sentence_names_a_way_forward_that_works_where_it_is_said() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 8 * 2 * 5 - 2);
+    assert_eq!(checked, 9 * 2 * 5 - 2);
 }

@@ -7,7 +7,8 @@
 //! `max_tokens`, which are recorded and otherwise ignored), and beside every session it
 //! sends one or two session-title requests: no `tools`, a system prompt asking for a
 //! title. [`is_side_request`] tells those apart so they do not consume scripted turns;
-//! they are answered with [`SIDE_TITLE`].
+//! they are answered with [`SIDE_TITLE`]. OpenCode sends one too, at the start of a
+//! session ("You are a title generator …", no tools).
 
 use axum::body::Bytes;
 use axum::response::Response;
@@ -37,9 +38,13 @@ pub fn is_side_request(body: &Value) -> bool {
             && message
                 .get("content")
                 .and_then(Value::as_str)
-                .is_some_and(|text| text.contains("concise title"))
+                .is_some_and(|text| TITLE_PROMPTS.iter().any(|marker| text.contains(marker)))
     })
 }
+
+/// What a host's title request says in its system prompt: dsh's "Create a concise
+/// title …", OpenCode's (1.18) "You are a title generator. …".
+const TITLE_PROMPTS: [&str; 2] = ["concise title", "You are a title generator"];
 
 /// The reply to a side request: a short streamed text, numbered apart from turns.
 pub fn side_reply() -> Response {
@@ -141,6 +146,10 @@ mod tests {
         ));
         assert!(is_side_request(
             &json!({"stream": true, "tools": [], "messages": [title, user]})
+        ));
+        let opencode = json!({"role": "system", "content": "You are a title generator. You output ONLY a thread title. Nothing else."});
+        assert!(is_side_request(
+            &json!({"stream": true, "messages": [opencode, user]})
         ));
         // A turn that offers tools is a turn, whatever its system prompt says.
         assert!(!is_side_request(&json!({"stream": true,

@@ -42,3 +42,8 @@ fn agent_exec_acp_md() {
 fn agent_exec_gemini_md() {
     doc("docs/agent-exec-gemini.md");
 }
+
+#[test]
+fn agent_exec_opencode_md() {
+    doc("docs/agent-exec-opencode.md");
+}

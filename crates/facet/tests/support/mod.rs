@@ -78,6 +78,15 @@ impl Run {
         ))
     }
 
+    /// The OpenCode dialect's refusal sentence, if the hook answered one (it answers
+    /// nothing else: no question, no context).
+    pub fn opencode_refusal(&self) -> Option<String> {
+        let value = self.json()?;
+        assert_eq!(value["decision"], "deny", "{value}");
+        assert_eq!(value.as_object().map(|o| o.len()), Some(2), "{value}");
+        Some(value["reason"].as_str().unwrap().to_owned())
+    }
+
     /// `additionalContext` of an answer, with the event it names.
     pub fn context(&self) -> Option<(String, String)> {
         let value = self.json()?;
@@ -262,6 +271,25 @@ pub fn gemini_event(session: &str, cwd: &Path, event: &str, tool: &str, input: V
         "tool_input": input,
         "source": "startup",
         "prompt": "hello",
+    })
+}
+
+/// What the OpenCode plugin shim (`integrations/opencode/plugin/facet.js`) sends for one
+/// `tool.execute.before`: the hook's `input` and `output`, the plugin's `directory`
+/// and `worktree`.
+pub fn opencode_tool_call(
+    session: &str,
+    directory: &Path,
+    worktree: &Path,
+    tool: &str,
+    args: Value,
+) -> Value {
+    json!({
+        "hook": "tool.execute.before",
+        "directory": directory,
+        "worktree": worktree,
+        "input": {"tool": tool, "sessionID": session, "callID": "call_test"},
+        "output": {"args": args},
     })
 }
 
