@@ -7,13 +7,13 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 # A clean build of the workspace writes about 6.4 GB under target/debug (see Cargo.toml's
-# profile.dev) and the peers about 2 GB more; say so up front rather than die in the
+# profile.dev) and the peers about 3.5 GB more; say so up front rather than die in the
 # linker with ENOSPC.
 target_dir="${CARGO_TARGET_DIR:-$root/target}"
 mkdir -p "$target_dir"
 free_kb=$(df -Pk "$target_dir" | awk 'NR == 2 { print $4 }')
 if [ -n "$free_kb" ] && [ "$free_kb" -lt $((10 * 1024 * 1024)) ]; then
-  echo "test.sh: warning: only $((free_kb / 1024)) MiB free under $target_dir; a clean build and its peers need about 9 GiB" >&2
+  echo "test.sh: warning: only $((free_kb / 1024)) MiB free under $target_dir; a clean build and its peers need about 10 GiB" >&2
 fi
 export PEERS_DIR="${PEERS_DIR:-$root/target/peers}"
 mkdir -p "$PEERS_DIR"
