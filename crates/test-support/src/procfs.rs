@@ -73,8 +73,19 @@ mod tests {
         let pid = child.id() as i32;
         assert!(alive(pid));
         assert_eq!(parent(pid), Some(std::process::id() as i32));
+        // `spawn` returns once the child's exec has let go of our memory (vfork), a
+        // moment before the kernel has set up the new program's environment: until then
+        // `/proc/PID/environ` reads empty (seen under load in a soak run).
+        let mut found = with_env("TEST_SUPPORT_MARK=procfs-1");
+        for _ in 0..2000 {
+            if !found.is_empty() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            found = with_env("TEST_SUPPORT_MARK=procfs-1");
+        }
+        assert_eq!(found, vec![pid]);
         assert_eq!(comm(pid), "sleep");
-        assert_eq!(with_env("TEST_SUPPORT_MARK=procfs-1"), vec![pid]);
         child.kill().unwrap();
         // Killed, not yet reaped: a zombie with no thread left is gone already.
         while procfs::stat(pid).is_some_and(|stat| stat.state != 'Z') {
