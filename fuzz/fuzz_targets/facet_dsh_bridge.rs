@@ -2,7 +2,7 @@
 //! at newlines (requests, approval answers, garbage, in any order). It must never
 //! panic, and every line it writes must be one JSON object answering an id (or
 //! `null` for a line with none).
-//! The CI twin is crates/facet/tests/dsh_bridge_props.rs.
+//! The CI twin is crates/facet/tests/it/dsh_bridge_props.rs.
 #![no_main]
 
 use facet::dsh_bridge::Bridge;

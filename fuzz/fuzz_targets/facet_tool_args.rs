@@ -3,7 +3,7 @@
 //! parsed as JSON (or, when it is not JSON, used as a bare string argument). Judging,
 //! reading a `facet` action, listing requested paths and parsing the same bytes as a
 //! configuration file or a project's `.facet.toml` must never panic.
-//! The CI twin is crates/facet-core/tests/args_never_panic.rs.
+//! The CI twin is crates/facet-core/tests/it/args_never_panic.rs.
 #![no_main]
 
 use facet_core::{FacetAction, Mode, Policy, Session};

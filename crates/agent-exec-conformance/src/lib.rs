@@ -261,11 +261,16 @@ fn declares(resolved: &Resolved, capability: &Capability) -> bool {
     resolved.backend.descriptor().has(capability)
 }
 
+/// An execution id no other run of any suite has: the process, the clock and a count,
+/// because several backends' suites may share one test process and leftovers are
+/// counted by id.
 fn unique_id(tag: &str) -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     format!(
-        "conf-{tag}-{}-{}",
+        "conf-{tag}-{}-{}-{}",
         std::process::id(),
-        OffsetDateTime::now_utc().unix_timestamp_nanos()
+        OffsetDateTime::now_utc().unix_timestamp_nanos(),
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     )
 }
 
