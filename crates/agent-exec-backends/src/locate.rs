@@ -1,26 +1,22 @@
-//! Finding a program as the kernel's `execve` through a shell would: a name with a
-//! `/` is a path, anything else is looked up on `PATH`. Used by every backend's
+//! Finding a program as a run will: [`agent_exec_runtime::spawn::find_program`] (the
+//! one search, `execvp`'s rules) on agent-exec's own `PATH`. Used by every backend's
 //! `verify` and by the verification key, so "not found" reads the same everywhere.
+
+use agent_exec_runtime::spawn::Missing;
 
 /// Finds `program` as the kernel's exec would: a path if it has a `/`, else on PATH.
 pub(crate) fn find_program(program: &str) -> Result<std::path::PathBuf, ProgramNotFound> {
-    use std::os::unix::fs::PermissionsExt as _;
-    let executable = |path: &std::path::Path| {
-        std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    };
-    if program.contains('/') {
-        let path = std::path::PathBuf::from(program);
-        return if executable(&path) {
-            Ok(path)
-        } else {
-            Err(ProgramNotFound::NotExecutable(program.to_owned()))
-        };
-    }
-    let path_var = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path_var)
-        .map(|dir| dir.join(program))
-        .find(|candidate| executable(candidate))
-        .ok_or_else(|| ProgramNotFound::NotOnPath(program.to_owned()))
+    let path_var = std::env::var_os("PATH");
+    agent_exec_runtime::spawn::find_program(program.as_ref(), path_var.as_deref(), None).map_err(
+        |missing| match missing {
+            Missing::NoSuchFile | Missing::NotExecutable => {
+                ProgramNotFound::NotExecutable(program.to_owned())
+            }
+            Missing::EmptyName | Missing::NotOnPath | Missing::OnPathNotExecutable => {
+                ProgramNotFound::NotOnPath(program.to_owned())
+            }
+        },
+    )
 }
 
 /// Why [`find_program`] found nothing to run; says where it looked and what to do.

@@ -421,8 +421,7 @@ fn resolve(
     env: &BTreeMap<OsString, OsString>,
 ) -> std::io::Result<PathBuf> {
     use std::io::{Error, ErrorKind};
-    let program = Path::new(&command.program);
-    let shown = program.display();
+    let shown = Path::new(&command.program).display();
     if let Some(cwd) = &command.cwd
         && !cwd.is_dir()
     {
@@ -435,32 +434,79 @@ fn resolve(
             ),
         ));
     }
-    let seen = |candidate: &Path| match &command.cwd {
-        Some(cwd) if candidate.is_relative() => cwd.join(candidate),
-        _ => candidate.to_owned(),
-    };
-    if command.program.is_empty() {
-        return Err(Error::new(ErrorKind::NotFound, "the program name is empty"));
-    }
-    if command.program.as_bytes().contains(&b'/') {
-        return match executable(&seen(program)) {
-            Ok(()) => Ok(program.to_owned()),
-            Err(ErrorKind::NotFound) => Err(Error::new(
+    let path_var = env.get(OsStr::new("PATH")).map(OsString::as_os_str);
+    find_program(&command.program, path_var, command.cwd.as_deref()).map_err(|missing| {
+        let (kind, message) = match missing {
+            Missing::EmptyName => (ErrorKind::NotFound, "the program name is empty".to_owned()),
+            Missing::NoSuchFile => (
                 ErrorKind::NotFound,
                 format!("`{shown}` does not exist; give the path of an installed program"),
-            )),
-            Err(kind) => Err(Error::new(
-                kind,
+            ),
+            Missing::NotExecutable => (
+                ErrorKind::PermissionDenied,
                 format!(
                     "`{shown}` is not an executable file; make it one (chmod +x) or give another"
                 ),
-            )),
+            ),
+            Missing::NotOnPath => (
+                ErrorKind::NotFound,
+                format!("`{shown}` is in no directory of PATH; install it, or give its full path"),
+            ),
+            Missing::OnPathNotExecutable => (
+                ErrorKind::PermissionDenied,
+                format!("`{shown}` is in PATH but not an executable file; make it one (chmod +x)"),
+            ),
+        };
+        Error::new(kind, message)
+    })
+}
+
+/// Why [`find_program`] found nothing to run. Each caller words it for its reader.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Missing {
+    /// The program name is empty.
+    EmptyName,
+    /// A path (it has a `/`) to nothing.
+    NoSuchFile,
+    /// A path to something that is no executable file (a folder, no `x` bit for us).
+    NotExecutable,
+    /// A name in no folder of the search path.
+    NotOnPath,
+    /// A name whose only matches in the search path are not executable files.
+    OnPathNotExecutable,
+}
+
+/// Finds `program` the way `execvp` does, so that what a backend's `verify` finds is
+/// what a run starts: a name with a `/` is a path (taken against `cwd` when relative);
+/// any other name is looked for in each folder of `path_var` in order (an empty entry
+/// is the working folder), or of `/bin:/usr/bin` when there is no `PATH` at all. A
+/// match must be a file this process may execute (`access(X_OK)`).
+///
+/// The one search of the workspace: the runtime's spawn (with the `PATH` of the
+/// environment the program gets) and the backends' `verify` and verification keys
+/// (with agent-exec's own) both call it.
+pub fn find_program(
+    program: &OsStr,
+    path_var: Option<&OsStr>,
+    cwd: Option<&Path>,
+) -> Result<PathBuf, Missing> {
+    use std::io::ErrorKind;
+    let seen = |candidate: &Path| match cwd {
+        Some(cwd) if candidate.is_relative() => cwd.join(candidate),
+        _ => candidate.to_owned(),
+    };
+    if program.is_empty() {
+        return Err(Missing::EmptyName);
+    }
+    let program = Path::new(program);
+    if program.as_os_str().as_bytes().contains(&b'/') {
+        return match executable(&seen(program)) {
+            Ok(()) => Ok(program.to_owned()),
+            Err(ErrorKind::NotFound) => Err(Missing::NoSuchFile),
+            Err(_) => Err(Missing::NotExecutable),
         };
     }
-    let search = env
-        .get(OsStr::new("PATH"))
-        .map(OsString::as_os_str)
-        .unwrap_or(OsStr::new("/bin:/usr/bin"));
+    let search = path_var.unwrap_or(OsStr::new("/bin:/usr/bin"));
     let mut refused = false;
     for dir in search.as_bytes().split(|&b| b == b':') {
         let dir = if dir.is_empty() { b".".as_slice() } else { dir };
@@ -472,21 +518,12 @@ fn resolve(
         }
     }
     Err(if refused {
-        Error::new(
-            ErrorKind::PermissionDenied,
-            format!("`{shown}` is in PATH but not an executable file; make it one (chmod +x)"),
-        )
+        Missing::OnPathNotExecutable
     } else {
-        Error::new(
-            ErrorKind::NotFound,
-            format!("`{shown}` is in no directory of PATH; install it, or give its full path"),
-        )
+        Missing::NotOnPath
     })
 }
 
-/// Whether `path` is a file `execve` may run: `NotFound` when there is nothing (or a
-/// directory on the way is missing), `PermissionDenied` for a directory or a file
-/// without execute permission.
 fn executable(path: &Path) -> Result<(), std::io::ErrorKind> {
     use std::io::ErrorKind;
     match std::fs::metadata(path) {
@@ -1029,6 +1066,46 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(no_cwd.kind(), std::io::ErrorKind::NotFound);
+    }
+
+    #[test]
+    fn the_one_search_says_why_it_found_nothing() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let plain = dir.path().join("plain");
+        std::fs::write(&plain, "not a program").unwrap();
+        std::fs::set_permissions(&plain, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let tool = dir.path().join("tool");
+        std::fs::write(&tool, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let find = |program: &str, path: Option<&str>, cwd: Option<&Path>| {
+            find_program(OsStr::new(program), path.map(OsStr::new), cwd)
+        };
+        let search = dir.path().to_str().unwrap();
+        assert_eq!(find("tool", Some(search), None), Ok(tool.clone()));
+        // An empty entry is the working folder, as for execvp.
+        assert_eq!(
+            find("tool", Some(":/nonexistent"), Some(dir.path())),
+            Ok(PathBuf::from("./tool"))
+        );
+        assert_eq!(
+            find("./tool", None, Some(dir.path())),
+            Ok(PathBuf::from("./tool"))
+        );
+        assert_eq!(find("", Some(search), None), Err(Missing::EmptyName));
+        assert_eq!(
+            find("plain", Some(search), None),
+            Err(Missing::OnPathNotExecutable)
+        );
+        assert_eq!(find("nothing", Some(search), None), Err(Missing::NotOnPath));
+        let gone = dir.path().join("gone");
+        assert_eq!(
+            find(gone.to_str().unwrap(), None, None),
+            Err(Missing::NoSuchFile)
+        );
+        assert_eq!(find(search, None, None), Err(Missing::NotExecutable));
+        // No PATH at all: execvp's default folders.
+        assert_eq!(find("sh", None, None), Ok(PathBuf::from("/bin/sh")));
     }
 
     #[test]
