@@ -15,8 +15,8 @@ use agent_exec_backends::copilot::CopilotBackend;
 mod stand_in;
 use stand_in::StandInHarness;
 
-/// The stand-in: `--version` and the verify probes (no execution id in the
-/// environment) answer as Copilot does; a run says what `$SCENARIO` says. Sessions are
+/// The stand-in's head: `--version` and the verify probes (no execution id in the
+/// environment) answer as Copilot does; a run plays `stand_in::SCENARIOS`. Sessions are
 /// folders with an `events.jsonl` under `$COPILOT_HOME` (the probe's) or beside the
 /// invocation log, as Copilot keeps them, so `--resume` of a session that was never
 /// started fails as Copilot's does.
@@ -46,35 +46,21 @@ if [ -z "$AGENT_EXEC_EXECUTION_ID" ]; then
   # A verify probe: Copilot would now retry the refused provider for some 20 s.
   sleep 30; exit 1
 fi
-echo "$AGENT_EXEC_EXECUTION_ID" >> "$INVOCATIONS"
-result() {
+answer() {
   printf '%s\n' '{"type":"assistant.message_delta","data":{"messageId":"m1","deltaContent":"'"$1"'"}}'
   printf '%s\n' '{"type":"assistant.message","data":{"messageId":"m1","content":"'"$1"'","toolRequests":[]}}'
   printf '%s\n' '{"modelMetrics":{"gpt-4.1":{"usage":{"inputTokens":3,"outputTokens":2}}}}' > "$usage"
   echo '{"type":"result","sessionId":"'"$session"'","exitCode":0}'
 }
-failed() {
+fail() {
   echo '{"type":"session.error","data":{"errorType":"authentication","message":"Authentication failed with provider (HTTP 401).","statusCode":401}}'
   echo '{"type":"result","sessionId":"'"$session"'","exitCode":1}'
   exit 1
 }
-case "$SCENARIO" in
-  echo) result "$json" ;;
-  silent) result "" ;;
-  fail) failed ;;
-  crash) kill -SEGV $$ ;;
-  hang) sleep 1000 & sh -c 'sleep 1000 & wait' & wait ;;
-  write-target)
-    printf '%s\n' "$body" | sed -n 's/^- //p' | while read -r target; do
-      mkdir -p "$(dirname "$target")"; printf '%s' "$body" > "$target"
-    done
-    result "$json" ;;
-  write-then-fail) echo partial > partial.txt; failed ;;
-esac
 "#;
 
 fn harness() -> StandInHarness {
-    StandInHarness::new("copilot", STAND_IN, |config, _| {
+    StandInHarness::sh("copilot", STAND_IN, |config, _| {
         Arc::new(CopilotBackend::new(config))
     })
 }
@@ -112,10 +98,7 @@ async fn run_with_trick(trick: &str) -> agent_exec_contract::ContractResult {
     use agent_exec_contract::{Backend as _, EventSink, ExecutionContext};
     agent_exec_runtime::become_subreaper().expect("subreaper");
     let dir = tempfile::tempdir().unwrap();
-    let program = dir.path().join("copilot");
-    std::fs::write(&program, TRICKSTER).unwrap();
-    use std::os::unix::fs::PermissionsExt as _;
-    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let program = stand_in::write_program(dir.path(), "copilot", TRICKSTER);
     let workspace = tempfile::tempdir().unwrap();
     let mut config = ProgramConfig::new("trick");
     config.program = Some(program.display().to_string());

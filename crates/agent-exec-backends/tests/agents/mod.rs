@@ -1,6 +1,8 @@
 //! What the live tests of the agent-CLI backends share: resolving a backend with a
-//! given verification without running its probe again, finding and killing its agent
-//! process, and resumed runs. (The real programs: `test_support::peers::npm_bin`.)
+//! given verification without running its probe again, requests, runs under the
+//! runtime with a helper acting mid-run, pid files, finding and killing an agent
+//! process, the cancel and kill verdicts, and resumed runs. (The real programs:
+//! `test_support::peers::npm_bin`.)
 #![allow(clippy::unwrap_used, dead_code)]
 
 use std::path::{Path, PathBuf};
@@ -8,9 +10,20 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_exec_contract::{
-    Backend, Capability, ContractRequest, ContractResult, EventSink, ExecutionContext, Resolved,
-    ResumeFrom, SessionReporter, Verification,
+    Backend, CancelCause, Cancellation, Capability, ContractRequest, ContractResult, ErrorCode,
+    Event, EventKind, EventSink, ExecutionContext, Outcome, Resolved, ResumeFrom, SessionReporter,
+    SideEffects, ToolPolicy, Verification, WorkspaceHandle,
 };
+use agent_exec_runtime::{RunOptions, Runtime};
+use test_support::procfs::gone;
+
+/// The dummy credential the scripted agents send their model server (one value, so a
+/// test that looks for a leaked key knows what to look for).
+pub const DUMMY_KEY: &str = "dummy-key-for-model-script";
+
+/// The prompt of every resumed attempt here (the model must see it after the earlier
+/// turns).
+pub const CONTINUE_PROMPT: &str = "please continue";
 
 /// `backend` resolved under `name` as if its probe had verified `verified`.
 pub fn resolved(backend: Arc<dyn Backend>, name: &str, verified: &[Capability]) -> Resolved {
@@ -68,11 +81,7 @@ pub async fn run_until_killed(
         if ready()
             && let Some(pid) = agent_pid_in(&workspace, agent_exe)
         {
-            let status = std::process::Command::new("kill")
-                .args(["-KILL", &pid.to_string()])
-                .status()
-                .unwrap();
-            assert!(status.success(), "kill -KILL {pid}");
+            kill_9(pid);
             killed = true;
             break;
         }
@@ -123,7 +132,7 @@ pub async fn resume_figure_round(
         .await;
     let before = server.requests().len();
     let mut continuation = request.clone();
-    continuation.prompt = "please continue".into();
+    continuation.prompt = CONTINUE_PROMPT.into();
     let started = std::time::Instant::now();
     let (result, _) = run_resumed(
         killed.backend,
@@ -207,8 +216,7 @@ pub async fn wait_for_pid(
 ) -> i32 {
     // Generous: an agent starts in about half a second, far slower on a loaded CI machine.
     for _ in 0..1200 {
-        let text = std::fs::read_to_string(pidfile).unwrap_or_default();
-        if let (true, Ok(pid)) = (text.ends_with('\n'), text.trim().parse()) {
+        if let Some(pid) = read_pid(pidfile) {
             return pid;
         }
         if run.is_finished() {
@@ -220,4 +228,312 @@ pub async fn wait_for_pid(
         "the scripted shell command never wrote {}",
         pidfile.display()
     );
+}
+
+/// The pid a shell wrote to `path` with `echo $$ > path`, once whole: the shell creates
+/// the file before it writes, so only a line ending in its newline is read.
+fn read_pid(path: &Path) -> Option<i32> {
+    let text = std::fs::read_to_string(path).ok()?;
+    text.ends_with('\n')
+        .then(|| text.trim().parse().ok())
+        .flatten()
+}
+
+/// Waits (polling, up to 60 s) for the pid a scripted tool's shell wrote to `path`: the
+/// one way every live test learns that its tool has started.
+pub async fn pid_in(path: &Path) -> i32 {
+    for _ in 0..1200 {
+        if let Some(pid) = read_pid(path) {
+            return pid;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{} never held a pid", path.display());
+}
+
+/// SIGKILLs `pid`, as a dying machine would: the live tests' way to kill an agent.
+pub fn kill_9(pid: i32) {
+    let status = std::process::Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success(), "kill -KILL {pid} failed");
+}
+
+/// Live processes carrying `execution_id` in their environment: every process of a run
+/// inherits it, however far it wandered from the tree, so this is what a run left.
+pub fn processes_of(execution_id: &str) -> Vec<i32> {
+    use agent_exec_backends::command::EXECUTION_ID_VAR;
+    test_support::procfs::with_env(format!("{EXECUTION_ID_VAR}={execution_id}"))
+}
+
+/// A request for `workspace` under the tool policy `profile` + `allowlist`: the shape
+/// of every live test's request (only ids, prompts and policies differ).
+pub fn request(
+    workspace: &Path,
+    execution_id: &str,
+    prompt: &str,
+    profile: &str,
+    allowlist: &[&str],
+) -> ContractRequest {
+    ContractRequest {
+        execution_id: execution_id.into(),
+        prompt: prompt.into(),
+        workspace: WorkspaceHandle {
+            root: workspace.display().to_string(),
+            ..WorkspaceHandle::default()
+        },
+        tool_policy: ToolPolicy {
+            profile: profile.into(),
+            allowlist: allowlist.iter().map(|name| (*name).to_owned()).collect(),
+        },
+        ..ContractRequest::default()
+    }
+}
+
+/// The events of a run so far, as a `during` helper of [`run_in_runtime`] sees them.
+pub type Seen = Arc<std::sync::Mutex<Vec<Event>>>;
+
+/// Runs `request` through the runtime, failing past `limit`; `during` gets the
+/// cancellation and the events seen so far while it runs (the live tests' cancels and
+/// kills act mid-run, on what the stream shows). Returns the result and every event:
+/// the event stream must end with the run.
+pub async fn run_in_runtime(
+    resolved: &Resolved,
+    request: ContractRequest,
+    limit: Duration,
+    during: impl FnOnce(Cancellation, Seen) -> tokio::task::JoinHandle<()>,
+) -> (ContractResult, Vec<Event>) {
+    use futures::StreamExt as _;
+    let (sink, mut rx) = EventSink::channel();
+    let seen: Seen = Arc::default();
+    let collector = tokio::spawn({
+        let seen = seen.clone();
+        async move {
+            while let Some(event) = rx.next().await {
+                seen.lock().unwrap().push(event);
+            }
+        }
+    });
+    let cancellation = Cancellation::new();
+    let helper = during(cancellation.clone(), seen.clone());
+    let options = RunOptions {
+        events: sink,
+        cancellation,
+        ..RunOptions::default()
+    };
+    let result = tokio::time::timeout(limit, Runtime::new().run(request, resolved, options))
+        .await
+        .unwrap_or_else(|_| panic!("the run did not end within {limit:?}"));
+    helper.abort();
+    // The runtime has dropped the sink: the collector ends.
+    tokio::time::timeout(Duration::from_secs(5), collector)
+        .await
+        .expect("the event stream did not end with the run")
+        .unwrap();
+    let events = seen.lock().unwrap().clone();
+    (result, events)
+}
+
+/// A `during` for [`run_in_runtime`] that does nothing.
+pub fn nothing(_: Cancellation, _: Seen) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async {})
+}
+
+/// Waits (polling, up to `within`) until an event of `kind` was seen; whether it was.
+pub async fn wait_for_kind(seen: &Seen, kind: EventKind, within: Duration) -> bool {
+    let started = std::time::Instant::now();
+    while started.elapsed() < within {
+        if seen.lock().unwrap().iter().any(|e| e.kind == kind) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    false
+}
+
+/// Resolves once `server` has received `n` requests (a scripted turn is in flight).
+pub async fn requests_reach(server: &model_script::ScriptedServer, n: usize) {
+    while server.requests().len() < n {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The verdict on a run canceled while its tool (a `sleep`, pid `sleep`) ran, the same
+/// for every backend: `canceled`, side effects possible, and the tool's process gone.
+pub fn assert_canceled_mid_tool(result: &ContractResult, sleep: i32) {
+    assert_eq!(result.outcome, Outcome::Canceled, "{result:#?}");
+    let err = result.err.as_ref().unwrap();
+    assert_eq!(err.code, ErrorCode::Canceled, "{result:#?}");
+    assert_eq!(
+        err.side_effects,
+        SideEffects::Possible,
+        "a tool had started"
+    );
+    assert!(gone(sleep), "the tool's sleep {sleep} survived the cancel");
+}
+
+/// The verdict on a run whose agent (`agent`) was SIGKILLed while its tool (`sleep`)
+/// ran, the same for every backend: `unknown`, side effects possible, and the agent and
+/// its orphaned tool gone.
+pub fn assert_killed_mid_tool(result: &ContractResult, agent: i32, sleep: i32) {
+    assert_eq!(result.outcome, Outcome::Unknown, "{result:#?}");
+    let err = result.err.as_ref().unwrap();
+    assert_eq!(err.code, ErrorCode::UnknownOutcome, "{result:#?}");
+    assert_eq!(
+        err.side_effects,
+        SideEffects::Possible,
+        "a tool had started"
+    );
+    assert!(gone(agent), "the killed agent {agent} is still alive");
+    assert!(gone(sleep), "the orphaned tool {sleep} was not cleaned up");
+}
+
+/// Runs `request` on `backend` itself (no runtime) with a session channel, as attempt 1
+/// or, with `resume`, the attempt after it, canceling once `until` resolves (the
+/// cancel-then-resume tests). Returns the result, the events and the session handles.
+pub async fn execute_until(
+    backend: &dyn Backend,
+    request: &ContractRequest,
+    resume: Option<ResumeFrom>,
+    until: impl std::future::Future<Output = ()>,
+) -> (ContractResult, Vec<Event>, Vec<String>) {
+    let (sink, mut rx) = EventSink::channel();
+    let (reporter, mut handles) = SessionReporter::channel();
+    let mut ctx = ExecutionContext::new(sink);
+    ctx.session = reporter;
+    ctx.attempt = resume.as_ref().map_or(1, |from| from.attempt + 1);
+    ctx.resume = resume;
+    let cancellation = ctx.cancellation.clone();
+    let run = backend.execute(request, ctx);
+    tokio::pin!(run);
+    let result = tokio::time::timeout(Duration::from_secs(60), async {
+        tokio::select! {
+            result = &mut run => result,
+            () = until => {
+                cancellation.cancel(CancelCause::Caller);
+                run.await
+            }
+        }
+    })
+    .await
+    .expect("the attempt did not end within 60 s");
+    (result, drain(&mut rx), drain_handles(&mut handles))
+}
+
+/// The verdict on an attempt canceled after its tool ran, before it is resumed:
+/// canceled — or, on a loaded machine, `unknown` when the leader's exit status is not
+/// collected in time (`cancel_requested`): either may be resumed.
+pub fn assert_resumable_after_cancel(first: &ContractResult) {
+    assert!(
+        matches!(first.outcome, Outcome::Canceled | Outcome::Unknown),
+        "{first:?}"
+    );
+    assert_eq!(
+        first.err.as_ref().unwrap().side_effects,
+        SideEffects::Possible
+    );
+}
+
+/// The kill-and-resume scenario of the resumable agent CLIs: attempt 1 of `request` is
+/// SIGKILLed (agent `agent_exe`) once `ready()` holds and is `unknown`, having reported
+/// one session; attempt 2 resumes it with [`CONTINUE_PROMPT`] and must finish the
+/// script's "resumed and done" in the same session. Returns that session.
+pub async fn kill_then_resume(
+    backend: Arc<dyn Backend>,
+    request: &ContractRequest,
+    agent_exe: &str,
+    ready: impl Fn() -> bool,
+) -> String {
+    let (first, reported) =
+        run_until_killed(backend.clone(), request.clone(), agent_exe, ready).await;
+    assert_eq!(first.outcome, Outcome::Unknown, "{first:#?}");
+    assert_eq!(
+        reported.len(),
+        1,
+        "one session, reported once: {reported:?}"
+    );
+    let session = reported[0].clone();
+    let mut continuation = request.clone();
+    continuation.prompt = CONTINUE_PROMPT.into();
+    let (second, again) = run_resumed(
+        backend,
+        continuation,
+        ResumeFrom {
+            session: session.clone(),
+            attempt: 1,
+            original_prompt: request.prompt.clone(),
+        },
+    )
+    .await;
+    assert_eq!(second.outcome, Outcome::Succeeded, "{second:#?}");
+    assert_eq!(second.text, "resumed and done");
+    assert_eq!(
+        again,
+        std::slice::from_ref(&session),
+        "{agent_exe} continued the same session"
+    );
+    session
+}
+
+/// That the model request of a resumed attempt (`resumed`, as sent) carries each of
+/// the `earlier` turns' marks, and the [`CONTINUE_PROMPT`].
+pub fn assert_carries_the_earlier_turns(resumed: &str, earlier: &[&str]) {
+    for earlier in earlier {
+        assert!(
+            resumed.contains(earlier),
+            "the resumed request lacks {earlier:?}: {resumed}"
+        );
+    }
+    assert!(resumed.contains(CONTINUE_PROMPT), "{resumed}");
+}
+
+/// A provider (base URL with `/v1`) that refuses with 401 and, carelessly, echoes the
+/// bearer credential back: codex's and OpenCode's tests that the key never shows.
+pub async fn leaky_provider() -> String {
+    use axum::http::HeaderMap;
+    let app = axum::Router::new().fallback(|headers: HeaderMap| async move {
+        let seen = headers
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("none")
+            .to_owned();
+        (
+            axum::http::StatusCode::UNAUTHORIZED,
+            axum::Json(serde_json::json!({"error": {"message": format!("invalid key {seen}")}})),
+        )
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    format!("http://{addr}/v1")
+}
+
+/// A run of `request` straight on `backend`, spawned so that the test can act while it
+/// runs (once its tool wrote a pid: [`wait_for_pid`]): the run, its cancellation and
+/// its events.
+pub fn spawn_execute(
+    backend: Arc<dyn Backend>,
+    request: ContractRequest,
+) -> (
+    tokio::task::JoinHandle<ContractResult>,
+    Cancellation,
+    futures::channel::mpsc::UnboundedReceiver<Event>,
+) {
+    let (sink, events) = EventSink::channel();
+    let ctx = ExecutionContext::new(sink);
+    let cancellation = ctx.cancellation.clone();
+    let run = tokio::spawn(async move { backend.execute(&request, ctx).await });
+    (run, cancellation, events)
+}
+
+/// A scripted call of codex's `exec_command` tool running `cmd` in the agent's shell,
+/// waiting up to `yield_ms` for it (codex's default would hand a long command back to
+/// the model): shared by the two suites that drive codex, `codex` and `acp` (codex-acp).
+pub fn exec_command(call_id: &str, cmd: &str, yield_ms: u64) -> model_script::Turn {
+    model_script::Turn::tool_call(
+        call_id,
+        "exec_command",
+        serde_json::json!({"cmd": cmd, "yield_time_ms": yield_ms}),
+    )
 }

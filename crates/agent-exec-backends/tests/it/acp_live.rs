@@ -8,10 +8,11 @@
 //! `<workspace>/target/peers/npm/node_modules/.bin`; a missing program fails the test
 //! with what to run.
 use crate::agents;
+use agents::{DUMMY_KEY, Seen, exec_command, nothing, pid_in};
 
 use agent_exec_backends::agent_program::AGENT_CLI_CAPABILITIES;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,10 +20,8 @@ use agent_exec_backends::acp::{AcpBackend, KIND};
 use agent_exec_backends::agent_program::ProgramConfig;
 use agent_exec_contract::{
     Backend, CancelCause, Cancellation, Capability, ContractRequest, ContractResult, ErrorCode,
-    Event, EventKind, EventSink, ExecutionContext, Outcome, Resolved, ResumeFrom, SessionReporter,
-    SideEffects, ToolPolicy, WorkspaceHandle,
+    Event, EventKind, Outcome, Resolved, ResumeFrom, SideEffects,
 };
-use agent_exec_runtime::{RunOptions, Runtime};
 use model_script::{Script, ScriptedServer, Turn};
 use test_support::procfs::{alive, comm, parent};
 
@@ -30,9 +29,6 @@ use test_support::procfs::{alive, comm, parent};
 fn codex_acp_program() -> PathBuf {
     test_support::peers::npm_bin("codex-acp", "@zed-industries/codex-acp")
 }
-
-/// The dummy credential codex sends to the scripted server.
-const DUMMY_KEY: &str = "dummy-key-for-model-script";
 
 /// One scripted server, a `CODEX_HOME` pointing codex at it, a workspace, a backend.
 struct Rig {
@@ -86,82 +82,27 @@ impl Rig {
     }
 
     fn request(&self, id: &str, prompt: &str, allow: &[&str]) -> ContractRequest {
-        ContractRequest {
-            execution_id: id.into(),
-            prompt: prompt.into(),
-            workspace: WorkspaceHandle {
-                root: self.workspace.path().display().to_string(),
-                ..WorkspaceHandle::default()
-            },
-            tool_policy: ToolPolicy {
-                profile: "workspace".into(),
-                allowlist: allow.iter().map(|s| (*s).to_owned()).collect(),
-            },
-            ..ContractRequest::default()
-        }
+        agents::request(self.workspace.path(), id, prompt, "workspace", allow)
     }
 
     fn resolved(&self) -> Resolved {
         agents::resolved(self.backend.clone(), KIND, &AGENT_CLI_CAPABILITIES)
     }
 
-    /// Runs `request` through the runtime; `during` gets the cancellation while it runs.
+    /// Runs `request` through the runtime; `during` gets the cancellation and the events
+    /// seen so far while it runs.
     async fn run(
         &self,
         request: ContractRequest,
-        during: impl FnOnce(Cancellation) -> tokio::task::JoinHandle<()>,
+        during: impl FnOnce(Cancellation, Seen) -> tokio::task::JoinHandle<()>,
     ) -> (ContractResult, Vec<Event>) {
-        let (sink, mut rx) = EventSink::channel();
-        let cancellation = Cancellation::new();
-        let helper = during(cancellation.clone());
-        let options = RunOptions {
-            events: sink,
-            cancellation,
-            ..RunOptions::default()
-        };
-        let result = tokio::time::timeout(
-            Duration::from_secs(60),
-            Runtime::new().run(request, &self.resolved(), options),
-        )
-        .await
-        .expect("the run did not end within 60 s");
-        helper.abort();
-        let mut events = Vec::new();
-        while let Ok(event) = rx.try_recv() {
-            events.push(event);
-        }
-        (result, events)
+        let limit = Duration::from_secs(60);
+        agents::run_in_runtime(&self.resolved(), request, limit, during).await
     }
 
     fn path(&self, name: &str) -> PathBuf {
         self.workspace.path().join(name)
     }
-}
-
-fn nothing(_: Cancellation) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async {})
-}
-
-/// Waits (polling) until `path` holds a pid and returns it.
-async fn pid_in(path: &Path) -> i32 {
-    for _ in 0..600 {
-        if let Ok(text) = std::fs::read_to_string(path)
-            && let Ok(pid) = text.trim().parse()
-        {
-            return pid;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("{} never held a pid", path.display());
-}
-
-/// A scripted `exec_command` call running `cmd` in the agent's shell.
-fn exec_command(call_id: &str, cmd: &str, yield_ms: u64) -> Turn {
-    Turn::tool_call(
-        call_id,
-        "exec_command",
-        serde_json::json!({"cmd": cmd, "yield_time_ms": yield_ms}),
-    )
 }
 
 fn text_of(events: &[Event]) -> String {
@@ -329,9 +270,16 @@ async fn cancel_during_a_tool_call_is_canceled_and_leaves_no_process() {
     let (result, events) = rig
         .run(
             rig.request("acp-live-cancel", "sleep", &["execute"]),
-            move |cancel| {
+            move |cancel, seen| {
                 tokio::spawn(async move {
                     let pid = pid_in(&pidfile).await;
+                    // "In the middle of a tool call": the sleep runs *and* the stream
+                    // said the tool started. codex-acp's `tool_call` update can reach us
+                    // after the sleep has written its pid; a cancel before it would end
+                    // the run with no tool event at all. (Canceled either way if the
+                    // update never comes: the events below then say so.)
+                    agents::wait_for_kind(&seen, EventKind::ToolExecStart, Duration::from_secs(30))
+                        .await;
                     assert!(alive(pid), "the tool's sleep is running");
                     let _ = sleep_tx.send(pid);
                     cancel.cancel(CancelCause::Caller);
@@ -340,21 +288,14 @@ async fn cancel_during_a_tool_call_is_canceled_and_leaves_no_process() {
         )
         .await;
     let sleep = sleep_rx.await.expect("the tool call started");
-    assert_eq!(result.outcome, Outcome::Canceled, "{result:#?}");
-    let err = result.err.as_ref().unwrap();
-    assert_eq!(err.code, ErrorCode::Canceled);
-    assert_eq!(err.side_effects, SideEffects::Possible);
+    agents::assert_canceled_mid_tool(&result, sleep);
+    // The tool's start first; its end (codex-acp may report the canceled call) only
+    // after it; no message end.
+    let position = |kind: EventKind| events.iter().position(|e| e.kind == kind);
+    assert_eq!(position(EventKind::ToolExecStart), Some(0), "{events:#?}");
     assert!(
-        !alive(sleep),
-        "the tool's sleep {sleep} survived the cancel"
-    );
-    // The cancel follows the sleep's start, which can come before codex-acp's
-    // `tool_call` update reaches us: no event, or the tool's start first.
-    assert!(
-        events
-            .first()
-            .is_none_or(|e| e.kind == EventKind::ToolExecStart),
-        "{events:?}"
+        position(EventKind::ToolExecEnd).is_none_or(|end| end > 0),
+        "{events:#?}"
     );
     assert!(
         !events.iter().any(|e| e.kind == EventKind::MessageEnd),
@@ -374,33 +315,21 @@ async fn killing_the_agent_mid_run_is_unknown() {
     let (result, _) = rig
         .run(
             rig.request("acp-live-kill", "sleep", &["execute"]),
-            move |_| {
+            move |_, _| {
                 tokio::spawn(async move {
                     let sleep = pid_in(&pidfile).await;
                     // The agent is the process that started the tool's shell (the
                     // codex-acp binary; the npm `codex-acp` is a node launcher above it).
                     let agent = parent(sleep).expect("the sleep has a parent");
                     assert_eq!(comm(agent), "codex-acp", "the sleep's parent is codex-acp");
-                    let status = std::process::Command::new("kill")
-                        .args(["-KILL", &agent.to_string()])
-                        .status()
-                        .unwrap();
-                    assert!(status.success());
+                    agents::kill_9(agent);
                     let _ = pids_tx.send((agent, sleep));
                 })
             },
         )
         .await;
     let (agent, sleep) = pids_rx.await.expect("the agent was killed");
-    assert_eq!(result.outcome, Outcome::Unknown, "{result:#?}");
-    let err = result.err.as_ref().unwrap();
-    assert_eq!(err.code, ErrorCode::UnknownOutcome);
-    assert_eq!(err.side_effects, SideEffects::Possible);
-    assert!(!alive(agent));
-    assert!(
-        !alive(sleep),
-        "the orphaned tool {sleep} was not cleaned up"
-    );
+    agents::assert_killed_mid_tool(&result, agent, sleep);
 }
 
 #[tokio::test]
@@ -433,45 +362,6 @@ async fn verify_is_a_real_acp_handshake() {
     assert!(rig.server.requests().is_empty());
 }
 
-/// Runs `request` on the backend itself with `resume`, canceling once `until` resolves;
-/// returns the result, the events and the session handles reported.
-async fn execute_attempt(
-    rig: &Rig,
-    request: &ContractRequest,
-    resume: Option<ResumeFrom>,
-    until: impl std::future::Future<Output = ()>,
-) -> (ContractResult, Vec<Event>, Vec<String>) {
-    let (sink, mut rx) = EventSink::channel();
-    let (reporter, mut handles) = SessionReporter::channel();
-    let mut ctx = ExecutionContext::new(sink);
-    ctx.session = reporter;
-    ctx.attempt = if resume.is_some() { 2 } else { 1 };
-    ctx.resume = resume;
-    let cancellation = ctx.cancellation.clone();
-    let run = rig.backend.execute(request, ctx);
-    tokio::pin!(run);
-    let result = tokio::time::timeout(Duration::from_secs(60), async {
-        tokio::select! {
-            result = &mut run => result,
-            () = until => {
-                cancellation.cancel(CancelCause::Caller);
-                run.await
-            }
-        }
-    })
-    .await
-    .expect("the attempt did not end within 60 s");
-    let mut events = Vec::new();
-    while let Ok(event) = rx.try_recv() {
-        events.push(event);
-    }
-    let mut reported = Vec::new();
-    while let Ok(handle) = handles.try_recv() {
-        reported.push(handle);
-    }
-    (result, events, reported)
-}
-
 #[tokio::test]
 async fn a_canceled_session_is_resumed_with_session_load_and_its_replay_is_not_emitted() {
     let rig = Rig::new(vec![
@@ -486,22 +376,10 @@ async fn a_canceled_session_is_resumed_with_session_load_and_its_replay_is_not_e
     ]);
     let mut request = rig.request("acp-live-resume", "do step one, then finish", &["execute"]);
     let original_prompt = request.prompt.clone();
-    let second_request = async {
-        while rig.server.requests().len() < 2 {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    };
-    let (first, events, handles) = execute_attempt(&rig, &request, None, second_request).await;
-    // Canceled — or, on a loaded machine, `unknown` when the leader's exit status is
-    // not collected in time (`cancel_requested`): either may be resumed.
-    assert!(
-        matches!(first.outcome, Outcome::Canceled | Outcome::Unknown),
-        "{first:?}"
-    );
-    assert_eq!(
-        first.err.as_ref().unwrap().side_effects,
-        SideEffects::Possible
-    );
+    let second_request = agents::requests_reach(&rig.server, 2);
+    let (first, events, handles) =
+        agents::execute_until(&*rig.backend, &request, None, second_request).await;
+    agents::assert_resumable_after_cancel(&first);
     assert!(events.iter().any(|e| e.kind == EventKind::ToolExecStart));
     assert_eq!(
         std::fs::read_to_string(rig.path("one.txt")).unwrap(),
@@ -517,8 +395,13 @@ async fn a_canceled_session_is_resumed_with_session_load_and_its_replay_is_not_e
         attempt: 1,
         original_prompt: original_prompt.clone(),
     };
-    let (second, events, handles) =
-        execute_attempt(&rig, &request, Some(resume), std::future::pending()).await;
+    let (second, events, handles) = agents::execute_until(
+        &*rig.backend,
+        &request,
+        Some(resume),
+        std::future::pending(),
+    )
+    .await;
     assert_eq!(second.outcome, Outcome::Succeeded, "{second:#?}");
     assert_eq!(second.text, "resumed and done");
     assert_eq!(handles, std::slice::from_ref(&handle));

@@ -13,8 +13,8 @@ use agent_exec_backends::claude_code::ClaudeCodeBackend;
 use crate::stand_in;
 use stand_in::StandInHarness;
 
-/// The stand-in: `--version` and the verify probes (no execution id in the
-/// environment) answer as Claude Code does; a run says what `$SCENARIO` says.
+/// The stand-in's head: `--version` and the verify probes (no execution id in the
+/// environment) answer as Claude Code does; a run plays `stand_in::SCENARIOS`.
 const STAND_IN: &str = r#"#!/bin/sh
 [ "$1" = --version ] && { echo "2.1.332 (Claude Code)"; exit 0; }
 session=$(cat /proc/sys/kernel/random/uuid)
@@ -32,28 +32,12 @@ if [ -z "$AGENT_EXEC_EXECUTION_ID" ]; then
   echo '{"type":"result","subtype":"success","is_error":true,"terminal_reason":"api_error","result":"API Error: Connection refused"}'
   exit 1
 fi
-echo "$AGENT_EXEC_EXECUTION_ID" >> "$INVOCATIONS"
-# printf, not echo: dash's echo reads backslashes as escapes.
-json=$(printf '%s' "$body" | sed 's/\\/\\\\/g; s/"/\\"/g' | awk 'NR > 1 { printf "%s", "\\n" } { printf "%s", $0 }')
-result() { printf '%s\n' '{"type":"result","subtype":"success","is_error":false,"result":"'"$1"'","usage":{"input_tokens":3,"output_tokens":2}}'; }
-failed() { echo '{"type":"result","subtype":"success","is_error":true,"api_error_status":401,"result":"API Error: 401 refused"}'; exit 1; }
-case "$SCENARIO" in
-  echo) result "$json" ;;
-  silent) result "" ;;
-  fail) failed ;;
-  crash) kill -SEGV $$ ;;
-  hang) sleep 1000 & sh -c 'sleep 1000 & wait' & wait ;;
-  write-target)
-    printf '%s\n' "$body" | sed -n 's/^- //p' | while read -r target; do
-      mkdir -p "$(dirname "$target")"; printf '%s' "$body" > "$target"
-    done
-    result "$json" ;;
-  write-then-fail) echo partial > partial.txt; failed ;;
-esac
+answer() { printf '%s\n' '{"type":"result","subtype":"success","is_error":false,"result":"'"$1"'","usage":{"input_tokens":3,"output_tokens":2}}'; }
+fail() { echo '{"type":"result","subtype":"success","is_error":true,"api_error_status":401,"result":"API Error: 401 refused"}'; exit 1; }
 "#;
 
 fn harness() -> StandInHarness {
-    StandInHarness::new("claude", STAND_IN, |config, _| {
+    StandInHarness::sh("claude", STAND_IN, |config, _| {
         Arc::new(ClaudeCodeBackend::new(config))
     })
 }

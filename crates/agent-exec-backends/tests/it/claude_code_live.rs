@@ -2,7 +2,7 @@
 //! `@anthropic-ai/claude-code`, installed by scripts/test.sh) against a scripted
 //! Anthropic Messages server on loopback: the agent, its tools and its process tree
 //! are real; only the model's words are scripted.
-use crate::agents;
+use crate::{agents, stand_in};
 use agents::{drain, wait_for_pid};
 
 use std::path::{Path, PathBuf};
@@ -14,7 +14,7 @@ use agent_exec_backends::agent_program::{StreamParser as _, Verdict};
 use agent_exec_backends::claude_code::{ClaudeCodeBackend, ClaudeCodeStream};
 use agent_exec_contract::{
     Backend, CancelCause, Capability, ContractRequest, ErrorCode, Event, EventKind, EventSink,
-    ExecutionContext, Outcome, Registry, SideEffects, ToolPolicy, WorkspaceHandle,
+    ExecutionContext, Outcome, Registry, SideEffects,
 };
 use agent_exec_runtime::{RunOptions, Runtime};
 use model_script::{Script, ScriptedServer, Turn};
@@ -81,19 +81,8 @@ impl Setup {
     }
 
     fn request(&self, prompt: &str, profile: &str) -> ContractRequest {
-        ContractRequest {
-            execution_id: format!("cc-{}", std::process::id()),
-            prompt: prompt.into(),
-            workspace: WorkspaceHandle {
-                root: self.workspace.path().display().to_string(),
-                writable: Vec::new(),
-            },
-            tool_policy: ToolPolicy {
-                profile: profile.into(),
-                allowlist: Vec::new(),
-            },
-            ..Default::default()
-        }
+        let id = format!("cc-{}", std::process::id());
+        agents::request(self.workspace.path(), &id, prompt, profile, &[])
     }
 }
 
@@ -245,12 +234,8 @@ fn sleeping_script(root: &Path) -> Vec<Turn> {
 #[tokio::test]
 async fn cancel_in_the_middle_of_a_bash_tool_is_canceled_and_leaves_no_process() {
     let s = setup(sleeping_script);
-    let (sink, mut rx) = EventSink::channel();
-    let ctx = ExecutionContext::new(sink);
-    let cancel = ctx.cancellation.clone();
-    let backend = s.backend.clone();
-    let request = s.request("sleep", "workspace");
-    let mut run = tokio::spawn(async move { backend.execute(&request, ctx).await });
+    let (mut run, cancel, mut rx) =
+        agents::spawn_execute(s.backend.clone(), s.request("sleep", "workspace"));
     let sleeper = wait_for_pid(&s.path("pid"), &mut run).await;
     assert!(!gone(sleeper), "the sleep should be running");
     assert_eq!(
@@ -263,18 +248,7 @@ async fn cancel_in_the_middle_of_a_bash_tool_is_canceled_and_leaves_no_process()
         .await
         .expect("cancel must return promptly")
         .unwrap();
-    assert_eq!(result.outcome, Outcome::Canceled, "{result:#?}");
-    let err = result.err.unwrap();
-    assert_eq!(err.code, ErrorCode::Canceled);
-    assert_eq!(
-        err.side_effects,
-        SideEffects::Possible,
-        "a tool had started"
-    );
-    assert!(
-        gone(sleeper),
-        "the Bash tool's sleep {sleeper} survived the cancel"
-    );
+    agents::assert_canceled_mid_tool(&result, sleeper);
     let events = drain(&mut rx);
     let start = position(&events, |e| {
         e.kind == EventKind::ToolExecStart && e.tool == "Bash"
@@ -308,30 +282,18 @@ fn claude_ancestor(pid: i32) -> i32 {
 #[tokio::test]
 async fn killing_claude_mid_run_is_unknown_and_its_tree_is_cleaned_up() {
     let s = setup(sleeping_script);
-    let (sink, _rx) = EventSink::channel();
-    let backend = s.backend.clone();
-    let request = s.request("sleep", "workspace");
-    let mut run =
-        tokio::spawn(async move { backend.execute(&request, ExecutionContext::new(sink)).await });
+    let (mut run, _, _rx) =
+        agents::spawn_execute(s.backend.clone(), s.request("sleep", "workspace"));
     let sleeper = wait_for_pid(&s.path("pid"), &mut run).await;
     let claude = claude_ancestor(sleeper);
-    let killed = std::process::Command::new("kill")
-        .args(["-KILL", &claude.to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success(), "kill -KILL {claude} failed");
+    agents::kill_9(claude);
     let result = tokio::time::timeout(Duration::from_secs(20), run)
         .await
         .expect("a killed agent must not hang the run")
         .unwrap();
-    assert_eq!(result.outcome, Outcome::Unknown, "{result:#?}");
-    let err = result.err.unwrap();
-    assert_eq!(err.code, ErrorCode::UnknownOutcome);
-    assert!(err.reason.contains("signal 9"), "{}", err.reason);
-    assert!(
-        gone(sleeper),
-        "the orphaned sleep {sleeper} was left running"
-    );
+    agents::assert_killed_mid_tool(&result, claude, sleeper);
+    let reason = &result.err.as_ref().unwrap().reason;
+    assert!(reason.contains("signal 9"), "{reason}");
 }
 
 /// Feeds a recorded stream to a fresh parser, as the driver does (line by line).
@@ -592,9 +554,9 @@ async fn verify_probes_the_real_program_and_names_the_package_when_missing() {
 /// `-p` run does what `$IMPOSTOR_MODE` says: `text` (plain words, no stream-json),
 /// `no-tools` (stream-json, but `--tools=` is an unknown option), or `stream-json`.
 fn impostor(dir: &Path) -> PathBuf {
-    let path = dir.join("claude-impostor");
-    std::fs::write(
-        &path,
+    stand_in::write_program(
+        dir,
+        "claude-impostor",
         r#"#!/bin/sh
 case "$1" in
   --version) echo "2.1.332 (Claude Code)"; exit 0 ;;
@@ -612,10 +574,6 @@ echo '{"type":"result","subtype":"success","is_error":true,"terminal_reason":"ap
 exit 1
 "#,
     )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt as _;
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    path
 }
 
 #[tokio::test]
@@ -749,22 +707,16 @@ async fn an_allowlist_gives_claude_exactly_those_tools() {
 async fn a_program_that_hangs_after_its_result_is_unknown_not_success() {
     // A wrapper that runs the real claude, then does not exit (a child holds on).
     let wrapper_dir = tempfile::tempdir().unwrap();
-    let wrapper = wrapper_dir.path().join("claude-then-hang");
     let pidfile = wrapper_dir.path().join("pid");
-    std::fs::write(
-        &wrapper,
-        format!(
+    let wrapper = stand_in::write_program(
+        wrapper_dir.path(),
+        "claude-then-hang",
+        &format!(
             "#!/bin/sh\n\"{}\" \"$@\"\nsleep 30 &\necho $! > {}\nwait\n",
             claude_program().display(),
             pidfile.display()
         ),
-    )
-    .unwrap();
-    std::fs::set_permissions(
-        &wrapper,
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
+    );
     let s = setup_with(
         |_| vec![Turn::text("all done")],
         |config| {
@@ -879,41 +831,16 @@ async fn a_killed_run_resumes_its_own_session_and_the_model_sees_the_earlier_tur
         ]
     });
     let request = s.request("run the marker command", "workspace");
-    let backend: Arc<dyn Backend> = s.backend.clone();
     let server = &s.server;
-    let (first, reported) =
-        agents::run_until_killed(backend.clone(), request.clone(), "claude", || {
-            // The second request carries the tool's output: the session holds both turns.
-            server.requests().len() >= 2
-        })
-        .await;
-    assert_eq!(first.outcome, Outcome::Unknown, "{first:#?}");
-    assert_eq!(
-        reported.len(),
-        1,
-        "one session, reported once: {reported:?}"
-    );
-    let session = reported[0].clone();
+    let session = agents::kill_then_resume(s.backend.clone(), &request, "claude", || {
+        // The second request carries the tool's output: the session holds both turns.
+        server.requests().len() >= 2
+    })
+    .await;
     assert!(
         agent_exec_backends::agent_program::is_uuid(&session),
         "{session}"
     );
-
-    let mut continuation = request.clone();
-    continuation.prompt = "please continue".into();
-    let (second, again) = agents::run_resumed(
-        backend,
-        continuation,
-        agent_exec_contract::ResumeFrom {
-            session: session.clone(),
-            attempt: 1,
-            original_prompt: request.prompt.clone(),
-        },
-    )
-    .await;
-    assert_eq!(second.outcome, Outcome::Succeeded, "{second:#?}");
-    assert_eq!(second.text, "resumed and done");
-    assert_eq!(again, [session], "Claude Code continued the same session");
 
     let requests = s.server.requests();
     assert_eq!(
@@ -923,13 +850,10 @@ async fn a_killed_run_resumes_its_own_session_and_the_model_sees_the_earlier_tur
         requests.iter().map(|r| &r.body).collect::<Vec<_>>()
     );
     let resumed = requests[2].body["messages"].to_string();
-    for earlier in ["run the marker command", "toolu_r1", "TOOL-OUTPUT-c41"] {
-        assert!(
-            resumed.contains(earlier),
-            "the resumed request lacks {earlier:?}: {resumed}"
-        );
-    }
-    assert!(resumed.contains("please continue"), "{resumed}");
+    agents::assert_carries_the_earlier_turns(
+        &resumed,
+        &["run the marker command", "toolu_r1", "TOOL-OUTPUT-c41"],
+    );
     assert_eq!(s.server.requests_past_script(), 0);
 }
 

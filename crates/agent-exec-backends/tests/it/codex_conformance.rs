@@ -13,8 +13,8 @@ use agent_exec_backends::codex::CodexBackend;
 use crate::stand_in;
 use stand_in::StandInHarness;
 
-/// The stand-in: `--version` and the verify probes (no execution id in the
-/// environment) answer as codex does; a run says what `$SCENARIO` says.
+/// The stand-in's head: `--version` and the verify probes (no execution id in the
+/// environment) answer as codex does; a run plays `stand_in::SCENARIOS`.
 const STAND_IN: &str = r#"#!/bin/sh
 for arg in "$@"; do
   [ "$arg" = --version ] && { echo "codex-cli-exec 0.171.0"; exit 0; }
@@ -29,29 +29,15 @@ echo '{"type":"thread.started","thread_id":"'"$thread"'"}'
 echo '{"type":"turn.started"}'
 # A verify probe: the stream is proven here, and the probe stops the tree.
 [ -z "$AGENT_EXEC_EXECUTION_ID" ] && exec sleep 30
-echo "$AGENT_EXEC_EXECUTION_ID" >> "$INVOCATIONS"
-# printf, not echo: dash's echo reads backslashes as escapes.
-json=$(printf '%s' "$body" | sed 's/\\/\\\\/g; s/"/\\"/g' | awk 'NR > 1 { printf "%s", "\\n" } { printf "%s", $0 }')
-message() { printf '%s\n' '{"type":"item.completed","item":{"type":"agent_message","text":"'"$1"'"}}'; }
-completed() { echo '{"type":"turn.completed","usage":{"input_tokens":3,"output_tokens":2}}'; }
-failed() { echo '{"type":"turn.failed","error":{"message":"unexpected status 401 Unauthorized: refused"}}'; exit 1; }
-case "$SCENARIO" in
-  echo) message "$json"; completed ;;
-  silent) completed ;;
-  fail) failed ;;
-  crash) kill -SEGV $$ ;;
-  hang) sleep 1000 & sh -c 'sleep 1000 & wait' & wait ;;
-  write-target)
-    printf '%s\n' "$body" | sed -n 's/^- //p' | while read -r target; do
-      mkdir -p "$(dirname "$target")"; printf '%s' "$body" > "$target"
-    done
-    message "$json"; completed ;;
-  write-then-fail) echo partial > partial.txt; failed ;;
-esac
+answer() {
+  [ -n "$1" ] && printf '%s\n' '{"type":"item.completed","item":{"type":"agent_message","text":"'"$1"'"}}'
+  echo '{"type":"turn.completed","usage":{"input_tokens":3,"output_tokens":2}}'
+}
+fail() { echo '{"type":"turn.failed","error":{"message":"unexpected status 401 Unauthorized: refused"}}'; exit 1; }
 "#;
 
 fn harness() -> StandInHarness {
-    StandInHarness::new("codex", STAND_IN, |config, _| {
+    StandInHarness::sh("codex", STAND_IN, |config, _| {
         Arc::new(CodexBackend::new(config))
     })
 }

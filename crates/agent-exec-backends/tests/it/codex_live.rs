@@ -7,7 +7,8 @@
 //! The program is found through `AGENT_EXEC_NPM_BIN` (set by `scripts/test.sh`) or
 //! `<workspace>/target/peers/npm/node_modules/.bin`; a missing program fails the test
 //! with what to run.
-use crate::agents;
+use crate::{agents, stand_in};
+use agents::{DUMMY_KEY, Seen, exec_command, nothing, pid_in};
 
 use agent_exec_backends::agent_program::AGENT_CLI_CAPABILITIES;
 
@@ -19,7 +20,7 @@ use agent_exec_backends::agent_program::ProgramConfig;
 use agent_exec_backends::codex::{CodexBackend, KIND};
 use agent_exec_contract::{
     Backend, CancelCause, Cancellation, Capability, ContractRequest, ContractResult, ErrorCode,
-    Event, EventKind, EventSink, Outcome, Resolved, ToolPolicy, WorkspaceHandle,
+    Event, EventKind, Outcome, Resolved, ToolPolicy,
 };
 use agent_exec_runtime::{RunOptions, Runtime};
 use model_script::{Ending, Script, ScriptedServer, Turn};
@@ -37,9 +38,6 @@ struct Rig {
     _home: tempfile::TempDir,
     backend: Arc<CodexBackend>,
 }
-
-/// The dummy credential codex sends to the scripted server.
-const DUMMY_KEY: &str = "dummy-key-for-model-script";
 
 impl Rig {
     fn new(turns: Vec<Turn>) -> Rig {
@@ -88,19 +86,7 @@ impl Rig {
 
     /// A request with codex's default tool set (profile `workspace`).
     fn request(&self, id: &str, prompt: &str) -> ContractRequest {
-        ContractRequest {
-            execution_id: id.into(),
-            prompt: prompt.into(),
-            workspace: WorkspaceHandle {
-                root: self.workspace.path().display().to_string(),
-                ..WorkspaceHandle::default()
-            },
-            tool_policy: ToolPolicy {
-                profile: "workspace".into(),
-                allowlist: Vec::new(),
-            },
-            ..ContractRequest::default()
-        }
+        agents::request(self.workspace.path(), id, prompt, "workspace", &[])
     }
 
     fn resolved(&self) -> Resolved {
@@ -114,84 +100,13 @@ impl Rig {
         request: ContractRequest,
         during: impl FnOnce(Cancellation, Seen) -> tokio::task::JoinHandle<()>,
     ) -> (ContractResult, Vec<Event>) {
-        use futures::StreamExt as _;
-        let (sink, mut rx) = EventSink::channel();
-        let seen: Seen = Arc::default();
-        let collector = tokio::spawn({
-            let seen = seen.clone();
-            async move {
-                while let Some(event) = rx.next().await {
-                    seen.lock().unwrap().push(event);
-                }
-            }
-        });
-        let cancellation = Cancellation::new();
-        let helper = during(cancellation.clone(), seen.clone());
-        let options = RunOptions {
-            events: sink,
-            cancellation,
-            ..RunOptions::default()
-        };
-        let result = tokio::time::timeout(
-            Duration::from_secs(60),
-            Runtime::new().run(request, &self.resolved(), options),
-        )
-        .await
-        .expect("the run did not end within 60 s");
-        helper.abort();
-        // The runtime has dropped the sink: the collector ends.
-        tokio::time::timeout(Duration::from_secs(5), collector)
-            .await
-            .expect("the event stream did not end with the run")
-            .unwrap();
-        let events = seen.lock().unwrap().clone();
-        (result, events)
+        let limit = Duration::from_secs(60);
+        agents::run_in_runtime(&self.resolved(), request, limit, during).await
     }
 
     fn path(&self, name: &str) -> PathBuf {
         self.workspace.path().join(name)
     }
-}
-
-/// The events of a run so far, as a helper sees them while it runs.
-type Seen = Arc<std::sync::Mutex<Vec<Event>>>;
-
-/// Waits (polling) until an event of `kind` was seen.
-async fn seen_kind(seen: &Seen, kind: EventKind) {
-    for _ in 0..600 {
-        if seen.lock().unwrap().iter().any(|e| e.kind == kind) {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("no {kind:?} event within 30 s");
-}
-
-fn nothing(_: Cancellation, _: Seen) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async {})
-}
-
-/// Waits (polling) until `path` holds a pid and returns it.
-async fn pid_in(path: &Path) -> i32 {
-    for _ in 0..600 {
-        if let Ok(text) = std::fs::read_to_string(path)
-            && let Ok(pid) = text.trim().parse()
-        {
-            return pid;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("{} never held a pid", path.display());
-}
-
-/// A scripted `exec_command` call running `cmd` in the agent's shell, waiting up to
-/// `yield_ms` for it (codex's default would hand a long command back to the model).
-fn exec_command(call_id: &str, cmd: &str, yield_ms: u64) -> Turn {
-    Turn::tool_call(
-        call_id,
-        "exec_command",
-        serde_json::json!({"cmd": cmd, "yield_time_ms": yield_ms}),
-    )
 }
 
 #[tokio::test]
@@ -338,7 +253,11 @@ async fn cancel_during_a_tool_call_is_canceled_and_leaves_no_process() {
                 tokio::spawn(async move {
                     let pid = pid_in(&pidfile).await;
                     // "In the middle of a tool call": the stream said it started.
-                    seen_kind(&seen, EventKind::ToolExecStart).await;
+                    let start = EventKind::ToolExecStart;
+                    assert!(
+                        agents::wait_for_kind(&seen, start, Duration::from_secs(30)).await,
+                        "no ToolExecStart event within 30 s"
+                    );
                     assert!(alive(pid), "the tool's sleep is running");
                     let _ = sleep_tx.send(pid);
                     cancel.cancel(CancelCause::Caller);
@@ -347,14 +266,7 @@ async fn cancel_during_a_tool_call_is_canceled_and_leaves_no_process() {
         )
         .await;
     let sleep = sleep_rx.await.expect("the tool call started");
-    assert_eq!(result.outcome, Outcome::Canceled, "{result:#?}");
-    let err = result.err.as_ref().unwrap();
-    assert_eq!(err.code, ErrorCode::Canceled);
-    assert_eq!(err.side_effects, agent_exec_contract::SideEffects::Possible);
-    assert!(
-        !alive(sleep),
-        "the tool's sleep {sleep} survived the cancel"
-    );
+    agents::assert_canceled_mid_tool(&result, sleep);
     assert!(
         started.elapsed() < Duration::from_secs(25),
         "the run waited for the sleep instead of canceling it"
@@ -386,25 +298,13 @@ async fn killing_codex_mid_run_is_unknown() {
                 // binary; the npm `codex` is a node launcher above it).
                 let agent = parent(sleep).expect("the sleep has a parent");
                 assert_eq!(comm(agent), "codex", "the sleep's parent is codex");
-                let status = std::process::Command::new("kill")
-                    .args(["-KILL", &agent.to_string()])
-                    .status()
-                    .unwrap();
-                assert!(status.success());
+                agents::kill_9(agent);
                 let _ = pids_tx.send((agent, sleep));
             })
         })
         .await;
     let (agent, sleep) = pids_rx.await.expect("codex was killed");
-    assert_eq!(result.outcome, Outcome::Unknown, "{result:#?}");
-    let err = result.err.as_ref().unwrap();
-    assert_eq!(err.code, ErrorCode::UnknownOutcome);
-    assert_eq!(err.side_effects, agent_exec_contract::SideEffects::Possible);
-    assert!(!alive(agent));
-    assert!(
-        !alive(sleep),
-        "the orphaned tool {sleep} was not cleaned up"
-    );
+    agents::assert_killed_mid_tool(&result, agent, sleep);
 }
 
 #[tokio::test]
@@ -442,29 +342,9 @@ async fn instructions_reach_the_model() {
     );
 }
 
-/// A provider that refuses with 401 and, carelessly, echoes the credential back.
-async fn leaky_provider() -> String {
-    use axum::http::HeaderMap;
-    let app = axum::Router::new().fallback(|headers: HeaderMap| async move {
-        let seen = headers
-            .get("authorization")
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("none")
-            .to_owned();
-        (
-            axum::http::StatusCode::UNAUTHORIZED,
-            axum::Json(serde_json::json!({"error": {"message": format!("invalid key {seen}")}})),
-        )
-    });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    format!("http://{addr}/v1")
-}
-
 #[tokio::test]
 async fn a_provider_refusal_is_failed_and_never_shows_the_key() {
-    let base_url = leaky_provider().await;
+    let base_url = agents::leaky_provider().await;
     let rig = Rig::for_base_url(
         ScriptedServer::start(Script::default()),
         Some(&base_url),
@@ -535,10 +415,7 @@ async fn verify_reports_the_real_version_and_a_missing_program_says_what_to_inst
 
 /// A stand-in program (a shell script) for what `verify` must tell apart.
 fn fake_program(dir: &Path, name: &str, body: &str) -> CodexBackend {
-    use std::os::unix::fs::PermissionsExt as _;
-    let path = dir.join(name);
-    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = stand_in::write_program(dir, name, &format!("#!/bin/sh\n{body}\n"));
     let mut config = ProgramConfig::new(name);
     config.program = Some(path.display().to_string());
     CodexBackend::new(config)
@@ -667,37 +544,16 @@ async fn a_killed_run_resumes_in_its_own_thread_and_the_model_sees_the_earlier_t
         profile: String::new(),
         allowlist: vec!["exec_command".into()],
     };
-    let backend: Arc<dyn Backend> = rig.backend.clone();
     let server = &rig.server;
-    let (first, reported) =
-        agents::run_until_killed(backend.clone(), request.clone(), "codex", || {
-            // The second request carries the tool's output: the thread has both turns.
-            server.requests().len() >= 2
-        })
-        .await;
-    assert_eq!(first.outcome, Outcome::Unknown, "{first:#?}");
-    assert_eq!(reported.len(), 1, "one thread, reported once: {reported:?}");
-    let thread = reported[0].clone();
+    let thread = agents::kill_then_resume(rig.backend.clone(), &request, "codex", || {
+        // The second request carries the tool's output: the thread has both turns.
+        server.requests().len() >= 2
+    })
+    .await;
     assert!(
         agent_exec_backends::agent_program::is_uuid(&thread),
         "{thread}"
     );
-
-    let mut continuation = request.clone();
-    continuation.prompt = "please continue".into();
-    let (second, again) = agents::run_resumed(
-        backend,
-        continuation,
-        agent_exec_contract::ResumeFrom {
-            session: thread.clone(),
-            attempt: 1,
-            original_prompt: request.prompt.clone(),
-        },
-    )
-    .await;
-    assert_eq!(second.outcome, Outcome::Succeeded, "{second:#?}");
-    assert_eq!(second.text, "resumed and done");
-    assert_eq!(again, [thread], "codex continued the same thread");
 
     let requests = rig.server.requests();
     assert_eq!(
@@ -707,13 +563,10 @@ async fn a_killed_run_resumes_in_its_own_thread_and_the_model_sees_the_earlier_t
         requests.iter().map(|r| &r.body).collect::<Vec<_>>()
     );
     let resumed = requests[2].body.to_string();
-    for earlier in ["run the marker command", "call_r1", "TOOL-OUTPUT-7f3"] {
-        assert!(
-            resumed.contains(earlier),
-            "the resumed request lacks {earlier:?}: {resumed}"
-        );
-    }
-    assert!(resumed.contains("please continue"), "{resumed}");
+    agents::assert_carries_the_earlier_turns(
+        &resumed,
+        &["run the marker command", "call_r1", "TOOL-OUTPUT-7f3"],
+    );
     assert_eq!(
         offered_tools(&requests[2].body),
         offered_tools(&requests[0].body),

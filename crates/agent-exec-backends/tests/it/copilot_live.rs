@@ -17,7 +17,7 @@ use agent_exec_backends::agent_program::ProgramConfig;
 use agent_exec_backends::copilot::CopilotBackend;
 use agent_exec_contract::{
     Backend, CancelCause, Capability, ContractRequest, ErrorCode, EventKind, EventSink,
-    ExecutionContext, Outcome, SideEffects, ToolPolicy, WorkspaceHandle,
+    ExecutionContext, Outcome, SideEffects,
 };
 use model_script::{Script, ScriptedServer, Turn};
 use serde_json::json;
@@ -88,19 +88,8 @@ impl Setup {
     }
 
     fn request(&self, prompt: &str, profile: &str) -> ContractRequest {
-        ContractRequest {
-            execution_id: format!("copilot-{}-{prompt}", std::process::id()),
-            prompt: prompt.into(),
-            workspace: WorkspaceHandle {
-                root: self.workspace.path().display().to_string(),
-                writable: Vec::new(),
-            },
-            tool_policy: ToolPolicy {
-                profile: profile.into(),
-                allowlist: Vec::new(),
-            },
-            ..Default::default()
-        }
+        let id = format!("copilot-{}-{prompt}", std::process::id());
+        agents::request(self.workspace.path(), &id, prompt, profile, &[])
     }
 }
 
@@ -237,12 +226,8 @@ async fn cancel_in_the_middle_of_a_bash_tool_is_canceled_and_leaves_no_process()
     let server = ScriptedServer::start(Script::new(sleeping_script(workspace.path())));
     let mut s = setup_at(&server.base_url);
     s.workspace = workspace;
-    let (sink, _rx) = EventSink::channel();
-    let ctx = ExecutionContext::new(sink);
-    let cancel = ctx.cancellation.clone();
-    let backend = s.backend.clone();
-    let request = s.request("sleep", "workspace");
-    let mut run = tokio::spawn(async move { backend.execute(&request, ctx).await });
+    let (mut run, cancel, _rx) =
+        agents::spawn_execute(s.backend.clone(), s.request("sleep", "workspace"));
     let sleeper = wait_for_pid(&s.path("pid"), &mut run).await;
     let copilot = agents::agent_pid_in(s.workspace.path(), "copilot")
         .expect("the copilot process runs in the workspace");
@@ -251,9 +236,7 @@ async fn cancel_in_the_middle_of_a_bash_tool_is_canceled_and_leaves_no_process()
         .await
         .expect("cancel must return")
         .unwrap();
-    assert_eq!(result.outcome, Outcome::Canceled, "{result:#?}");
-    assert_eq!(result.err.unwrap().side_effects, SideEffects::Possible);
-    assert!(gone(sleeper), "the bash tool's sleep {sleeper} survived");
+    agents::assert_canceled_mid_tool(&result, sleeper);
     assert!(gone(copilot), "copilot {copilot} survived");
     assert_eq!(agents::agent_pid_in(s.workspace.path(), "copilot"), None);
 }
@@ -264,29 +247,17 @@ async fn killing_copilot_mid_run_is_unknown_and_its_tree_is_cleaned_up() {
     let server = ScriptedServer::start(Script::new(sleeping_script(workspace.path())));
     let mut s = setup_at(&server.base_url);
     s.workspace = workspace;
-    let (sink, _rx) = EventSink::channel();
-    let backend = s.backend.clone();
-    let request = s.request("sleep", "workspace");
-    let mut run =
-        tokio::spawn(async move { backend.execute(&request, ExecutionContext::new(sink)).await });
+    let (mut run, _, _rx) =
+        agents::spawn_execute(s.backend.clone(), s.request("sleep", "workspace"));
     let sleeper = wait_for_pid(&s.path("pid"), &mut run).await;
     let copilot = agents::agent_pid_in(s.workspace.path(), "copilot")
         .expect("the copilot process runs in the workspace");
-    let killed = std::process::Command::new("kill")
-        .args(["-KILL", &copilot.to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
+    agents::kill_9(copilot);
     let result = tokio::time::timeout(Duration::from_secs(30), run)
         .await
         .expect("a killed agent must not hang the run")
         .unwrap();
-    assert_eq!(result.outcome, Outcome::Unknown, "{result:#?}");
-    assert_eq!(result.err.unwrap().code, ErrorCode::UnknownOutcome);
-    assert!(
-        gone(sleeper),
-        "the orphaned sleep {sleeper} was left running"
-    );
+    agents::assert_killed_mid_tool(&result, copilot, sleeper);
 }
 
 #[tokio::test]
@@ -334,45 +305,17 @@ async fn a_killed_run_resumes_its_own_session_and_the_model_sees_the_earlier_tur
     ]));
     let s = setup_at(&server.base_url);
     let request = s.request("run the marker command", "workspace");
-    let backend: Arc<dyn Backend> = s.backend.clone();
-    let (first, reported) =
-        agents::run_until_killed(backend.clone(), request.clone(), "copilot", || {
-            // Killed once the model has the tool's output and Copilot has written it
-            // to the session (under load the second request can come first: a kill
-            // then leaves nothing to resume, a failure the test would blame on resume).
-            server.requests().len() >= 2 && s.session_events_hold("TOOL-OUTPUT-c41")
-        })
-        .await;
-    assert_eq!(first.outcome, Outcome::Unknown, "{first:#?}");
-    assert_eq!(
-        reported.len(),
-        1,
-        "one session, reported once: {reported:?}"
-    );
-    let session = reported[0].clone();
-
-    let mut continuation = request.clone();
-    continuation.prompt = "please continue".into();
-    let (second, again) = agents::run_resumed(
-        backend,
-        continuation,
-        agent_exec_contract::ResumeFrom {
-            session: session.clone(),
-            attempt: 1,
-            original_prompt: request.prompt.clone(),
-        },
-    )
+    agents::kill_then_resume(s.backend.clone(), &request, "copilot", || {
+        // Killed once the model has the tool's output and Copilot has written it
+        // to the session (under load the second request can come first: a kill
+        // then leaves nothing to resume, a failure the test would blame on resume).
+        server.requests().len() >= 2 && s.session_events_hold("TOOL-OUTPUT-c41")
+    })
     .await;
-    assert_eq!(second.outcome, Outcome::Succeeded, "{second:#?}");
-    assert_eq!(second.text, "resumed and done");
-    assert_eq!(again, [session], "Copilot continued the same session");
     let requests = server.requests();
     let resumed = requests.last().unwrap().body["messages"].to_string();
-    for earlier in ["run the marker command", "call_r1", "TOOL-OUTPUT-c41"] {
-        assert!(
-            resumed.contains(earlier),
-            "the resumed request lacks {earlier:?}: {resumed}"
-        );
-    }
-    assert!(resumed.contains("please continue"), "{resumed}");
+    agents::assert_carries_the_earlier_turns(
+        &resumed,
+        &["run the marker command", "call_r1", "TOOL-OUTPUT-c41"],
+    );
 }

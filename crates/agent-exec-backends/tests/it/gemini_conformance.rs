@@ -13,8 +13,8 @@ use agent_exec_backends::gemini::GeminiBackend;
 use crate::stand_in;
 use stand_in::StandInHarness;
 
-/// The stand-in: `--version` and the verify probes (no execution id in the
-/// environment) answer as Gemini does; a run says what `$SCENARIO` says.
+/// The stand-in's head: `--version` and the verify probes (no execution id in the
+/// environment) answer as Gemini does; a run plays `stand_in::SCENARIOS`.
 const STAND_IN: &str = r#"#!/bin/sh
 [ "$1" = --version ] && { echo "0.61.0"; exit 0; }
 session=$(cat /proc/sys/kernel/random/uuid)
@@ -28,29 +28,15 @@ echo '{"type":"init","timestamp":"t","session_id":"'"$session"'","model":"m"}'
 echo '{"type":"message","timestamp":"t","role":"user","content":"prompt"}'
 # A verify probe: the stream is proven here, and the probe stops the tree.
 [ -z "$AGENT_EXEC_EXECUTION_ID" ] && exec sleep 30
-echo "$AGENT_EXEC_EXECUTION_ID" >> "$INVOCATIONS"
-# printf, not echo: dash's echo reads backslashes as escapes.
-json=$(printf '%s' "$body" | sed 's/\\/\\\\/g; s/"/\\"/g' | awk 'NR > 1 { printf "%s", "\\n" } { printf "%s", $0 }')
-message() { printf '%s\n' '{"type":"message","timestamp":"t","role":"assistant","content":"'"$1"'","delta":true}'; }
-result() { echo '{"type":"result","timestamp":"t","status":"success","stats":{"input_tokens":3,"output_tokens":2}}'; }
-failed() { echo '{"type":"result","timestamp":"t","status":"error","error":{"type":"unknown","message":"[API Error: {\"error\":{\"code\":400,\"message\":\"API key not valid.\"}}]"}}'; exit 1; }
-case "$SCENARIO" in
-  echo) message "$json"; result ;;
-  silent) result ;;
-  fail) failed ;;
-  crash) kill -SEGV $$ ;;
-  hang) sleep 1000 & sh -c 'sleep 1000 & wait' & wait ;;
-  write-target)
-    printf '%s\n' "$body" | sed -n 's/^- //p' | while read -r target; do
-      mkdir -p "$(dirname "$target")"; printf '%s' "$body" > "$target"
-    done
-    message "$json"; result ;;
-  write-then-fail) echo partial > partial.txt; failed ;;
-esac
+answer() {
+  [ -n "$1" ] && printf '%s\n' '{"type":"message","timestamp":"t","role":"assistant","content":"'"$1"'","delta":true}'
+  echo '{"type":"result","timestamp":"t","status":"success","stats":{"input_tokens":3,"output_tokens":2}}'
+}
+fail() { echo '{"type":"result","timestamp":"t","status":"error","error":{"type":"unknown","message":"[API Error: {\"error\":{\"code\":400,\"message\":\"API key not valid.\"}}]"}}'; exit 1; }
 "#;
 
 fn harness() -> StandInHarness {
-    StandInHarness::new("gemini", STAND_IN, |config, _| {
+    StandInHarness::sh("gemini", STAND_IN, |config, _| {
         Arc::new(GeminiBackend::new(config))
     })
 }

@@ -8,6 +8,7 @@
 //! `<workspace>/target/peers/npm/node_modules/.bin`; a missing program fails the test
 //! with what to run.
 use crate::agents;
+use agents::{DUMMY_KEY, Seen, nothing};
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -17,14 +18,10 @@ use agent_exec_backends::agent_program::{AGENT_CLI_CAPABILITIES, ProgramConfig};
 use agent_exec_backends::gemini::{GeminiBackend, KIND};
 use agent_exec_contract::{
     Backend, CancelCause, Cancellation, Capability, ContractRequest, ContractResult, ErrorCode,
-    Event, EventKind, EventSink, Outcome, ResumeFrom, SideEffects, ToolPolicy, WorkspaceHandle,
+    Event, EventKind, Outcome, ResumeFrom, SideEffects, ToolPolicy,
 };
-use agent_exec_runtime::{RunOptions, Runtime};
 use model_script::{Ending, Script, ScriptedServer, Turn};
 use serde_json::json;
-
-/// The dummy credential Gemini sends to the scripted server.
-const DUMMY_KEY: &str = "dummy-key-for-model-script";
 
 fn gemini_program() -> PathBuf {
     test_support::peers::npm_bin("gemini", "@google/gemini-cli")
@@ -92,19 +89,7 @@ impl Rig {
     }
 
     fn request(&self, id: &str, prompt: &str) -> ContractRequest {
-        ContractRequest {
-            execution_id: id.into(),
-            prompt: prompt.into(),
-            workspace: WorkspaceHandle {
-                root: self.workspace.path().display().to_string(),
-                ..WorkspaceHandle::default()
-            },
-            tool_policy: ToolPolicy {
-                profile: "workspace".into(),
-                allowlist: Vec::new(),
-            },
-            ..ContractRequest::default()
-        }
+        agents::request(self.workspace.path(), id, prompt, "workspace", &[])
     }
 
     async fn run(
@@ -112,58 +97,9 @@ impl Rig {
         request: ContractRequest,
         during: impl FnOnce(Cancellation, Seen) -> tokio::task::JoinHandle<()>,
     ) -> (ContractResult, Vec<Event>) {
-        use futures::StreamExt as _;
-        let (sink, mut rx) = EventSink::channel();
-        let seen: Seen = Arc::default();
-        let collector = tokio::spawn({
-            let seen = seen.clone();
-            async move {
-                while let Some(event) = rx.next().await {
-                    seen.lock().unwrap().push(event);
-                }
-            }
-        });
-        let cancellation = Cancellation::new();
-        let helper = during(cancellation.clone(), seen.clone());
-        let options = RunOptions {
-            events: sink,
-            cancellation,
-            ..RunOptions::default()
-        };
         let resolved = agents::resolved(self.backend.clone(), KIND, &AGENT_CLI_CAPABILITIES);
-        let result = tokio::time::timeout(
-            Duration::from_secs(90),
-            Runtime::new().run(request, &resolved, options),
-        )
-        .await
-        .expect("the run did not end within 90 s");
-        helper.abort();
-        tokio::time::timeout(Duration::from_secs(5), collector)
-            .await
-            .expect("the event stream did not end with the run")
-            .unwrap();
-        let events = seen.lock().unwrap().clone();
-        (result, events)
+        agents::run_in_runtime(&resolved, request, Duration::from_secs(90), during).await
     }
-}
-
-type Seen = Arc<std::sync::Mutex<Vec<Event>>>;
-
-/// Live processes carrying `execution_id` in their environment (every process of a
-/// run inherits it, however far it wandered from the tree).
-fn leftovers(execution_id: &str) -> usize {
-    use agent_exec_backends::command::EXECUTION_ID_VAR;
-    use agent_exec_runtime::procfs;
-    let needle = format!("{EXECUTION_ID_VAR}={execution_id}").into_bytes();
-    procfs::pids()
-        .into_iter()
-        .filter(|&pid| procfs::stat(pid).is_some_and(|s| !s.is_gone()))
-        .filter(|&pid| procfs::environ_contains(pid, &needle))
-        .count()
-}
-
-fn nothing(_: Cancellation, _: Seen) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async {})
 }
 
 /// The function names a Gemini request offered the model.
@@ -336,17 +272,8 @@ async fn cancel_mid_turn_is_canceled_and_leaves_no_process() {
             rig.request("gemini-live-cancel", "think"),
             move |cancel, seen| {
                 tokio::spawn(async move {
-                    for _ in 0..1200 {
-                        if seen
-                            .lock()
-                            .unwrap()
-                            .iter()
-                            .any(|e| e.kind == EventKind::TextDelta)
-                        {
-                            break;
-                        }
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                    }
+                    let within = Duration::from_secs(60);
+                    agents::wait_for_kind(&seen, EventKind::TextDelta, within).await;
                     cancel.cancel(CancelCause::Caller);
                 })
             },
@@ -359,8 +286,8 @@ async fn cancel_mid_turn_is_canceled_and_leaves_no_process() {
     assert_eq!(result.outcome, Outcome::Canceled, "{result:#?}");
     assert_eq!(result.err.as_ref().unwrap().code, ErrorCode::Canceled);
     assert_eq!(
-        leftovers("gemini-live-cancel"),
-        0,
+        agents::processes_of("gemini-live-cancel"),
+        Vec::<i32>::new(),
         "processes of the canceled run are left"
     );
 }

@@ -16,8 +16,8 @@ use stand_in::StandInHarness;
 
 /// The stand-in: `--version` and the verify probes (no execution id in the
 /// environment) answer as OpenCode does against a provider that says 400 — an `error`
-/// line for the session, continuing the one `--session=ID` names; a run says what
-/// `$SCENARIO` says.
+/// line for the session, continuing the one `--session=ID` names; a run plays
+/// `stand_in::SCENARIOS`.
 const STAND_IN: &str = r#"#!/bin/sh
 [ "$1" = --version ] && { echo "1.18.33"; exit 0; }
 session=ses_$(tr -d - < /proc/sys/kernel/random/uuid)
@@ -28,32 +28,17 @@ body=$(cat)
 event() { printf '{"type":"%s","timestamp":1,"sessionID":"%s"%s}\n' "$1" "$session" "$2"; }
 error() { event error ',"error":{"name":"APIError","data":{"message":"'"$1"'","statusCode":'"$2"',"isRetryable":false}}'; exit 1; }
 [ -z "$AGENT_EXEC_EXECUTION_ID" ] && error "probe" 400
-echo "$AGENT_EXEC_EXECUTION_ID" >> "$INVOCATIONS"
-# printf, not echo: dash's echo reads backslashes as escapes.
-json=$(printf '%s' "$body" | sed 's/\\/\\\\/g; s/"/\\"/g' | awk 'NR > 1 { printf "%s", "\\n" } { printf "%s", $0 }')
 # The model call starts (and with it the session's first line) before anything else.
 event step_start ',"part":{"type":"step-start"}'
 answer() {
   [ -n "$1" ] && event text ',"part":{"type":"text","text":"'"$1"'"}'
   event step_finish ',"part":{"type":"step-finish","reason":"stop","tokens":{"input":3,"output":2}}'
 }
-case "$SCENARIO" in
-  echo) answer "$json" ;;
-  silent) answer "" ;;
-  fail) error "Incorrect API key provided" 401 ;;
-  crash) kill -SEGV $$ ;;
-  hang) sleep 1000 & sh -c 'sleep 1000 & wait' & wait ;;
-  write-target)
-    printf '%s\n' "$body" | sed -n 's/^- //p' | while read -r target; do
-      mkdir -p "$(dirname "$target")"; printf '%s' "$body" > "$target"
-    done
-    answer "$json" ;;
-  write-then-fail) echo partial > partial.txt; error "Incorrect API key provided" 401 ;;
-esac
+fail() { error "Incorrect API key provided" 401; }
 "#;
 
 fn harness() -> StandInHarness {
-    StandInHarness::new("opencode", STAND_IN, |config, _| {
+    StandInHarness::sh("opencode", STAND_IN, |config, _| {
         Arc::new(OpenCodeBackend::new(config))
     })
 }

@@ -9,25 +9,21 @@
 //! `<workspace>/target/peers/npm/node_modules/.bin`; a missing program fails the test
 //! with what to run.
 use crate::agents;
+use agents::{DUMMY_KEY, Seen, nothing, pid_in};
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use agent_exec_backends::agent_program::{AGENT_CLI_CAPABILITIES, ProgramConfig};
-use agent_exec_backends::command::EXECUTION_ID_VAR;
 use agent_exec_backends::opencode::{KIND, OpenCodeBackend};
 use agent_exec_contract::{
     Backend, CancelCause, Cancellation, Capability, ContractRequest, ContractResult, ErrorCode,
-    Event, EventKind, EventSink, Outcome, Resolved, SideEffects, ToolPolicy, WorkspaceHandle,
+    Event, EventKind, EventSink, Outcome, Resolved, SideEffects,
 };
-use agent_exec_runtime::{RunOptions, Runtime, procfs};
 use model_script::{Script, ScriptedServer, Turn};
 use serde_json::json;
-
-/// The dummy credential OpenCode sends to the scripted server (from the environment,
-/// as `{env:SCRIPTED_KEY}` in its config).
-const DUMMY_KEY: &str = "dummy-key-for-model-script";
+use test_support::procfs::alive;
 
 fn opencode_program() -> PathBuf {
     test_support::peers::npm_bin("opencode", "opencode-ai")
@@ -106,68 +102,27 @@ impl Rig {
     }
 
     fn request(&self, id: &str, prompt: &str, allow: &[&str]) -> ContractRequest {
-        ContractRequest {
-            execution_id: id.into(),
-            prompt: prompt.into(),
-            workspace: WorkspaceHandle {
-                root: self.workspace.path().display().to_string(),
-                ..WorkspaceHandle::default()
-            },
-            tool_policy: ToolPolicy {
-                profile: String::new(),
-                allowlist: allow.iter().map(|name| (*name).to_owned()).collect(),
-            },
-            ..ContractRequest::default()
-        }
+        agents::request(self.workspace.path(), id, prompt, "", allow)
     }
 
     fn resolved(&self) -> Resolved {
         agents::resolved(self.backend.clone(), KIND, &AGENT_CLI_CAPABILITIES)
     }
 
-    /// Runs `request` through the runtime; `during` gets the cancellation while it runs.
+    /// Runs `request` through the runtime; `during` gets the cancellation and the events
+    /// seen so far while it runs.
     async fn run(
         &self,
         request: ContractRequest,
-        during: impl FnOnce(Cancellation) -> tokio::task::JoinHandle<()>,
+        during: impl FnOnce(Cancellation, Seen) -> tokio::task::JoinHandle<()>,
     ) -> (ContractResult, Vec<Event>) {
-        use futures::StreamExt as _;
-        let (sink, mut rx) = EventSink::channel();
-        let collector = tokio::spawn(async move {
-            let mut events = Vec::new();
-            while let Some(event) = rx.next().await {
-                events.push(event);
-            }
-            events
-        });
-        let cancellation = Cancellation::new();
-        let helper = during(cancellation.clone());
-        let options = RunOptions {
-            events: sink,
-            cancellation,
-            ..RunOptions::default()
-        };
-        let result = tokio::time::timeout(
-            Duration::from_secs(90),
-            Runtime::new().run(request, &self.resolved(), options),
-        )
-        .await
-        .expect("the run did not end within 90 s");
-        helper.abort();
-        let events = tokio::time::timeout(Duration::from_secs(5), collector)
-            .await
-            .expect("the event stream did not end with the run")
-            .unwrap();
-        (result, events)
+        let limit = Duration::from_secs(90);
+        agents::run_in_runtime(&self.resolved(), request, limit, during).await
     }
 
     fn path(&self, name: &str) -> PathBuf {
         self.workspace.path().join(name)
     }
-}
-
-fn nothing(_: Cancellation) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async {})
 }
 
 /// The tool names a Chat Completions request offered the model.
@@ -182,34 +137,6 @@ fn offered_tools(body: &serde_json::Value) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
-}
-
-/// Waits (polling) until `path` holds a pid and returns it.
-async fn pid_in(path: &Path) -> i32 {
-    for _ in 0..1200 {
-        if let Ok(text) = std::fs::read_to_string(path)
-            && let Ok(pid) = text.trim().parse()
-        {
-            return pid;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("{} never held a pid", path.display());
-}
-
-fn alive(pid: i32) -> bool {
-    procfs::stat(pid).is_some_and(|s| !s.is_gone())
-}
-
-/// Processes still alive that carry this execution's id in their environment: the
-/// program and everything it started.
-fn processes_of(execution_id: &str) -> usize {
-    let needle = format!("{EXECUTION_ID_VAR}={execution_id}").into_bytes();
-    procfs::pids()
-        .into_iter()
-        .filter(|&pid| alive(pid))
-        .filter(|&pid| procfs::environ_contains(pid, &needle))
-        .count()
 }
 
 /// A scripted `bash` call that records the shell's pid, then becomes a 30 s sleep.
@@ -296,29 +223,9 @@ async fn the_default_policy_offers_no_tool() {
     );
 }
 
-/// A provider that refuses with 401 and, carelessly, echoes the credential back.
-async fn leaky_provider() -> String {
-    use axum::http::HeaderMap;
-    let app = axum::Router::new().fallback(|headers: HeaderMap| async move {
-        let seen = headers
-            .get("authorization")
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("none")
-            .to_owned();
-        (
-            axum::http::StatusCode::UNAUTHORIZED,
-            axum::Json(json!({"error": {"message": format!("invalid key {seen}")}})),
-        )
-    });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    format!("http://{addr}/v1")
-}
-
 #[tokio::test]
 async fn a_provider_refusal_is_failed_rejected_and_never_shows_the_key() {
-    let base_url = leaky_provider().await;
+    let base_url = agents::leaky_provider().await;
     let rig = Rig::for_base_url(ScriptedServer::start(Script::default()), &base_url);
     let (result, _) = rig
         .run(rig.request("opencode-live-401", "hi", &[]), nothing)
@@ -340,7 +247,7 @@ async fn cancel_during_a_tool_call_is_canceled_and_leaves_no_process() {
     let (result, _) = rig
         .run(
             rig.request("opencode-live-cancel", "sleep", &["bash"]),
-            move |cancel| {
+            move |cancel, _| {
                 tokio::spawn(async move {
                     let pid = pid_in(&pidfile).await;
                     assert!(alive(pid), "the tool's sleep is running");
@@ -351,17 +258,14 @@ async fn cancel_during_a_tool_call_is_canceled_and_leaves_no_process() {
         )
         .await;
     let sleep = sleep_rx.await.expect("the tool call started");
-    assert_eq!(result.outcome, Outcome::Canceled, "{result:#?}");
-    let err = result.err.as_ref().unwrap();
-    assert_eq!(err.code, ErrorCode::Canceled);
-    assert_eq!(err.side_effects, SideEffects::Possible);
-    assert!(
-        !alive(sleep),
-        "the tool's sleep {sleep} survived the cancel"
-    );
     // Had the run waited for the sleep, OpenCode would have finished the tool and
     // asked the (exhausted) model again: `succeeded`, not `canceled`.
-    assert_eq!(processes_of("opencode-live-cancel"), 0, "processes left");
+    agents::assert_canceled_mid_tool(&result, sleep);
+    assert_eq!(
+        agents::processes_of("opencode-live-cancel"),
+        Vec::<i32>::new(),
+        "processes left"
+    );
     assert_eq!(rig.server.requests_past_script(), 0);
 }
 
@@ -374,32 +278,24 @@ async fn killing_opencode_mid_turn_is_unknown() {
     let (result, _) = rig
         .run(
             rig.request("opencode-live-kill", "sleep", &["bash"]),
-            move |_| {
+            move |_, _| {
                 tokio::spawn(async move {
                     let sleep = pid_in(&pidfile).await;
                     let agent = agents::agent_pid_in(&workspace, "opencode")
                         .expect("opencode runs in the workspace");
-                    let status = std::process::Command::new("kill")
-                        .args(["-KILL", &agent.to_string()])
-                        .status()
-                        .unwrap();
-                    assert!(status.success());
+                    agents::kill_9(agent);
                     let _ = pids_tx.send((agent, sleep));
                 })
             },
         )
         .await;
     let (agent, sleep) = pids_rx.await.expect("opencode was killed");
-    assert_eq!(result.outcome, Outcome::Unknown, "{result:#?}");
-    let err = result.err.as_ref().unwrap();
-    assert_eq!(err.code, ErrorCode::UnknownOutcome);
-    assert_eq!(err.side_effects, SideEffects::Possible);
-    assert!(!alive(agent));
-    assert!(
-        !alive(sleep),
-        "the orphaned tool {sleep} was not cleaned up"
+    agents::assert_killed_mid_tool(&result, agent, sleep);
+    assert_eq!(
+        agents::processes_of("opencode-live-kill"),
+        Vec::<i32>::new(),
+        "processes left"
     );
-    assert_eq!(processes_of("opencode-live-kill"), 0, "processes left");
 }
 
 #[tokio::test]
@@ -476,55 +372,23 @@ async fn a_killed_run_resumes_in_its_own_session_and_the_model_sees_the_earlier_
         Turn::text("resumed and done").with_usage(140, 12),
     ]);
     let request = rig.request("opencode-live-resume", "run the marker command", &["bash"]);
-    let backend: Arc<dyn Backend> = rig.backend.clone();
     let server = &rig.server;
-    let (first, reported) =
-        agents::run_until_killed(backend.clone(), request.clone(), "opencode", || {
-            // The second request carries the tool's output: the session holds both.
-            server.requests().len() >= 2
-        })
-        .await;
-    assert_eq!(first.outcome, Outcome::Unknown, "{first:#?}");
-    assert_eq!(
-        reported.len(),
-        1,
-        "one session, reported once: {reported:?}"
-    );
-    let session = reported[0].clone();
+    let session = agents::kill_then_resume(rig.backend.clone(), &request, "opencode", || {
+        // The second request carries the tool's output: the session holds both.
+        server.requests().len() >= 2
+    })
+    .await;
     assert!(
         agent_exec_backends::opencode::is_session_id(&session),
         "{session}"
     );
-
-    let mut continuation = request.clone();
-    continuation.prompt = "please continue".into();
-    let (second, again) = agents::run_resumed(
-        backend,
-        continuation,
-        agent_exec_contract::ResumeFrom {
-            session: session.clone(),
-            attempt: 1,
-            original_prompt: request.prompt.clone(),
-        },
-    )
-    .await;
-    assert_eq!(second.outcome, Outcome::Succeeded, "{second:#?}");
-    assert_eq!(second.text, "resumed and done");
-    assert_eq!(again, [session], "OpenCode continued the same session");
     let requests = rig.server.requests();
     assert_eq!(requests.len(), 3, "{requests:#?}");
     let resumed = requests[2].body.to_string();
-    for earlier in [
-        "run the marker command",
-        "call_r1",
-        "TOOL-OUTPUT-7f3",
-        "please continue",
-    ] {
-        assert!(
-            resumed.contains(earlier),
-            "the resumed request lacks {earlier:?}: {resumed}"
-        );
-    }
+    agents::assert_carries_the_earlier_turns(
+        &resumed,
+        &["run the marker command", "call_r1", "TOOL-OUTPUT-7f3"],
+    );
     assert_eq!(
         offered_tools(&requests[2].body),
         offered_tools(&requests[0].body),

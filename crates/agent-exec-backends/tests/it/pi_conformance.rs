@@ -16,8 +16,8 @@ use stand_in::StandInHarness;
 
 /// The stand-in: `--version` and the verify probes (no execution id in the
 /// environment) answer as pi does, keeping each session as a `<stamp>_<id>.jsonl` file
-/// in `--session-dir` and continuing the one `--session FILE` names; a run says what
-/// `$SCENARIO` says.
+/// in `--session-dir` and continuing the one `--session FILE` names; a run plays
+/// `stand_in::SCENARIOS`.
 const STAND_IN: &str = r#"#!/bin/sh
 [ "$1" = --version ] && { echo "0.73.1"; exit 0; }
 dir=; file=; prev=
@@ -42,26 +42,12 @@ if [ -z "$AGENT_EXEC_EXECUTION_ID" ]; then
   # A verify probe: pi's answer to the refused provider.
   end "" error "Connection error."; exit 0
 fi
-echo "$AGENT_EXEC_EXECUTION_ID" >> "$INVOCATIONS"
-# printf, not echo: dash's echo reads backslashes as escapes.
-json=$(printf '%s' "$body" | sed 's/\\/\\\\/g; s/"/\\"/g' | awk 'NR > 1 { printf "%s", "\\n" } { printf "%s", $0 }')
-case "$SCENARIO" in
-  echo) end "$json" stop "" ;;
-  silent) end "" stop "" ;;
-  fail) end "" error "401 Incorrect API key provided" ;;
-  crash) kill -SEGV $$ ;;
-  hang) sleep 1000 & sh -c 'sleep 1000 & wait' & wait ;;
-  write-target)
-    printf '%s\n' "$body" | sed -n 's/^- //p' | while read -r target; do
-      mkdir -p "$(dirname "$target")"; printf '%s' "$body" > "$target"
-    done
-    end "$json" stop "" ;;
-  write-then-fail) echo partial > partial.txt; end "" error "401 Incorrect API key provided" ;;
-esac
+answer() { end "$1" stop ""; }
+fail() { end "" error "401 Incorrect API key provided"; }
 "#;
 
 fn harness() -> StandInHarness {
-    StandInHarness::new("pi", STAND_IN, |config, dir| {
+    StandInHarness::sh("pi", STAND_IN, |config, dir| {
         Arc::new(PiBackend::new(config).with_session_store(SessionStore::at(dir.join("sessions"))))
     })
 }

@@ -6,24 +6,23 @@
 //! pi reads its provider from `models.json` in a temporary `PI_CODING_AGENT_DIR`
 //! (with `HOME` pointed there too), so nothing of the user's configuration is read.
 //! `record_streams` (ignored) re-records `tests/data/pi-*.jsonl`.
+use crate::{agents, stand_in};
+use agents::pid_in;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
-use std::time::Duration;
 
 use agent_exec_backends::agent_program::ProgramConfig;
-use agent_exec_backends::command::EXECUTION_ID_VAR;
 use agent_exec_backends::pi::{self, PiBackend};
 use agent_exec_backends::session_store::SessionStore;
 use agent_exec_contract::{
     Backend, CancelCause, Cancellation, Capability, ContractRequest, ContractResult, ErrorCode,
-    Event, EventKind, EventSink, ExecutionContext, Outcome, Registry, Resolved, ResumeFrom,
-    SessionReporter, SideEffects, ToolPolicy, Usage, Verification, WorkspaceHandle,
+    Event, EventKind, EventSink, Outcome, Registry, Resolved, ResumeFrom, SideEffects, ToolPolicy,
+    Usage, Verification,
 };
 use agent_exec_runtime::{RunOptions, Runtime};
 use model_script::{Ending, Script, ScriptedServer, Turn};
 use serde_json::json;
-use test_support::procfs::gone;
 
 /// The installed `pi`, or a panic saying how to install it.
 fn pi_program() -> PathBuf {
@@ -101,19 +100,13 @@ impl Fixture {
 
     /// A request with pi's workspace tools.
     fn request(&self, execution_id: &str, prompt: &str) -> ContractRequest {
-        ContractRequest {
-            execution_id: execution_id.into(),
-            prompt: prompt.into(),
-            tool_policy: ToolPolicy {
-                profile: "workspace".into(),
-                allowlist: Vec::new(),
-            },
-            workspace: WorkspaceHandle {
-                root: self.workspace.path().display().to_string(),
-                writable: Vec::new(),
-            },
-            ..ContractRequest::default()
-        }
+        agents::request(
+            self.workspace.path(),
+            execution_id,
+            prompt,
+            "workspace",
+            &[],
+        )
     }
 }
 
@@ -167,25 +160,6 @@ fn position(events: &[Event], kind: EventKind, tool: &str) -> usize {
         .iter()
         .position(|e| e.kind == kind && (tool.is_empty() || e.tool == tool))
         .unwrap_or_else(|| panic!("no {kind:?} event for `{tool}` in {events:?}"))
-}
-
-/// Processes (not zombies) whose environment carries `AGENT_EXEC_EXECUTION_ID=id`.
-fn live_processes_of(execution_id: &str) -> Vec<i32> {
-    test_support::procfs::with_env(format!("{EXECUTION_ID_VAR}={execution_id}"))
-}
-
-/// Waits until `path` holds a pid followed by a newline.
-async fn wait_for_pid(path: &Path) -> i32 {
-    for _ in 0..600 {
-        if let Ok(text) = std::fs::read_to_string(path)
-            && text.ends_with('\n')
-            && let Ok(pid) = text.trim().parse()
-        {
-            return pid;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("{} was never written", path.display());
 }
 
 #[tokio::test]
@@ -309,7 +283,7 @@ async fn cancel_during_a_tool_call_is_canceled_and_leaves_no_process() {
         let cancellation = cancellation.clone();
         let pid_file = pid_file.clone();
         tokio::spawn(async move {
-            let pid = wait_for_pid(&pid_file).await;
+            let pid = pid_in(&pid_file).await;
             cancellation.cancel(CancelCause::Caller);
             pid
         })
@@ -321,12 +295,8 @@ async fn cancel_during_a_tool_call_is_canceled_and_leaves_no_process() {
     )
     .await;
     let sleep_pid = canceler.await.unwrap();
-    assert_eq!(result.outcome, Outcome::Canceled, "{result:?}");
-    let err = result.err.unwrap();
-    assert_eq!(err.code, ErrorCode::Canceled);
-    assert_eq!(err.side_effects, SideEffects::Possible);
-    assert!(gone(sleep_pid), "the tool's sleep {sleep_pid} survived");
-    assert_eq!(live_processes_of("pi-cancel"), Vec::<i32>::new());
+    agents::assert_canceled_mid_tool(&result, sleep_pid);
+    assert_eq!(agents::processes_of("pi-cancel"), Vec::<i32>::new());
     position(&events, EventKind::ToolExecStart, "bash");
 }
 
@@ -342,13 +312,9 @@ async fn killing_the_agent_mid_run_is_unknown() {
     let pi_file = fixture.workspace.path().join("pi.pid");
     let sleep_file = fixture.workspace.path().join("sleep.pid");
     let killer = tokio::spawn(async move {
-        let pi_pid = wait_for_pid(&pi_file).await;
-        let sleep_pid = wait_for_pid(&sleep_file).await;
-        let status = std::process::Command::new("kill")
-            .args(["-KILL", &pi_pid.to_string()])
-            .status()
-            .unwrap();
-        assert!(status.success());
+        let pi_pid = pid_in(&pi_file).await;
+        let sleep_pid = pid_in(&sleep_file).await;
+        agents::kill_9(pi_pid);
         (pi_pid, sleep_pid)
     });
     let (result, _) = run(
@@ -358,54 +324,10 @@ async fn killing_the_agent_mid_run_is_unknown() {
     )
     .await;
     let (pi_pid, sleep_pid) = killer.await.unwrap();
-    assert_eq!(result.outcome, Outcome::Unknown, "{result:?}");
-    let err = result.err.unwrap();
-    assert_eq!(err.code, ErrorCode::UnknownOutcome);
-    assert_eq!(err.side_effects, SideEffects::Possible);
-    assert!(err.reason.contains("signal 9"), "{}", err.reason);
-    assert!(gone(pi_pid));
     // The tool's process, orphaned by the kill, is terminated with the tree.
-    assert!(gone(sleep_pid), "the orphaned sleep {sleep_pid} survived");
-}
-
-/// Runs `request` on the backend itself (no runtime) with `ctx`, collecting the events
-/// and every session handle it reported.
-async fn execute(
-    backend: &PiBackend,
-    request: &ContractRequest,
-    mut ctx: ExecutionContext,
-    until: impl std::future::Future<Output = ()>,
-) -> (ContractResult, Vec<Event>, Vec<String>) {
-    let (sink, mut rx) = EventSink::channel();
-    let (reporter, mut handles) = SessionReporter::channel();
-    ctx.events = sink;
-    ctx.session = reporter;
-    let cancellation = ctx.cancellation.clone();
-    let run = backend.execute(request, ctx);
-    tokio::pin!(run);
-    let result = tokio::select! {
-        result = &mut run => result,
-        () = until => {
-            cancellation.cancel(CancelCause::Caller);
-            run.await
-        }
-    };
-    let mut events = Vec::new();
-    while let Ok(event) = rx.try_recv() {
-        events.push(event);
-    }
-    let mut reported = Vec::new();
-    while let Ok(handle) = handles.try_recv() {
-        reported.push(handle);
-    }
-    (result, events, reported)
-}
-
-/// Resolves once the scripted server has received `n` requests.
-async fn requests_reach(server: &ScriptedServer, n: usize) {
-    while server.requests().len() < n {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    agents::assert_killed_mid_tool(&result, pi_pid, sleep_pid);
+    let reason = &result.err.as_ref().unwrap().reason;
+    assert!(reason.contains("signal 9"), "{reason}");
 }
 
 #[tokio::test]
@@ -425,23 +347,10 @@ async fn a_canceled_run_is_resumed_inside_its_own_pi_session() {
     let original_prompt = request.prompt.clone();
 
     // Attempt 1: the tool runs, then it is canceled waiting for the model.
-    let (first, events, handles) = execute(
-        &backend,
-        &request,
-        ExecutionContext::new(EventSink::discard()),
-        requests_reach(&fixture.server, 2),
-    )
-    .await;
-    // Canceled — or, on a loaded machine, `unknown` when the leader's exit status is
-    // not collected in time (`cancel_requested`): either may be resumed.
-    assert!(
-        matches!(first.outcome, Outcome::Canceled | Outcome::Unknown),
-        "{first:?}"
-    );
-    assert_eq!(
-        first.err.as_ref().unwrap().side_effects,
-        SideEffects::Possible
-    );
+    let second_request = agents::requests_reach(&fixture.server, 2);
+    let (first, events, handles) =
+        agents::execute_until(&backend, &request, None, second_request).await;
+    agents::assert_resumable_after_cancel(&first);
     position(&events, EventKind::ToolExecEnd, "bash");
     assert_eq!(handles.len(), 1, "{handles:?}");
     let handle = handles[0].clone();
@@ -455,14 +364,13 @@ async fn a_canceled_run_is_resumed_inside_its_own_pi_session() {
 
     // Attempt 2 continues that session with the continuation prompt.
     request.prompt = "continue where you stopped".into();
-    let mut ctx = ExecutionContext::new(EventSink::discard());
-    ctx.attempt = 2;
-    ctx.resume = Some(ResumeFrom {
+    let resume = ResumeFrom {
         session: handle.clone(),
         attempt: 1,
         original_prompt: original_prompt.clone(),
-    });
-    let (second, events, handles) = execute(&backend, &request, ctx, std::future::pending()).await;
+    };
+    let (second, events, handles) =
+        agents::execute_until(&backend, &request, Some(resume), std::future::pending()).await;
     assert_eq!(second.outcome, Outcome::Succeeded, "{second:?}");
     assert_eq!(second.text, "resumed and done");
     assert_eq!(
@@ -600,11 +508,7 @@ async fn a_missing_program_says_what_to_install() {
 }
 
 fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
-    use std::os::unix::fs::PermissionsExt as _;
-    let path = dir.join(name);
-    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    path
+    stand_in::write_program(dir, name, &format!("#!/bin/sh\n{body}\n"))
 }
 
 #[tokio::test]

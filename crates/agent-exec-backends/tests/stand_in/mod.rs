@@ -2,7 +2,8 @@
 //! `claude_code_conformance.rs`, `pi_conformance.rs`): the real backend — its argv, its
 //! parser, its verify ladder, the one agent-CLI driver — over an `sh` stand-in for the
 //! program that speaks its recorded stream. Each test holds only what differs: the
-//! stand-in's script, the program's file name and how the backend is built.
+//! stand-in's own words (an `sh` stand-in ends in the shared [`SCENARIOS`]), the
+//! program's file name and how the backend is built.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -26,10 +27,7 @@ impl StandInHarness {
     pub fn new(program: &'static str, script: &str, build: Build) -> Self {
         agent_exec_runtime::become_subreaper().expect("subreaper");
         let dir = tempfile::tempdir().expect("temp dir");
-        let path = dir.path().join(program);
-        std::fs::write(&path, script).expect("stand-in");
-        use std::os::unix::fs::PermissionsExt as _;
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        write_program(dir.path(), program, script);
         StandInHarness {
             dir,
             program,
@@ -37,9 +35,47 @@ impl StandInHarness {
         }
     }
 
+    /// [`new`](Self::new) with an `sh` stand-in: `head`, then [`SCENARIOS`].
+    pub fn sh(program: &'static str, head: &str, build: Build) -> Self {
+        Self::new(program, &format!("{head}{SCENARIOS}"), build)
+    }
+
     fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
     }
+}
+
+/// The end of every `sh` stand-in, the same for each program: it logs the run, then
+/// plays `$SCENARIO` (the names [`StandInHarness`] gives the suite's scenarios) with the
+/// two functions the stand-in's head defines in its program's words — `answer TEXT` (a
+/// successful turn answering TEXT; no message for "") and `fail` (the provider's
+/// refusal) — after reading the prompt into `$body` and answering verify's probes.
+pub const SCENARIOS: &str = r#"echo "$AGENT_EXEC_EXECUTION_ID" >> "$INVOCATIONS"
+# printf, not echo: dash's echo reads backslashes as escapes.
+json=$(printf '%s' "$body" | sed 's/\\/\\\\/g; s/"/\\"/g' | awk 'NR > 1 { printf "%s", "\\n" } { printf "%s", $0 }')
+case "$SCENARIO" in
+  echo) answer "$json" ;;
+  silent) answer "" ;;
+  fail) fail ;;
+  crash) kill -SEGV $$ ;;
+  hang) sleep 1000 & sh -c 'sleep 1000 & wait' & wait ;;
+  write-target)
+    printf '%s\n' "$body" | sed -n 's/^- //p' | while read -r target; do
+      mkdir -p "$(dirname "$target")"; printf '%s' "$body" > "$target"
+    done
+    answer "$json" ;;
+  write-then-fail) echo partial > partial.txt; fail ;;
+esac
+"#;
+
+/// Writes `script` as the executable program `dir/name` and returns its path: every
+/// stand-in program (the harness's, and the live tests' impostors for `verify`).
+pub fn write_program(dir: &Path, name: &str, script: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt as _;
+    let path = dir.join(name);
+    std::fs::write(&path, script).expect("stand-in");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    path
 }
 
 fn text(path: &Path) -> String {
