@@ -6,8 +6,8 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-# A clean build of the workspace writes about 6.4 GB under target/debug (see Cargo.toml's
-# profile.dev) and the peers about 3.5 GB more; say so up front rather than die in the
+# A clean build of the workspace writes about 5.1 GB under target/debug (see Cargo.toml's
+# profile.dev) and the peers about 2.7 GB more; say so up front rather than die in the
 # linker with ENOSPC.
 target_dir="${CARGO_TARGET_DIR:-$root/target}"
 mkdir -p "$target_dir"
