@@ -15,6 +15,7 @@ mod cli;
 mod command_cli;
 mod docs;
 mod fleet;
+mod hardening;
 mod probe_cost;
 mod request_and_schema;
 mod results;
