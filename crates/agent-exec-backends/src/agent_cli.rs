@@ -55,6 +55,9 @@ pub trait AgentCli: Send + Sync + 'static {
     const INSTALL_HINT: &'static str;
     /// How `verify` proves what the program can do.
     const PROBES: ProbePlan;
+    /// What the program's session ids are, as a refusal names them (`a codex thread
+    /// id (a UUID)`): see [`AgentCli::is_session_handle`].
+    const SESSION_HANDLE: &'static str;
     /// Whether a failure the parser classified `agent.provider_unavailable` is
     /// retryable: `true` when the program's own retries are spent and what is left is
     /// transient trouble the caller may retry later; `false` when the program retries
@@ -120,6 +123,39 @@ pub trait AgentCli: Send + Sync + 'static {
     fn resume_unavailable(&self) -> Option<&'static str> {
         None
     }
+
+    /// Whether `handle` is one of the program's session ids (a UUID by default). A
+    /// handle is data: most programs' `--resume` also takes a session *name*, so
+    /// anything else is refused before it reaches an argv ([`resume_handle`]).
+    fn is_session_handle(handle: &str) -> bool {
+        agent_program::is_uuid(handle)
+    }
+}
+
+/// `resume`, if it is one of `C`'s session ids; else the refusal, before anything
+/// starts (`backend `NAME` cannot resume: …`). Every path of an agent CLI that puts a
+/// handle in an argv calls it — an attempt, and a probe resuming the session its own
+/// stream reported — so the check is one, whatever the path.
+pub fn resume_handle<'a, C: AgentCli>(
+    name: &str,
+    resume: Option<&'a str>,
+) -> Result<Option<&'a str>, Error> {
+    let Some(handle) = resume else {
+        return Ok(None);
+    };
+    agent_exec_contract::check_session_handle(handle)
+        .and_then(|()| {
+            C::is_session_handle(handle)
+                .then_some(Some(handle))
+                .ok_or_else(|| format!("the session handle is not {}", C::SESSION_HANDLE))
+        })
+        .map_err(|reason| {
+            Error::new(
+                ErrorCode::Internal,
+                format!("backend `{name}` cannot resume: {reason}"),
+                SideEffects::None,
+            )
+        })
 }
 
 /// A tool policy the program cannot hold: the request is refused
@@ -561,6 +597,35 @@ fn format_unproven(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_resume_handle_is_checked_once_for_every_agent_cli() {
+        assert_eq!(resume_handle::<Scripted>("s", None), Ok(None));
+        let id = "0cb916db-26aa-40f2-86b5-1ba81b225fd2";
+        assert_eq!(resume_handle::<Scripted>("s", Some(id)), Ok(Some(id)));
+        let name = resume_handle::<Scripted>("s", Some("my-session")).unwrap_err();
+        assert_eq!(name.code, ErrorCode::Internal);
+        assert_eq!(name.side_effects, SideEffects::None);
+        assert_eq!(
+            name.reason,
+            "backend `s` cannot resume: the session handle is not a scripted session id (a UUID)"
+        );
+        // Not a contract handle at all: the contract's own reason.
+        let bad = resume_handle::<Scripted>("s", Some("")).unwrap_err();
+        assert!(
+            bad.reason.starts_with("backend `s` cannot resume: "),
+            "{}",
+            bad.reason
+        );
+        assert!(
+            !bad.reason.contains("scripted session id"),
+            "{}",
+            bad.reason
+        );
+        // OpenCode's own shape.
+        assert!(resume_handle::<crate::opencode::OpenCode>("o", Some("ses_abc123")).is_ok());
+        assert!(resume_handle::<crate::opencode::OpenCode>("o", Some(id)).is_err());
+    }
     use crate::agent_program::Verdict;
     use agent_exec_contract::{Event, Usage};
 
@@ -597,6 +662,7 @@ mod tests {
             upgrade: "upgrade scripted",
             resume_hint: ", and keep sessions",
         };
+        const SESSION_HANDLE: &'static str = "a scripted session id (a UUID)";
         const RETRY_UNAVAILABLE: bool = false;
         type Parser = NoStream;
 

@@ -765,24 +765,7 @@ impl ClaudeCode {
     /// The run of `request`, fresh or continuing `resume` (see
     /// [`ClaudeCodeBackend::resumed_run`]).
     fn run_for(&self, request: &ContractRequest, resume: Option<&str>) -> Result<AgentRun, Error> {
-        if let Some(session) = resume {
-            let name = &self.config.name;
-            agent_exec_contract::check_session_handle(session)
-                .and_then(|()| {
-                    agent_program::is_uuid(session)
-                        .then_some(())
-                        .ok_or_else(|| {
-                            "the session handle is not a Claude Code session id (a UUID)".to_owned()
-                        })
-                })
-                .map_err(|reason| {
-                    Error::new(
-                        ErrorCode::Internal,
-                        format!("backend `{name}` cannot resume: {reason}"),
-                        SideEffects::None,
-                    )
-                })?;
-        }
+        let resume = crate::agent_cli::resume_handle::<Self>(&self.config.name, resume)?;
         let tools = tool_args(&request.tool_policy)?;
         let mut args: Vec<String> = [
             "-p",
@@ -855,6 +838,7 @@ impl AgentCli for ClaudeCode {
         upgrade: "upgrade @anthropic-ai/claude-code",
         resume_hint: ", and keep `--no-session-persistence` out of `args`",
     };
+    const SESSION_HANDLE: &'static str = "a Claude Code session id (a UUID)";
     // Claude Code retries model calls by itself (`CLAUDE_CODE_MAX_RETRIES`, and a cut
     // stream regardless): those retries run inside one attempt, the runtime adds none.
     const RETRY_UNAVAILABLE: bool = false;

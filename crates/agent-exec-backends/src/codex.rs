@@ -450,6 +450,7 @@ impl AgentCli for Codex {
         upgrade: "upgrade @openai/codex",
         resume_hint: ", and keep `--ephemeral` out of `args`",
     };
+    const SESSION_HANDLE: &'static str = "a codex thread id (a UUID)";
     // codex already retried the stream itself; what is left is transient trouble the
     // caller may retry later (if the side effects allow).
     const RETRY_UNAVAILABLE: bool = true;
@@ -481,15 +482,7 @@ impl AgentCli for Codex {
         let mut kind_args = self
             .kind_args(request)
             .map_err(|problem| refused(ErrorCode::ToolRejected, problem.to_string()))?;
-        if resume.is_some_and(|thread| !agent_program::is_uuid(thread)) {
-            return Err(Error::new(
-                ErrorCode::Internal,
-                format!(
-                    "backend `{name}` cannot resume: the session handle is not a codex thread id (a UUID)"
-                ),
-                SideEffects::None,
-            ));
-        }
+        let resume = crate::agent_cli::resume_handle::<Self>(name, resume)?;
         if resume.is_some() {
             kind_args = resumed(kind_args);
         }

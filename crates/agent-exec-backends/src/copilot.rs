@@ -529,15 +529,7 @@ impl Copilot {
         usage_file: &std::path::Path,
     ) -> Result<AgentRun, Error> {
         let name = &self.config.name;
-        if !agent_program::is_uuid(session) {
-            return Err(Error::new(
-                ErrorCode::Internal,
-                format!(
-                    "backend `{name}` cannot resume: the session handle is not a Copilot session id (a UUID)"
-                ),
-                SideEffects::None,
-            ));
-        }
+        crate::agent_cli::resume_handle::<Self>(name, Some(session))?;
         let tools = tool_args(&request.tool_policy).map_err(|problem| {
             Error::new(
                 ErrorCode::ToolRejected,
@@ -588,6 +580,7 @@ impl AgentCli for Copilot {
         upgrade: "upgrade @github/copilot",
         resume_hint: "",
     };
+    const SESSION_HANDLE: &'static str = "a Copilot session id (a UUID)";
     // Copilot retries a failed model call itself, about 16 s over 5 tries: the
     // runtime adds none.
     const RETRY_UNAVAILABLE: bool = false;

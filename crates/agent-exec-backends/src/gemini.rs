@@ -467,6 +467,7 @@ impl AgentCli for Gemini {
         upgrade: "upgrade @google/gemini-cli",
         resume_hint: "",
     };
+    const SESSION_HANDLE: &'static str = "a gemini session id (a UUID)";
     // Gemini retries the API itself; what is left is transient trouble the caller may
     // retry later (if the side effects allow).
     const RETRY_UNAVAILABLE: bool = true;
@@ -483,15 +484,7 @@ impl AgentCli for Gemini {
         resume: Option<&str>,
     ) -> Result<Attempt<GeminiStream>, Error> {
         let name = &self.config.name;
-        if resume.is_some_and(|id| !agent_program::is_uuid(id)) {
-            return Err(Error::new(
-                ErrorCode::Internal,
-                format!(
-                    "backend `{name}` cannot resume: the session handle is not a gemini session id (a UUID)"
-                ),
-                SideEffects::None,
-            ));
-        }
+        let resume = crate::agent_cli::resume_handle::<Self>(name, resume)?;
         let (args, policy) = self.kind_args(&request.tool_policy).map_err(|problem| {
             // A policy Gemini cannot honour is the caller's to change; a file we could
             // not write is ours.

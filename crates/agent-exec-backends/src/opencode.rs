@@ -467,6 +467,7 @@ impl AgentCli for OpenCode {
         upgrade: "upgrade opencode-ai",
         resume_hint: ", and let OpenCode keep its sessions (its data folder must be writable)",
     };
+    const SESSION_HANDLE: &'static str = "an OpenCode session id (ses_…)";
     // OpenCode retries 5xx, 429 and cut streams itself, with back-off, for over a
     // minute: what is left is not worth an immediate retry by the caller.
     const RETRY_UNAVAILABLE: bool = false;
@@ -474,6 +475,10 @@ impl AgentCli for OpenCode {
 
     fn config(&self) -> &ProgramConfig {
         &self.config
+    }
+
+    fn is_session_handle(handle: &str) -> bool {
+        is_session_id(handle)
     }
 
     fn attempt(
@@ -492,12 +497,7 @@ impl AgentCli for OpenCode {
         };
         permission_for(&request.tool_policy)
             .map_err(|problem| refused(ErrorCode::ToolRejected, problem.0))?;
-        if resume.is_some_and(|session| !is_session_id(session)) {
-            return Err(refused(
-                ErrorCode::Internal,
-                "cannot resume: the session handle is not an OpenCode session id (ses_…)".into(),
-            ));
-        }
+        let resume = crate::agent_cli::resume_handle::<Self>(name, resume)?;
         let mut keep = Vec::new();
         let instructions = if request.instructions.is_empty() {
             None

@@ -1161,6 +1161,7 @@ impl AgentCli for Pi {
         upgrade: "upgrade @mariozechner/pi-coding-agent",
         resume_hint: "",
     };
+    const SESSION_HANDLE: &'static str = "a pi session id (a UUID)";
     // pi already retried (its `retry` setting); what is left is transient trouble the
     // caller may retry later, if the side effects allow.
     const RETRY_UNAVAILABLE: bool = true;
